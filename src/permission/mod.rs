@@ -1,0 +1,3 @@
+//! The permission engine.
+
+pub mod shell;
