@@ -1,3 +1,377 @@
-//! The permission engine.
+//! The permission engine: compiled rules, subjects per tool call, and decisions that explain
+//! themselves.
+//!
+//! Owns: what a rule means (`shared/spec/permissions.md`), turning a tool call into subjects,
+//! first-match per subject, strictest-of-subjects per call, opaque subjects failing closed,
+//! session grants. This is the only module that decides allow / deny / ask; the runtime, the
+//! server and `pod explain` all call [`Policy::decide`], so they cannot disagree.
+//!
+//! Must not touch: the wire, the model, running tools. It reads the file system only to resolve
+//! symlinks of path subjects.
 
+mod grants;
+pub mod lint;
+pub mod path;
+mod pattern;
 pub mod shell;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use grants::SessionGrants;
+pub use pattern::Pattern;
+
+use crate::protocol::{Action, Decision, RuleRef, SubjectDecision};
+
+/// How a tool's input turns into subjects (the table in permissions.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubjectKind {
+    /// `command` is a shell command line: every simple command, plus redirection targets.
+    Shell,
+    /// `path` is the file the tool touches (required).
+    Path,
+    /// `path` is a search root (optional, default the workspace).
+    SearchRoot,
+    /// Anything else: the JSON of the input, keys sorted.
+    Json,
+}
+
+impl SubjectKind {
+    /// The kind of a tool by name: the built-ins have fixed kinds, anything else is `Json`.
+    pub fn of(tool: &str) -> SubjectKind {
+        match tool {
+            "bash" => SubjectKind::Shell,
+            "read" | "file_write" | "edit" => SubjectKind::Path,
+            "grep" | "glob" => SubjectKind::SearchRoot,
+            _ => SubjectKind::Json,
+        }
+    }
+}
+
+/// One rule as written in the manifest, before compilation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleSpec {
+    pub tool: String,
+    pub pattern: String,
+    pub action: Action,
+    pub message: Option<String>,
+    /// Line of the rule in the manifest, for explanations.
+    pub line: Option<usize>,
+}
+
+/// Why a rule cannot be compiled; `field` names the offending key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {problem}")]
+pub struct RuleError {
+    pub field: &'static str,
+    pub problem: String,
+}
+
+#[derive(Debug, Clone)]
+struct Rule {
+    spec: RuleSpec,
+    index: usize,
+    tool: Pattern,
+    pattern: Pattern,
+}
+
+impl Rule {
+    fn compile(index: usize, spec: RuleSpec) -> Result<Rule, RuleError> {
+        check_pattern_text("tool", &spec.tool)?;
+        check_pattern_text("pattern", &spec.pattern)?;
+        Ok(Rule {
+            index,
+            tool: Pattern::case_insensitive(&spec.tool),
+            pattern: Pattern::new(&spec.pattern),
+            spec,
+        })
+    }
+
+    fn reference(&self) -> RuleRef {
+        RuleRef {
+            index: self.index,
+            tool: self.spec.tool.clone(),
+            pattern: self.spec.pattern.clone(),
+            line: self.spec.line,
+            message: self.spec.message.clone(),
+        }
+    }
+}
+
+fn check_pattern_text(field: &'static str, text: &str) -> Result<(), RuleError> {
+    if text.is_empty() {
+        return Err(RuleError {
+            field,
+            problem: "must not be empty (use \"*\" to match everything)".into(),
+        });
+    }
+    if let Some(c) = text.chars().find(|c| c.is_control()) {
+        return Err(RuleError {
+            field,
+            problem: format!("contains the control character {c:?}, which no subject holds"),
+        });
+    }
+    Ok(())
+}
+
+/// The compiled `[permissions]` section.
+#[derive(Debug, Clone)]
+pub struct Rules {
+    default_action: Action,
+    rules: Vec<Rule>,
+    ask_timeout: Option<Duration>,
+}
+
+impl Rules {
+    /// Compiles rules in declaration order; the error carries the 0-based position of the rule.
+    pub fn compile(
+        default_action: Action,
+        specs: Vec<RuleSpec>,
+        ask_timeout: Option<Duration>,
+    ) -> Result<Rules, (usize, RuleError)> {
+        let rules = specs
+            .into_iter()
+            .enumerate()
+            .map(|(i, spec)| Rule::compile(i + 1, spec).map_err(|e| (i, e)))
+            .collect::<Result<_, _>>()?;
+        Ok(Rules {
+            default_action,
+            rules,
+            ask_timeout,
+        })
+    }
+
+    pub fn default_action(&self) -> Action {
+        self.default_action
+    }
+
+    pub fn ask_timeout(&self) -> Option<Duration> {
+        self.ask_timeout
+    }
+
+    pub fn len(&self) -> usize {
+        self.rules.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// The rules as written, in order.
+    pub fn specs(&self) -> impl Iterator<Item = &RuleSpec> {
+        self.rules.iter().map(|r| &r.spec)
+    }
+
+    /// First match for one subject; no match: the default, tightened to `ask` for an opaque
+    /// subject when the default is `allow`.
+    fn decide_subject(&self, subject: Subject) -> SubjectDecision {
+        let rule = self
+            .rules
+            .iter()
+            .find(|r| r.tool.matches(&subject.tool) && r.pattern.matches(&subject.text));
+        let (action, rule, mut note) = match (rule, &subject.problem) {
+            (_, Some(Problem::Invalid(why))) => (Action::Deny, None, Some(why.clone())),
+            (Some(rule), _) => (rule.spec.action, Some(rule.reference()), None),
+            (None, Some(Problem::Opaque(why))) if self.default_action == Action::Allow => (
+                Action::Ask,
+                None,
+                Some(format!("{why}: a default never allows it, so it asks")),
+            ),
+            (None, _) => (self.default_action, None, None),
+        };
+        if note.is_none() {
+            if let Some(Problem::Opaque(why)) = &subject.problem {
+                note = Some(why.clone());
+            }
+        }
+        SubjectDecision {
+            tool: subject.tool,
+            subject: subject.text,
+            action,
+            rule,
+            opaque: matches!(subject.problem, Some(Problem::Opaque(_))),
+            note,
+        }
+    }
+}
+
+/// What the permission layer knows: the rules (or none: the layer is off) and the workspace
+/// path subjects are relative to.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    rules: Option<Rules>,
+    workspace: PathBuf,
+}
+
+impl Policy {
+    /// `workspace` should be canonical so that symlink-resolved subjects compare with it.
+    pub fn new(rules: Option<Rules>, workspace: PathBuf) -> Policy {
+        Policy { rules, workspace }
+    }
+
+    pub fn rules(&self) -> Option<&Rules> {
+        self.rules.as_ref()
+    }
+
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    /// The decision for one call of `tool` with `input`: one entry per subject, the call's
+    /// action the strictest of them (deny > ask > allow). With the layer off, every subject is
+    /// allowed and no rule is named.
+    pub fn decide(&self, tool: &str, input: &serde_json::Value) -> Decision {
+        let subjects = subjects(tool, SubjectKind::of(tool), input, &self.workspace);
+        let subjects: Vec<SubjectDecision> = match &self.rules {
+            Some(rules) => subjects
+                .into_iter()
+                .map(|s| rules.decide_subject(s))
+                .collect(),
+            None => subjects
+                .into_iter()
+                .map(|s| SubjectDecision {
+                    tool: s.tool,
+                    subject: s.text,
+                    action: Action::Allow,
+                    rule: None,
+                    opaque: matches!(s.problem, Some(Problem::Opaque(_))),
+                    note: Some("no [permissions] section: the layer is off".into()),
+                })
+                .collect(),
+        };
+        let decision = subjects
+            .iter()
+            .map(|s| s.action)
+            .max()
+            .unwrap_or(Action::Allow);
+        Decision {
+            decision,
+            subjects,
+        }
+    }
+}
+
+/// Why a subject cannot simply be matched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Problem {
+    /// Its effect cannot be read statically: a default never allows it.
+    Opaque(String),
+    /// The input is malformed for this tool: denied whatever the rules say (fail closed).
+    Invalid(String),
+}
+
+/// One thing the rules are matched against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Subject {
+    /// Whose rules apply (the called tool, or `file_write`/`read` for shell redirections).
+    tool: String,
+    text: String,
+    problem: Option<Problem>,
+}
+
+impl Subject {
+    fn plain(tool: &str, text: String) -> Subject {
+        Subject {
+            tool: tool.to_string(),
+            text,
+            problem: None,
+        }
+    }
+}
+
+fn subjects(
+    tool: &str,
+    kind: SubjectKind,
+    input: &serde_json::Value,
+    workspace: &Path,
+) -> Vec<Subject> {
+    let field = |name: &str| input.get(name);
+    let invalid = |why: String| {
+        vec![Subject {
+            tool: tool.to_string(),
+            text: sorted_json(input),
+            problem: Some(Problem::Invalid(why)),
+        }]
+    };
+    match kind {
+        SubjectKind::Shell => match field("command").and_then(|c| c.as_str()) {
+            Some(command) => shell_subjects(tool, command, workspace),
+            None => invalid("the input has no string `command`".into()),
+        },
+        SubjectKind::Path | SubjectKind::SearchRoot => {
+            let raw = match field("path") {
+                Some(serde_json::Value::String(p)) => p.as_str(),
+                None | Some(serde_json::Value::Null) if kind == SubjectKind::SearchRoot => ".",
+                _ => return invalid("the input has no string `path`".into()),
+            };
+            path::subjects(raw, workspace)
+                .into_iter()
+                .map(|text| Subject::plain(tool, text))
+                .collect()
+        }
+        SubjectKind::Json => vec![Subject::plain(tool, sorted_json(input))],
+    }
+}
+
+/// The input as compact JSON with object keys sorted at every level, so that a rule pattern does
+/// not depend on the order the model wrote the keys in.
+fn sorted_json(value: &serde_json::Value) -> String {
+    fn sort(value: &serde_json::Value) -> serde_json::Value {
+        match value {
+            serde_json::Value::Object(map) => {
+                let mut entries: Vec<_> = map.iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(b.0));
+                serde_json::Value::Object(
+                    entries
+                        .into_iter()
+                        .map(|(k, v)| (k.clone(), sort(v)))
+                        .collect(),
+                )
+            }
+            serde_json::Value::Array(items) => {
+                serde_json::Value::Array(items.iter().map(sort).collect())
+            }
+            other => other.clone(),
+        }
+    }
+    sort(value).to_string()
+}
+
+fn shell_subjects(tool: &str, command: &str, workspace: &Path) -> Vec<Subject> {
+    let parsed = shell::extract(command);
+    let mut out = Vec::new();
+    for cmd in parsed.commands {
+        let problem = cmd.opaque.as_ref().map(|o| Problem::Opaque(o.describe()));
+        if let Some(path_form) = cmd.path_form {
+            out.push(Subject {
+                tool: tool.to_string(),
+                text: path_form,
+                problem: problem.clone(),
+            });
+        }
+        out.push(Subject {
+            tool: tool.to_string(),
+            text: cmd.text,
+            problem,
+        });
+    }
+    for redirect in parsed.redirects {
+        let target_tool = match redirect.kind {
+            shell::RedirectKind::Read => "read",
+            shell::RedirectKind::Write => "file_write",
+        };
+        match redirect.opaque {
+            Some(opaque) => out.push(Subject {
+                tool: target_tool.to_string(),
+                text: redirect.path,
+                problem: Some(Problem::Opaque(opaque.describe())),
+            }),
+            None => out.extend(
+                path::subjects(&redirect.path, workspace)
+                    .into_iter()
+                    .map(|text| Subject::plain(target_tool, text)),
+            ),
+        }
+    }
+    out
+}

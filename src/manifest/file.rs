@@ -1,0 +1,143 @@
+//! The manifest file format (`pod.toml`) as serde types: exactly what may be written, nothing
+//! resolved. `schema/manifest.schema.json` is generated from these types, so their doc comments
+//! are the schema's descriptions.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::protocol::Action;
+
+/// A pod manifest.
+#[derive(Debug, Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestFile {
+    pub pod: Option<PodSection>,
+    pub model: Option<ModelSection>,
+    pub tools: Option<ToolsSection>,
+    pub scope: Option<ScopeSection>,
+    /// The permission layer. Absent: the layer is off and every tool call runs.
+    #[schemars(with = "Option<PermissionsSection>")]
+    pub permissions: Option<Spanned<PermissionsSection>>,
+    pub skills: Option<SkillsSection>,
+    pub hooks: Option<HooksSection>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct PodSection {
+    /// The pod's name, reported to clients.
+    pub name: Option<String>,
+    /// The tool root, relative to the manifest's folder. Default: the manifest's folder.
+    pub workspace: Option<String>,
+    /// Model requests per turn before the turn ends with `max_steps`. Default 50.
+    pub max_steps: Option<u32>,
+}
+
+/// Which model answers.
+#[derive(Debug, Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    /// The embedded deterministic model (no network).
+    #[default]
+    Offline,
+    /// The Anthropic Messages API.
+    Anthropic,
+    /// OpenAI-compatible Chat Completions (also llama.cpp, Ollama, vLLM).
+    Openai,
+}
+
+#[derive(Debug, Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSection {
+    #[serde(default)]
+    pub provider: Provider,
+    /// Model name sent to the provider.
+    pub model: Option<String>,
+    /// API base URL (default: the provider's public endpoint).
+    pub base_url: Option<String>,
+    /// Environment variable holding the API key.
+    pub api_key_env: Option<String>,
+    /// File holding the API key (relative to the manifest's folder).
+    pub api_key_file: Option<String>,
+    /// Upper bound of tokens per model response. Default 4096.
+    pub max_tokens: Option<u32>,
+    /// System prompt.
+    pub system: Option<String>,
+    /// Offline model only: a scenario file of scripted responses (relative to the manifest).
+    pub scenario: Option<String>,
+    /// HTTP request timeout in seconds. Default 300.
+    pub timeout_secs: Option<u64>,
+    /// Retries on 429 / 5xx / connection reset. Default 3.
+    pub max_retries: Option<u32>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsSection {
+    /// Built-in tools the model may call: bash, read, file_write, edit, grep, glob.
+    #[schemars(with = "Vec<String>")]
+    pub enabled: Vec<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScopeSection {
+    /// Folders the file tools may write in, relative to the workspace. Default: the workspace.
+    pub writable: Vec<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PermissionsSection {
+    /// What a subject no rule matches gets: allow, deny or ask. Required.
+    #[schemars(with = "Action")]
+    pub default_action: Option<Spanned<Action>>,
+    /// Seconds an `ask` waits for the client before it resolves as denied. Default: no limit.
+    pub ask_timeout_secs: Option<u64>,
+    /// Rules in evaluation order; the first whose tool and pattern match decides.
+    #[serde(default)]
+    #[schemars(with = "Vec<RuleEntry>")]
+    pub rule: Vec<Spanned<RuleEntry>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RuleEntry {
+    /// Wildmatch over the tool name, case-insensitive (`*` = every tool).
+    #[schemars(with = "String")]
+    pub tool: Spanned<String>,
+    /// Wildmatch over a subject of the call, case-sensitive. Default `*`.
+    #[schemars(with = "Option<String>")]
+    pub pattern: Option<Spanned<String>>,
+    pub action: Action,
+    /// Shown to the model when this rule denies.
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SkillsSection {
+    /// Folders holding `<name>/SKILL.md`, relative to the manifest's folder.
+    pub directories: Vec<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HooksSection {
+    /// User hooks run after the built-in permission hook, in this order.
+    #[serde(default)]
+    #[schemars(with = "Vec<HookEntry>")]
+    pub pre_tool_call: Vec<Spanned<HookEntry>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HookEntry {
+    /// The program and its arguments (resolved against the manifest's folder when relative).
+    pub command: Vec<String>,
+    /// Seconds before the hook is killed and the call denied. Default 10.
+    pub timeout_secs: Option<u64>,
+    /// Wildmatch patterns of tool names the hook applies to. Default: every tool.
+    pub tools: Option<Vec<String>>,
+}

@@ -1,0 +1,383 @@
+//! The pod manifest (`pod.toml`): reading, validating and resolving it.
+//!
+//! Owns: the file format ([`file`]), error messages that name file, line, column and key, path
+//! resolution relative to the manifest's folder, and compiling `[permissions]` into
+//! [`Rules`](crate::permission::Rules) at load, so an invalid rule is a load error.
+//!
+//! Must not touch: the runtime. A [`Manifest`] is plain resolved data; nothing here runs tools,
+//! starts hooks or talks to a model.
+
+mod error;
+pub mod file;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use error::{line_col, ManifestError};
+pub use file::Provider;
+
+use crate::permission::{Policy, RuleSpec, Rules};
+use crate::protocol::Action;
+
+/// The built-in tools, in the order they are offered to the model.
+pub const BUILTIN_TOOLS: [&str; 6] = ["bash", "read", "file_write", "edit", "grep", "glob"];
+
+/// Default model requests per turn.
+pub const DEFAULT_MAX_STEPS: u32 = 50;
+
+/// A loaded, validated manifest with every path resolved.
+#[derive(Debug, Clone)]
+pub struct Manifest {
+    /// The manifest file.
+    pub path: PathBuf,
+    /// The manifest's folder: relative paths in the manifest start here.
+    pub dir: PathBuf,
+    pub name: String,
+    /// The tool root (canonical).
+    pub workspace: PathBuf,
+    pub max_steps: u32,
+    pub model: ModelConfig,
+    /// Enabled tools, in manifest order.
+    pub tools: Vec<String>,
+    /// `[scope].writable`, absolute and normalized.
+    pub writable: Vec<PathBuf>,
+    /// `[permissions]`, compiled; `None` when the section is absent (the layer is off).
+    pub permissions: Option<Rules>,
+    /// Line of the `[permissions]` header.
+    pub permissions_line: Option<usize>,
+    /// `[skills].directories`, absolute.
+    pub skill_dirs: Vec<PathBuf>,
+    pub hooks: Vec<HookConfig>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ModelConfig {
+    pub provider: Provider,
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+    pub api_key_env: Option<String>,
+    pub api_key_file: Option<PathBuf>,
+    pub max_tokens: u32,
+    pub system: Option<String>,
+    pub scenario: Option<PathBuf>,
+    pub timeout: Duration,
+    pub max_retries: u32,
+}
+
+/// A user `pre_tool_call` hook.
+#[derive(Debug, Clone)]
+pub struct HookConfig {
+    /// Program and arguments; a program written as a relative path is resolved against the
+    /// manifest's folder.
+    pub command: Vec<String>,
+    pub timeout: Duration,
+    /// Wildmatch patterns of tool names (case-insensitive); empty means every tool.
+    pub tools: Vec<String>,
+    /// Line of the hook's `[[hooks.pre_tool_call]]` header.
+    pub line: usize,
+}
+
+impl Manifest {
+    /// Reads and validates the manifest at `path`.
+    pub fn load(path: &Path) -> Result<Manifest, ManifestError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Manifest::parse(&text, path)
+    }
+
+    /// Validates manifest `text` as if read from `path` (whose folder anchors relative paths).
+    pub fn parse(text: &str, path: &Path) -> Result<Manifest, ManifestError> {
+        let raw: file::ManifestFile =
+            toml::from_str(text).map_err(|e| toml_error(path, text, &e))?;
+        let at = |offset: usize, message: String| ManifestError::at(path, text, offset, message);
+        let line_of = |offset: usize| line_col(text, offset).0;
+
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let dir = dir.canonicalize().unwrap_or(dir);
+        let pod = raw.pod.unwrap_or_default();
+        let workspace_raw = pod.workspace.unwrap_or_else(|| ".".into());
+        let workspace = dir.join(&workspace_raw);
+        let workspace = workspace.canonicalize().map_err(|e| {
+            at(
+                key_offset(text, "pod", "workspace"),
+                format!(
+                    "pod.workspace: {} is not a usable folder: {e}",
+                    workspace.display()
+                ),
+            )
+        })?;
+        if !workspace.is_dir() {
+            return Err(at(
+                key_offset(text, "pod", "workspace"),
+                format!("pod.workspace: {} is not a folder", workspace.display()),
+            ));
+        }
+
+        let tools = match raw.tools {
+            None => BUILTIN_TOOLS.iter().map(|s| s.to_string()).collect(),
+            Some(section) => {
+                let mut tools = Vec::new();
+                for name in section.enabled {
+                    if !BUILTIN_TOOLS.contains(&name.get_ref().as_str()) {
+                        return Err(at(
+                            name.span().start,
+                            format!(
+                                "tools.enabled: unknown tool \"{}\"{} (pod has: {})",
+                                name.get_ref(),
+                                did_you_mean(name.get_ref(), &BUILTIN_TOOLS),
+                                BUILTIN_TOOLS.join(", ")
+                            ),
+                        ));
+                    }
+                    if !tools.contains(name.get_ref()) {
+                        tools.push(name.into_inner());
+                    }
+                }
+                tools
+            }
+        };
+
+        let writable = raw
+            .scope
+            .map(|s| s.writable)
+            .unwrap_or_else(|| vec![".".into()])
+            .iter()
+            .map(|w| crate::permission::path::resolve(&crate::permission::path::absolute(w, &workspace)))
+            .collect();
+
+        let (permissions, permissions_line) = match raw.permissions {
+            None => (None, None),
+            Some(section) => {
+                let section_offset = section.span().start;
+                let header = header_offset(text, "permissions").unwrap_or(section_offset);
+                let section = section.into_inner();
+                let Some(default_action) = section.default_action else {
+                    return Err(at(header, "[permissions] requires default_action (allow, deny or ask)".into()));
+                };
+                let mut specs = Vec::new();
+                let mut field_spans = Vec::new();
+                for rule in &section.rule {
+                    let span = rule.span().start;
+                    let r = rule.get_ref();
+                    specs.push(RuleSpec {
+                        tool: r.tool.get_ref().clone(),
+                        pattern: r
+                            .pattern
+                            .as_ref()
+                            .map(|p| p.get_ref().clone())
+                            .unwrap_or_else(|| "*".into()),
+                        action: r.action,
+                        message: r.message.clone(),
+                        line: Some(rule_header_line(text, span)),
+                    });
+                    field_spans.push((
+                        span,
+                        r.tool.span().start,
+                        r.pattern.as_ref().map(|p| p.span().start).unwrap_or(span),
+                    ));
+                }
+                let rules = Rules::compile(
+                    *default_action.get_ref(),
+                    specs,
+                    section.ask_timeout_secs.map(Duration::from_secs),
+                )
+                .map_err(|(i, e)| {
+                    let (_, tool_at, pattern_at) = field_spans[i];
+                    let offset = if e.field == "tool" { tool_at } else { pattern_at };
+                    at(offset, format!("permissions.rule[{}].{e}", i + 1))
+                })?;
+                (Some(rules), Some(line_of(header)))
+            }
+        };
+
+        let skill_dirs = raw
+            .skills
+            .map(|s| s.directories.iter().map(|d| dir.join(d)).collect())
+            .unwrap_or_default();
+
+        let mut hooks = Vec::new();
+        for hook in raw.hooks.map(|h| h.pre_tool_call).unwrap_or_default() {
+            let offset = hook.span().start;
+            let line = rule_header_line(text, offset);
+            let hook = hook.into_inner();
+            let Some(program) = hook.command.first() else {
+                return Err(at(
+                    offset,
+                    "hooks.pre_tool_call.command: must name a program (an argv array such as [\"python3\", \"hooks/guard.py\"])".into(),
+                ));
+            };
+            let mut command = hook.command.clone();
+            if program.contains('/') && Path::new(program).is_relative() {
+                command[0] = dir.join(program).to_string_lossy().into_owned();
+            }
+            hooks.push(HookConfig {
+                command,
+                timeout: Duration::from_secs(hook.timeout_secs.unwrap_or(10)),
+                tools: hook.tools.unwrap_or_default(),
+                line,
+            });
+        }
+
+        let model = raw.model.unwrap_or_default();
+        let model = ModelConfig {
+            provider: model.provider,
+            model: model.model,
+            base_url: model.base_url,
+            api_key_env: model.api_key_env,
+            api_key_file: model.api_key_file.map(|f| dir.join(f)),
+            max_tokens: model.max_tokens.unwrap_or(4096),
+            system: model.system,
+            scenario: model.scenario.map(|f| dir.join(f)),
+            timeout: Duration::from_secs(model.timeout_secs.unwrap_or(300)),
+            max_retries: model.max_retries.unwrap_or(3),
+        };
+
+        Ok(Manifest {
+            path: path.to_path_buf(),
+            name: pod.name.unwrap_or_else(|| "pod".into()),
+            dir,
+            workspace,
+            max_steps: pod.max_steps.unwrap_or(DEFAULT_MAX_STEPS),
+            model,
+            tools,
+            writable,
+            permissions,
+            permissions_line,
+            skill_dirs,
+            hooks,
+        })
+    }
+
+    /// The permission policy this manifest declares.
+    pub fn policy(&self) -> Policy {
+        Policy::new(self.permissions.clone(), self.workspace.clone())
+    }
+
+    /// The default action, or `None` when the permission layer is off.
+    pub fn default_action(&self) -> Option<Action> {
+        self.permissions.as_ref().map(|r| r.default_action())
+    }
+}
+
+/// Turns a toml/serde error into `file:line:col: key: message (did you mean ...)`.
+fn toml_error(path: &Path, text: &str, e: &toml::de::Error) -> ManifestError {
+    let offset = e.span().map(|s| s.start).unwrap_or(0);
+    let message = e.message().trim().to_string();
+    let key = key_path_at(text, offset);
+    let hint = unknown_name_hint(&message);
+    let message = match key {
+        Some(key) if !message.contains(&format!("`{}`", key.rsplit('.').next().unwrap_or(&key))) => {
+            format!("{key}: {message}{hint}")
+        }
+        _ => match header_at(text, offset) {
+            Some(section) if message.starts_with("unknown field") => {
+                format!("[{section}]: {message}{hint}")
+            }
+            _ => format!("{message}{hint}"),
+        },
+    };
+    ManifestError::at(path, text, offset, message)
+}
+
+/// For "unknown field `x`, expected one of `a`, `b`" (and unknown variants): a "did you mean".
+fn unknown_name_hint(message: &str) -> String {
+    let unknown = ["unknown field `", "unknown variant `"]
+        .iter()
+        .find_map(|prefix| message.strip_prefix(prefix))
+        .and_then(|rest| rest.split('`').next());
+    let Some(unknown) = unknown else {
+        return String::new();
+    };
+    let expected = message.split_once("expected").map(|(_, e)| e).unwrap_or("");
+    let candidates: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    did_you_mean(unknown, &candidates)
+}
+
+/// `" (did you mean \"x\"?)"` when one candidate is close to `word`, else empty.
+pub fn did_you_mean(word: &str, candidates: &[&str]) -> String {
+    candidates
+        .iter()
+        .map(|c| (strsim::jaro_winkler(word, c), *c))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| format!(" (did you mean \"{c}\"?)"))
+        .unwrap_or_default()
+}
+
+/// The section header (`[a.b]` or `[[a.b]]`) in force at `offset`.
+fn header_at(text: &str, offset: usize) -> Option<String> {
+    let before = text.get(..offset.min(text.len()))?;
+    before.lines().rev().find_map(parse_header)
+}
+
+fn parse_header(line: &str) -> Option<String> {
+    let line = line.trim();
+    let inner = line
+        .strip_prefix("[[")
+        .and_then(|l| l.split("]]").next())
+        .or_else(|| line.strip_prefix('[').and_then(|l| l.split(']').next()))?;
+    Some(inner.trim().to_string())
+}
+
+/// `section.key` for the `key = value` line holding `offset`, when there is one.
+fn key_path_at(text: &str, offset: usize) -> Option<String> {
+    let offset = offset.min(text.len());
+    let start = text.get(..offset)?.rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let line = text.get(start..)?.lines().next()?;
+    let (key, _) = line.split_once('=')?;
+    let key = key.trim().trim_matches('"');
+    if key.is_empty() || key.starts_with('[') {
+        return None;
+    }
+    Some(match header_at(text, start) {
+        Some(section) => format!("{section}.{key}"),
+        None => key.to_string(),
+    })
+}
+
+/// Byte offset of the header line `[name]`.
+fn header_offset(text: &str, name: &str) -> Option<usize> {
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        if parse_header(line).as_deref() == Some(name) && !line.trim_start().starts_with("[[") {
+            return Some(offset + (line.len() - line.trim_start().len()));
+        }
+        offset += line.len();
+    }
+    None
+}
+
+/// Byte offset of `key = ...` inside `[section]`, or of the section header, or 0.
+fn key_offset(text: &str, section: &str, key: &str) -> usize {
+    let mut offset = 0;
+    let mut current: Option<String> = None;
+    for line in text.split_inclusive('\n') {
+        if let Some(h) = parse_header(line) {
+            current = Some(h);
+        } else if current.as_deref() == Some(section)
+            && line.split_once('=').map(|(k, _)| k.trim()) == Some(key)
+        {
+            return offset + (line.len() - line.trim_start().len());
+        }
+        offset += line.len();
+    }
+    header_offset(text, section).unwrap_or(0)
+}
+
+/// The line of the `[[...]]` header that opens the array-of-tables entry holding `offset`.
+fn rule_header_line(text: &str, offset: usize) -> usize {
+    let before = text.get(..offset.min(text.len())).unwrap_or("");
+    let mut line = before.matches('\n').count() + 1;
+    for l in before.lines().rev() {
+        if l.trim_start().starts_with("[[") {
+            return line;
+        }
+        line -= 1;
+    }
+    line_col(text, offset).0
+}

@@ -1,0 +1,119 @@
+//! Model providers: the conversation as the model sees it, and the [`Model`] trait each provider
+//! implements (offline, Anthropic Messages, OpenAI-compatible Chat Completions).
+//!
+//! Owns: the provider-neutral message types, mapping them to each API, streaming text deltas,
+//! HTTP retries. Must not touch: permissions, tools, the session log, the wire protocol. A
+//! provider gets the conversation and returns one response; the turn loop owns everything else.
+
+pub mod offline;
+
+use async_trait::async_trait;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::manifest::{ModelConfig, Provider};
+use crate::protocol::{ToolInfo, Usage};
+
+/// A tool call the model asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// Provider-assigned id (offline: generated); pairs the call with its result.
+    pub id: String,
+    pub name: String,
+    pub input: serde_json::Value,
+}
+
+/// A tool result as the model sees it. `is_error` is kept end to end: Anthropic gets it as
+/// `tool_result.is_error`; OpenAI, which has no such flag, gets it marked in the content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolResult {
+    pub call_id: String,
+    pub content: String,
+    pub is_error: bool,
+}
+
+/// One message of the conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    User { text: String },
+    Assistant { text: String, tool_calls: Vec<ToolCall> },
+    /// The results of the previous assistant message's calls, in call order.
+    ToolResults { results: Vec<ToolResult> },
+}
+
+/// Everything a provider needs for one response.
+#[derive(Debug, Clone, Copy)]
+pub struct ModelRequest<'a> {
+    pub system: Option<&'a str>,
+    pub messages: &'a [Message],
+    pub tools: &'a [ToolInfo],
+    pub max_tokens: u32,
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelStop {
+    EndTurn,
+    ToolUse,
+    MaxTokens,
+    /// Anything else the provider reported, verbatim.
+    Other(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelResponse {
+    pub text: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub stop: ModelStop,
+    pub usage: Usage,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error("the model request was cancelled")]
+    Cancelled,
+    #[error("model configuration: {0}")]
+    Config(String),
+    /// The API answered with an error status; `message` is what the API said.
+    #[error("{provider} API error {status}: {message}")]
+    Api {
+        provider: &'static str,
+        status: u16,
+        message: String,
+    },
+    /// The connection failed or the stream broke.
+    #[error("{provider} connection: {message}")]
+    Transport {
+        provider: &'static str,
+        message: String,
+    },
+    /// The response could not be understood.
+    #[error("{provider} response: {message}")]
+    Protocol {
+        provider: &'static str,
+        message: String,
+    },
+}
+
+#[async_trait]
+pub trait Model: Send + Sync {
+    /// One model response. Text is also sent piece by piece on `deltas` as it arrives. Returns
+    /// `Err(Cancelled)` promptly once `cancel` fires (dropping any HTTP stream).
+    async fn respond(
+        &self,
+        request: ModelRequest<'_>,
+        deltas: &mpsc::UnboundedSender<String>,
+        cancel: &CancellationToken,
+    ) -> Result<ModelResponse, ModelError>;
+}
+
+/// The model a manifest asks for.
+pub fn from_config(config: &ModelConfig) -> Result<Box<dyn Model>, ModelError> {
+    match config.provider {
+        Provider::Offline => Ok(Box::new(offline::Offline::from_config(config)?)),
+        Provider::Anthropic | Provider::Openai => Err(ModelError::Config(format!(
+            "provider {:?} is not built yet",
+            config.provider
+        ))),
+    }
+}

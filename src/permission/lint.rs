@@ -1,0 +1,210 @@
+//! Lints over compiled rules, for `pod check`: mistakes the manifest parser cannot see.
+//!
+//! - a rule shadowed by an earlier rule (it can never decide anything);
+//! - `default_action = "allow"` with only deny rules (a blocklist: the weakest posture);
+//! - a rule for tools that are not enabled;
+//! - a pattern no subject can ever match (subjects are normalized, see permissions.md).
+
+use std::path::Path;
+
+use super::{Pattern, RuleSpec, Rules, SubjectKind};
+use crate::protocol::Action;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    Warning,
+    Error,
+}
+
+/// One lint finding, about the rule at `line` (or the section when `None`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub severity: Severity,
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+/// Every tool name rules can be about: the built-ins, whether enabled or not, plus the subject
+/// tools of shell redirections (`read`, `file_write`).
+const KNOWN_TOOLS: [&str; 6] = ["bash", "read", "file_write", "edit", "grep", "glob"];
+
+pub fn lint(
+    rules: &Rules,
+    enabled: &[String],
+    workspace: &Path,
+    section_line: Option<usize>,
+) -> Vec<Finding> {
+    let specs: Vec<&RuleSpec> = rules.specs().collect();
+    let mut out = Vec::new();
+    for (j, rule) in specs.iter().enumerate() {
+        let warn = |message: String| Finding {
+            severity: Severity::Warning,
+            line: rule.line,
+            message,
+        };
+        if let Some(i) = (0..j).find(|&i| covers(specs[i], rule)) {
+            out.push(warn(format!(
+                "rule {} ({} \"{}\" {}) is unreachable: rule {} ({} \"{}\" {}{}) matches everything it matches first",
+                j + 1,
+                rule.tool,
+                rule.pattern,
+                rule.action,
+                i + 1,
+                specs[i].tool,
+                specs[i].pattern,
+                specs[i].action,
+                specs[i].line.map(|l| format!(", line {l}")).unwrap_or_default(),
+            )));
+        }
+        let tool = Pattern::case_insensitive(&rule.tool);
+        let known: Vec<&str> = KNOWN_TOOLS.iter().copied().filter(|t| tool.matches(t)).collect();
+        let bash_redirect_target = known.iter().any(|t| *t == "read" || *t == "file_write")
+            && enabled.iter().any(|e| e == "bash");
+        if known.is_empty() {
+            out.push(warn(format!(
+                "rule {}: tool \"{}\" matches no tool pod has ({})",
+                j + 1,
+                rule.tool,
+                KNOWN_TOOLS.join(", ")
+            )));
+        } else if !known.iter().any(|t| enabled.iter().any(|e| e == t)) && !bash_redirect_target
+        {
+            out.push(warn(format!(
+                "rule {}: tool \"{}\" is not enabled in [tools] (enabled: {})",
+                j + 1,
+                rule.tool,
+                enabled.join(", ")
+            )));
+        }
+        for why in never_matches(rule, &known, workspace) {
+            out.push(warn(format!(
+                "rule {}: pattern \"{}\" can never match: {why}",
+                j + 1,
+                rule.pattern
+            )));
+        }
+    }
+    if rules.default_action() == Action::Allow
+        && !specs.is_empty()
+        && specs.iter().all(|r| r.action == Action::Deny)
+    {
+        out.push(Finding {
+            severity: Severity::Warning,
+            line: section_line,
+            message: "default_action = \"allow\" with only deny rules is a blocklist: every command \
+                      nobody thought of runs unasked. Consider default_action = \"ask\" (or \
+                      \"deny\" plus allow rules)"
+                .into(),
+        });
+    }
+    out
+}
+
+/// True when `earlier` matches
+/// every subject `later` can match, so `later` never decides. Conservative: it may miss some
+/// shadowing, it never reports a rule that can still decide.
+fn covers(earlier: &RuleSpec, later: &RuleSpec) -> bool {
+    pattern_covers(&earlier.tool, &later.tool, true)
+        && pattern_covers(&earlier.pattern, &later.pattern, false)
+}
+
+/// Does pattern `a` match every string pattern `b` matches? Sound when `a` has no `?`: then each
+/// wildcard of `b` must line up with a `*` of `a`, which absorbs whatever it expands to.
+fn pattern_covers(a: &str, b: &str, case_insensitive: bool) -> bool {
+    let compile = |s: &str| {
+        if case_insensitive {
+            Pattern::case_insensitive(s)
+        } else {
+            Pattern::new(s)
+        }
+    };
+    let pa = compile(a);
+    let b_literal = !b.contains(['*', '?']);
+    if !b_literal && a.contains('?') {
+        return false;
+    }
+    // `b`'s bare form (from a trailing " *") is part of what it matches.
+    pa.matches(b) && b.strip_suffix(" *").is_none_or(|bare| pa.matches(bare))
+}
+
+fn never_matches(rule: &RuleSpec, tools: &[&str], workspace: &Path) -> Vec<String> {
+    let p = &rule.pattern;
+    let mut out = Vec::new();
+    let kinds: Vec<SubjectKind> = tools.iter().map(|t| SubjectKind::of(t)).collect();
+    let only = |k: &[SubjectKind]| !kinds.is_empty() && kinds.iter().all(|x| k.contains(x));
+    if only(&[SubjectKind::Shell]) {
+        let body = p.strip_suffix(" *").unwrap_or(p);
+        if body.starts_with(' ') || body.ends_with(' ') || body.contains("  ") {
+            out.push("command subjects are trimmed and single-spaced".to_string());
+        }
+    }
+    if only(&[SubjectKind::Path, SubjectKind::SearchRoot]) {
+        let ws = workspace.to_string_lossy();
+        if p.starts_with("./") || p.contains("/./") || p.contains("/../") || p.starts_with("../")
+        {
+            out.push("path subjects are normalized (no `.` or `..` components)".to_string());
+        } else if p.len() > 1 && p.ends_with('/') {
+            out.push("path subjects never end with `/`".to_string());
+        } else if !ws.is_empty() && p.starts_with(ws.as_ref()) && !p.starts_with('*') {
+            out.push(format!(
+                "paths inside the workspace are matched relative to it (write \"{}\")",
+                p.strip_prefix(ws.as_ref())
+                    .unwrap_or(p)
+                    .trim_start_matches('/')
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(tool: &str, pattern: &str, action: Action) -> RuleSpec {
+        RuleSpec {
+            tool: tool.into(),
+            pattern: pattern.into(),
+            action,
+            message: None,
+            line: None,
+        }
+    }
+
+    #[test]
+    fn covering_is_sound_for_prefixes_and_suffixes() {
+        assert!(pattern_covers("git *", "git push *", false));
+        assert!(pattern_covers("*", "anything *", false));
+        assert!(pattern_covers("*.env", "config/*.env", false));
+        assert!(pattern_covers("rm *", "rm", false));
+        assert!(!pattern_covers("git push *", "git *", false));
+        assert!(!pattern_covers("git ?", "git *", false));
+        assert!(!pattern_covers("rm -rf *", "rm *", false)); // bare `rm`
+        assert!(pattern_covers("BASH", "bash", true));
+    }
+
+    #[test]
+    fn shadowed_blocklist_disabled_and_never_matching_rules_are_reported() {
+        let rules = Rules::compile(
+            Action::Allow,
+            vec![
+                spec("bash", "git *", Action::Deny),
+                spec("bash", "git push *", Action::Deny),
+                spec("edit", "*", Action::Deny),
+                spec("read", "./.env", Action::Deny),
+                spec("bsh", "x", Action::Deny),
+            ],
+            None,
+        )
+        .unwrap();
+        let enabled = vec!["bash".to_string(), "read".to_string()];
+        let found = lint(&rules, &enabled, Path::new("/w"), Some(1));
+        let text: Vec<&str> = found.iter().map(|f| f.message.as_str()).collect();
+        assert!(text.iter().any(|m| m.starts_with("rule 2 ") && m.contains("unreachable")));
+        assert!(text.iter().any(|m| m.starts_with("rule 3: tool \"edit\" is not enabled")));
+        assert!(text.iter().any(|m| m.starts_with("rule 4: pattern \"./.env\" can never match")));
+        assert!(text.iter().any(|m| m.starts_with("rule 5: tool \"bsh\" matches no tool")));
+        assert!(text.iter().any(|m| m.contains("is a blocklist")));
+        assert_eq!(found.len(), 5);
+    }
+}

@@ -1,0 +1,78 @@
+//! History items: what `history` returns and what the session log stores, one per line.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{Action, DeniedBy, StopReason, SubjectDecision};
+
+/// Who settled a permission decision recorded in history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DecidedBy {
+    /// A `[[permissions.rule]]` entry (see the subjects for which).
+    Rule,
+    /// `default_action`.
+    Default,
+    /// No `[permissions]` section: the layer is off.
+    Disabled,
+    /// An `ask` with no approver connected.
+    FailClosed,
+    Client,
+    SessionGrant,
+    Cancel,
+    Timeout,
+    Disconnect,
+    Shutdown,
+}
+
+/// One entry of the session's history, in the order it happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "camelCase", rename_all_fields = "camelCase")]
+pub enum Item {
+    UserMessage {
+        turn_id: String,
+        text: String,
+    },
+    /// A skill whose instructions entered this turn's context.
+    SkillActivated {
+        turn_id: String,
+        name: String,
+    },
+    AssistantText {
+        turn_id: String,
+        text: String,
+    },
+    ToolCall {
+        turn_id: String,
+        call_id: String,
+        tool: String,
+        input: serde_json::Value,
+    },
+    ToolResult {
+        turn_id: String,
+        call_id: String,
+        is_error: bool,
+        content: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        denied_by: Option<DeniedBy>,
+    },
+    /// The permission layer's final word on a call: `allow` or `deny`, and who settled it.
+    PermissionDecision {
+        turn_id: String,
+        call_id: String,
+        decision: Action,
+        by: DecidedBy,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        request_id: Option<String>,
+        subjects: Vec<SubjectDecision>,
+    },
+    /// An `allow_session` reply: these subjects of this tool no longer ask in this session.
+    SessionGrant {
+        tool: String,
+        subjects: Vec<String>,
+    },
+    TurnEnded {
+        turn_id: String,
+        stop_reason: StopReason,
+    },
+}

@@ -1,0 +1,166 @@
+//! Params and results of the methods a client calls.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{Action, Item, ReplyDecision};
+
+/// Name and version of a peer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct PeerInfo {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub version: String,
+}
+
+/// `capabilities.approval`: present as an object means the client answers
+/// `permissionRequest` events. Reserved for sub-fields; today always `{}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+pub struct ApprovalCapability {}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientCapabilities {
+    /// Omitted, `null` or not an object: the client cannot approve, and every `ask` fails closed.
+    #[serde(default, deserialize_with = "lenient_object")]
+    pub approval: Option<ApprovalCapability>,
+}
+
+/// A capability counts only when it is an object; anything else reads as absent.
+fn lenient_object<'de, D>(de: D) -> Result<Option<ApprovalCapability>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let value = serde_json::Value::deserialize(de)?;
+    Ok(value.is_object().then_some(ApprovalCapability {}))
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeParams {
+    pub protocol_version: u32,
+    #[serde(default)]
+    pub client_info: Option<PeerInfo>,
+    #[serde(default)]
+    pub capabilities: ClientCapabilities,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionInfo {
+    pub id: String,
+    pub resumed: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolInfo {
+    pub name: String,
+    pub description: String,
+    pub input_schema: serde_json::Value,
+}
+
+/// How an `ask` is resolved on this connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum AskMode {
+    /// The client advertised approval: asks become `permissionRequest` events.
+    Client,
+    /// No approver: asks are denied at once.
+    FailClosed,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionsInfo {
+    pub enabled: bool,
+    pub default_action: Option<Action>,
+    pub rules: usize,
+    pub ask_mode: AskMode,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeResult {
+    pub protocol_version: u32,
+    pub pod_info: PeerInfo,
+    pub session: SessionInfo,
+    pub tools: Vec<ToolInfo>,
+    pub permissions: PermissionsInfo,
+}
+
+/// One piece of user input to a turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum InputItem {
+    Text { text: String },
+    /// Activates a skill for this turn: its instructions enter the context and its
+    /// `allowed-tools` restrict every tool call of the turn.
+    Skill { name: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunParams {
+    pub input: Vec<InputItem>,
+}
+
+/// Why a turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    EndTurn,
+    Cancelled,
+    MaxSteps,
+    Error,
+}
+
+/// Token counts reported by the model provider for a turn (zero for the offline model).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunResult {
+    pub turn_id: String,
+    pub stop_reason: StopReason,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub usage: Usage,
+}
+
+/// Params of `cancel`, `history` and `shutdown`: an empty object (unknown fields ignored).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+pub struct EmptyParams {}
+
+/// Result of `permissionReply` and `shutdown`: an empty object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+pub struct EmptyResult {}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CancelResult {
+    pub cancelled: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionReplyParams {
+    pub request_id: String,
+    pub decision: ReplyDecision,
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryResult {
+    pub items: Vec<Item>,
+}

@@ -1,0 +1,104 @@
+//! The built-in tools: what each does, its input schema, and running it.
+//!
+//! Owns: `bash`, `read`, `file_write`, `edit`, `grep`, `glob`, each in its own file, and the
+//! [`Tool`] trait they share. A tool gets input the permission layer has already let through;
+//! it validates the input's shape itself (bad input is an error result, never a panic).
+//!
+//! Must not touch: permission decisions, scope, the session log, the wire. Which subjects a
+//! tool's input yields is decided by `permission::SubjectKind::of`, not here, so that runtime and
+//! `pod explain` share one code path.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use tokio_util::sync::CancellationToken;
+
+use crate::protocol::ToolInfo;
+
+/// What a tool run produced: text for the model, and whether it is an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    pub content: String,
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    pub fn ok(content: impl Into<String>) -> Self {
+        ToolOutput {
+            content: content.into(),
+            is_error: false,
+        }
+    }
+
+    pub fn error(content: impl Into<String>) -> Self {
+        ToolOutput {
+            content: content.into(),
+            is_error: true,
+        }
+    }
+}
+
+/// What a running tool may use.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// The workspace (canonical); relative paths in inputs start here.
+    pub workspace: PathBuf,
+    /// Cancelled when the turn is cancelled: a tool stops (and kills its processes) promptly.
+    pub cancel: CancellationToken,
+}
+
+#[async_trait]
+pub trait Tool: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn description(&self) -> &'static str;
+    /// JSON Schema of the input (from schemars).
+    fn input_schema(&self) -> serde_json::Value;
+    /// Whether calls of this tool may run at the same time as other calls of the same model
+    /// response. Results are committed in call order either way.
+    fn concurrent(&self) -> bool {
+        true
+    }
+    async fn run(&self, input: serde_json::Value, ctx: &ToolContext) -> ToolOutput;
+}
+
+/// The enabled tools, by name.
+#[derive(Clone, Default)]
+pub struct Toolbox {
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+impl Toolbox {
+    /// The built-in tools named in `enabled` (unknown names are skipped: the manifest already
+    /// rejected them).
+    pub fn builtin(enabled: &[String]) -> Toolbox {
+        Toolbox {
+            tools: enabled.iter().filter_map(|n| builtin(n)).collect(),
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.iter().find(|t| t.name() == name)
+    }
+
+    pub fn names(&self) -> Vec<&'static str> {
+        self.tools.iter().map(|t| t.name()).collect()
+    }
+
+    pub fn info(&self) -> Vec<ToolInfo> {
+        self.tools
+            .iter()
+            .map(|t| ToolInfo {
+                name: t.name().to_string(),
+                description: t.description().to_string(),
+                input_schema: t.input_schema(),
+            })
+            .collect()
+    }
+}
+
+/// A built-in tool by name.
+pub fn builtin(name: &str) -> Option<Arc<dyn Tool>> {
+    let _ = name;
+    None
+}
