@@ -7,6 +7,11 @@
 
 pub mod manifest;
 pub mod permission;
+pub mod hooks;
 pub mod model;
+pub mod pod;
 pub mod protocol;
+pub mod scope;
+pub mod session;
+pub mod skills;
 pub mod tools;

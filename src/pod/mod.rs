@@ -1,0 +1,192 @@
+//! The pod: one session of an agent, usable as a library before any server exists.
+//!
+//! Owns: the session state (history, the model's view of the conversation, session grants),
+//! the turn loop ([`turn`]), the check chain every tool call passes ([`checks`]), and who answers
+//! asks ([`approval`]).
+//!
+//! Must not touch: the wire. Events leave through an [`EventSink`]; the server decides how they
+//! are written. Decisions come from `permission`, never from here.
+
+pub mod approval;
+mod checks;
+mod turn;
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::mpsc;
+
+pub use approval::{Answer, Approvals, Approver, ReplyError};
+
+use crate::hooks::UserHook;
+use crate::manifest::Manifest;
+use crate::model::{self, Message, Model, ModelError};
+use crate::permission::{Policy, SessionGrants};
+use crate::protocol::{AskMode, Event, Item, PermissionsInfo, ToolInfo};
+use crate::scope::Scope;
+use crate::session::{SessionError, SessionLog};
+use crate::skills::{SkillError, Skills};
+use crate::tools::Toolbox;
+
+/// Where a pod sends its events. A closed receiver is fine: events are then dropped.
+pub type EventSink = mpsc::UnboundedSender<Event>;
+
+#[derive(Default)]
+pub struct PodOptions {
+    /// Resume this session id instead of starting a new one.
+    pub resume: Option<String>,
+    pub approver: Approver,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PodError {
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    #[error(transparent)]
+    Skill(#[from] SkillError),
+}
+
+/// Why `run` refused to start a turn.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("a turn is already running")]
+    TurnInProgress,
+    #[error("unknown skill \"{name}\" (known skills: {})", if known.is_empty() { "none".to_string() } else { known.join(", ") })]
+    UnknownSkill { name: String, known: Vec<String> },
+    #[error("run needs at least one input item")]
+    EmptyInput,
+}
+
+/// Session state shared by the turn and the methods served while it runs.
+struct State {
+    log: SessionLog,
+    items: Vec<Item>,
+    messages: Vec<Message>,
+    grants: SessionGrants,
+    turn_running: bool,
+}
+
+pub struct Pod {
+    manifest: Manifest,
+    policy: Policy,
+    scope: Scope,
+    toolbox: Toolbox,
+    tool_infos: Vec<ToolInfo>,
+    model: Box<dyn Model>,
+    skills: Skills,
+    hooks: Vec<UserHook>,
+    approver: Approver,
+    resumed: bool,
+    session_id: String,
+    state: Mutex<State>,
+    /// Held while a non-concurrent tool runs.
+    exclusive: tokio::sync::Mutex<()>,
+}
+
+impl Pod {
+    /// Builds a pod from a manifest: tools, model, skills, hooks, and a new or resumed session.
+    pub fn open(manifest: Manifest, options: PodOptions) -> Result<Arc<Pod>, PodError> {
+        let model = model::from_config(&manifest.model)?;
+        let skills = Skills::load(&manifest.skill_dirs)?;
+        let toolbox = Toolbox::builtin(&manifest.tools);
+        let (log, items, resumed) = match &options.resume {
+            Some(id) => {
+                let resumed = SessionLog::resume(&manifest.workspace, id)?;
+                for warning in &resumed.warnings {
+                    tracing::warn!("{warning}");
+                }
+                (resumed.log, resumed.items, true)
+            }
+            None => (SessionLog::create(&manifest.workspace)?, Vec::new(), false),
+        };
+        let mut grants = SessionGrants::default();
+        for item in &items {
+            if let Item::SessionGrant { tool, subjects } = item {
+                for s in subjects {
+                    grants.insert(tool, s);
+                }
+            }
+        }
+        let messages = turn::messages_from_items(&items);
+        Ok(Arc::new(Pod {
+            policy: manifest.policy(),
+            scope: Scope::new(&manifest.workspace, &manifest.writable),
+            tool_infos: toolbox.info(),
+            toolbox,
+            model,
+            skills,
+            hooks: manifest.hooks.iter().cloned().map(UserHook::new).collect(),
+            approver: options.approver,
+            resumed,
+            session_id: log.id().to_string(),
+            state: Mutex::new(State {
+                log,
+                items,
+                messages,
+                grants,
+                turn_running: false,
+            }),
+            exclusive: tokio::sync::Mutex::new(()),
+            manifest,
+        }))
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        // Poisoning only means a panic elsewhere; the state itself stays consistent per item.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    pub fn resumed(&self) -> bool {
+        self.resumed
+    }
+
+    pub fn tools(&self) -> &[ToolInfo] {
+        &self.tool_infos
+    }
+
+    pub fn permissions_info(&self) -> PermissionsInfo {
+        let rules = self.policy.rules();
+        PermissionsInfo {
+            enabled: rules.is_some(),
+            default_action: rules.map(|r| r.default_action()),
+            rules: rules.map(|r| r.len()).unwrap_or(0),
+            ask_mode: match self.approver {
+                Approver::Client(_) => AskMode::Client,
+                Approver::FailClosed => AskMode::FailClosed,
+            },
+        }
+    }
+
+    /// The session's items in order.
+    pub fn history(&self) -> Vec<Item> {
+        self.state().items.clone()
+    }
+
+    pub fn turn_running(&self) -> bool {
+        self.state().turn_running
+    }
+
+    /// Flushes and fsyncs the session log (before exit).
+    pub fn flush(&self) -> Result<(), SessionError> {
+        self.state().log.sync()
+    }
+
+    /// Appends an item to history and the log. A log write failure is reported, not fatal: the
+    /// turn goes on and the item stays in memory.
+    fn record(&self, item: Item) {
+        let mut state = self.state();
+        if let Err(e) = state.log.append(&item) {
+            tracing::error!("session log: {e}");
+        }
+        state.items.push(item);
+    }
+}

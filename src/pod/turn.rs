@@ -1,0 +1,561 @@
+//! The turn loop: user input -> model -> check chain per tool call -> run allowed calls ->
+//! commit results in tool-call order -> model again, until the model ends the turn, `max_steps`
+//! is reached, or the turn is cancelled. Every tool call gets exactly one result.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use futures::stream::{FuturesOrdered, StreamExt};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::checks::{self, Check, Denial};
+use super::{Answer, Approver, EventSink, Pod, RunError};
+use crate::model::{Message, ModelError, ModelRequest, ToolCall, ToolResult};
+use crate::protocol::{
+    Action, DecidedBy, Decision, DeniedBy, Event, InputItem, Item, PermissionRequest, PodState,
+    ReplyDecision, Resolution, ResolvedBy, RunResult, StopReason, Usage,
+};
+use crate::skills::Skill;
+use crate::tools::{ToolContext, ToolOutput};
+
+/// What one turn shares between its calls.
+struct Turn<'a> {
+    id: String,
+    events: &'a EventSink,
+    cancel: CancellationToken,
+    skill: Option<Skill>,
+    /// Permission requests waiting for an answer; drives the `status` events.
+    pending: AtomicUsize,
+}
+
+impl Turn<'_> {
+    fn emit(&self, event: Event) {
+        let _ = self.events.send(event);
+    }
+
+    fn status(&self, state: PodState) {
+        self.emit(Event::Status { state });
+    }
+}
+
+/// A call's outcome, committed in call order.
+struct Outcome {
+    output: ToolOutput,
+    denied_by: Option<DeniedBy>,
+    /// The permission layer's final word, recorded before the result (layer on only).
+    decision: Option<Item>,
+}
+
+impl Pod {
+    /// Runs one turn. Events stream to `events`; the result says why the turn ended.
+    /// Cancelling `cancel` ends the turn with `stopReason: cancelled`.
+    pub async fn run(
+        &self,
+        input: Vec<InputItem>,
+        events: &EventSink,
+        cancel: CancellationToken,
+    ) -> Result<RunResult, RunError> {
+        if input.is_empty() {
+            return Err(RunError::EmptyInput);
+        }
+        let mut skill = None;
+        for item in &input {
+            if let InputItem::Skill { name } = item {
+                match self.skills.get(name) {
+                    Some(s) => skill = Some(s.clone()),
+                    None => {
+                        return Err(RunError::UnknownSkill {
+                            name: name.clone(),
+                            known: self.skills.names().iter().map(|s| s.to_string()).collect(),
+                        })
+                    }
+                }
+            }
+        }
+        {
+            let mut state = self.state();
+            if state.turn_running {
+                return Err(RunError::TurnInProgress);
+            }
+            state.turn_running = true;
+        }
+        let turn = Turn {
+            id: format!("turn_{}", uuid::Uuid::new_v4().simple()),
+            events,
+            cancel,
+            skill,
+            pending: AtomicUsize::new(0),
+        };
+        turn.status(PodState::Running);
+        turn.emit(Event::TurnStarted {
+            turn_id: turn.id.clone(),
+        });
+        let (stop_reason, error, usage) = self.turn_loop(&turn, input).await;
+        self.record(Item::TurnEnded {
+            turn_id: turn.id.clone(),
+            stop_reason,
+        });
+        {
+            let mut state = self.state();
+            if let Err(e) = state.log.sync() {
+                tracing::error!("session log: {e}");
+            }
+            state.turn_running = false;
+        }
+        turn.emit(Event::TurnEnded {
+            turn_id: turn.id.clone(),
+            stop_reason,
+            error: error.clone(),
+            usage,
+        });
+        turn.status(PodState::Idle);
+        Ok(RunResult {
+            turn_id: turn.id,
+            stop_reason,
+            error,
+            usage,
+        })
+    }
+
+    async fn turn_loop(
+        &self,
+        turn: &Turn<'_>,
+        input: Vec<InputItem>,
+    ) -> (StopReason, Option<String>, Usage) {
+        let mut usage = Usage::default();
+        for item in input {
+            match item {
+                InputItem::Text { text } => {
+                    self.record(Item::UserMessage {
+                        turn_id: turn.id.clone(),
+                        text: text.clone(),
+                    });
+                    self.state().messages.push(Message::User { text });
+                }
+                InputItem::Skill { name } => {
+                    self.record(Item::SkillActivated {
+                        turn_id: turn.id.clone(),
+                        name: name.clone(),
+                    });
+                    if let Some(skill) = &turn.skill {
+                        let text = format!(
+                            "Follow the instructions of the skill \"{}\" for this task:\n\n{}",
+                            skill.name, skill.body
+                        );
+                        self.state().messages.push(Message::User { text });
+                    }
+                }
+            }
+        }
+        for _ in 0..self.manifest.max_steps {
+            if turn.cancel.is_cancelled() {
+                return (StopReason::Cancelled, None, usage);
+            }
+            let response = match self.ask_model(turn).await {
+                Ok(r) => r,
+                Err(ModelError::Cancelled) => return (StopReason::Cancelled, None, usage),
+                Err(e) => return (StopReason::Error, Some(e.to_string()), usage),
+            };
+            usage.input_tokens += response.usage.input_tokens;
+            usage.output_tokens += response.usage.output_tokens;
+            if !response.text.is_empty() {
+                self.record(Item::AssistantText {
+                    turn_id: turn.id.clone(),
+                    text: response.text.clone(),
+                });
+            }
+            self.state().messages.push(Message::Assistant {
+                text: response.text.clone(),
+                tool_calls: response.tool_calls.clone(),
+            });
+            if response.tool_calls.is_empty() {
+                return (StopReason::EndTurn, None, usage);
+            }
+            let results = self.run_calls(turn, &response.tool_calls).await;
+            self.state()
+                .messages
+                .push(Message::ToolResults { results });
+            if turn.cancel.is_cancelled() {
+                return (StopReason::Cancelled, None, usage);
+            }
+        }
+        (StopReason::MaxSteps, None, usage)
+    }
+
+    /// One model request, forwarding text deltas as `textDelta` events while it streams.
+    async fn ask_model(&self, turn: &Turn<'_>) -> Result<crate::model::ModelResponse, ModelError> {
+        let messages = self.state().messages.clone();
+        let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+        let request = ModelRequest {
+            system: self.manifest.model.system.as_deref(),
+            messages: &messages,
+            tools: &self.tool_infos,
+            max_tokens: self.manifest.model.max_tokens,
+        };
+        let forward = async {
+            while let Some(text) = rx.recv().await {
+                turn.emit(Event::TextDelta {
+                    turn_id: turn.id.clone(),
+                    text,
+                });
+            }
+        };
+        let respond = async {
+            let result = self.model.respond(request, &tx, &turn.cancel).await;
+            drop(tx);
+            result
+        };
+        let (result, ()) = tokio::join!(respond, forward);
+        result
+    }
+
+    /// Checks and runs the calls of one model response concurrently, committing results (events
+    /// and history) strictly in call order.
+    async fn run_calls(&self, turn: &Turn<'_>, calls: &[ToolCall]) -> Vec<ToolResult> {
+        for call in calls {
+            self.record(Item::ToolCall {
+                turn_id: turn.id.clone(),
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                input: call.input.clone(),
+            });
+            turn.emit(Event::ToolCall {
+                turn_id: turn.id.clone(),
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                input: call.input.clone(),
+            });
+        }
+        let mut ordered: FuturesOrdered<_> =
+            calls.iter().map(|call| self.process_call(turn, call)).collect();
+        let mut results = Vec::with_capacity(calls.len());
+        let mut index = 0;
+        while let Some(outcome) = ordered.next().await {
+            let call = &calls[index];
+            index += 1;
+            if let Some(decision) = outcome.decision {
+                self.record(decision);
+            }
+            self.record(Item::ToolResult {
+                turn_id: turn.id.clone(),
+                call_id: call.id.clone(),
+                is_error: outcome.output.is_error,
+                content: outcome.output.content.clone(),
+                denied_by: outcome.denied_by,
+            });
+            turn.emit(Event::ToolResult {
+                turn_id: turn.id.clone(),
+                call_id: call.id.clone(),
+                is_error: outcome.output.is_error,
+                content: outcome.output.content.clone(),
+                denied_by: outcome.denied_by,
+            });
+            results.push(ToolResult {
+                call_id: call.id.clone(),
+                content: outcome.output.content,
+                is_error: outcome.output.is_error,
+            });
+        }
+        results
+    }
+
+    /// The check chain, then the tool.
+    async fn process_call(&self, turn: &Turn<'_>, call: &ToolCall) -> Outcome {
+        let cancelled = || Outcome {
+            output: ToolOutput::error(checks::CANCELLED_TEXT),
+            denied_by: None,
+            decision: None,
+        };
+        if turn.cancel.is_cancelled() {
+            return cancelled();
+        }
+        let decision = self.policy.decide(&call.name, &call.input);
+        let mut chain = Vec::new();
+        if let Some(skill) = &turn.skill {
+            chain.push(Check::Skill(skill));
+        }
+        chain.push(Check::Permission);
+        chain.extend(
+            self.hooks
+                .iter()
+                .filter(|h| h.applies_to(&call.name))
+                .map(Check::User),
+        );
+        chain.push(Check::Scope);
+
+        let mut decision_item = None;
+        for check in chain {
+            let verdict = match check {
+                Check::Skill(skill) => skill
+                    .check(&call.name, &decision)
+                    .map_err(|text| Denial::new(DeniedBy::Skill, text)),
+                Check::Permission => {
+                    let (verdict, item) = self.permission_hook(turn, call, &decision).await;
+                    decision_item = item;
+                    verdict
+                }
+                Check::User(hook) => hook
+                    .check(&call.id, &call.name, &call.input, &decision)
+                    .await
+                    .map_err(|text| Denial::new(DeniedBy::Hook, text)),
+                Check::Scope => self
+                    .scope
+                    .check(&call.name, &call.input)
+                    .map_err(|text| Denial::new(DeniedBy::Scope, text)),
+            };
+            if let Err(denial) = verdict {
+                return Outcome {
+                    output: ToolOutput::error(denial.text),
+                    denied_by: Some(denial.by),
+                    decision: decision_item,
+                };
+            }
+            if turn.cancel.is_cancelled() {
+                return Outcome {
+                    decision: decision_item,
+                    ..cancelled()
+                };
+            }
+        }
+
+        let Some(tool) = self.toolbox.get(&call.name) else {
+            return Outcome {
+                output: ToolOutput::error(format!(
+                    "unknown tool \"{}\" (enabled tools: {})",
+                    call.name,
+                    self.toolbox.names().join(", ")
+                )),
+                denied_by: None,
+                decision: decision_item,
+            };
+        };
+        let ctx = ToolContext {
+            workspace: self.manifest.workspace.clone(),
+            cancel: turn.cancel.child_token(),
+        };
+        let output = if tool.concurrent() {
+            tool.run(call.input.clone(), &ctx).await
+        } else {
+            let _guard = self.exclusive.lock().await;
+            tool.run(call.input.clone(), &ctx).await
+        };
+        Outcome {
+            output,
+            denied_by: None,
+            decision: decision_item,
+        }
+    }
+
+    /// The built-in permission hook: the rules' decision, with an `ask` resolved by a session
+    /// grant, the approver, a timeout, or cancellation. Returns the verdict and the history item
+    /// recording who settled it (when the layer is on).
+    async fn permission_hook(
+        &self,
+        turn: &Turn<'_>,
+        call: &ToolCall,
+        decision: &Decision,
+    ) -> (Result<(), Denial>, Option<Item>) {
+        let Some(rules) = self.policy.rules() else {
+            return (Ok(()), None);
+        };
+        let default = Some(rules.default_action());
+        let item = |action: Action, by: DecidedBy, request_id: Option<String>| {
+            Some(Item::PermissionDecision {
+                turn_id: turn.id.clone(),
+                call_id: call.id.clone(),
+                decision: action,
+                by,
+                request_id,
+                subjects: decision.subjects.clone(),
+            })
+        };
+        let ruled_by = if decision
+            .subjects
+            .iter()
+            .filter(|s| s.action == decision.decision)
+            .any(|s| s.rule.is_some())
+        {
+            DecidedBy::Rule
+        } else {
+            DecidedBy::Default
+        };
+        match decision.decision {
+            Action::Allow => return (Ok(()), item(Action::Allow, ruled_by, None)),
+            Action::Deny => {
+                let text = checks::denied_text(decision, default);
+                return (
+                    Err(Denial::new(DeniedBy::Permission, text)),
+                    item(Action::Deny, ruled_by, None),
+                );
+            }
+            Action::Ask => {}
+        }
+        let request_id = format!("perm_{}", uuid::Uuid::new_v4().simple());
+        if self.state().grants.covers(decision) {
+            turn.emit(Event::PermissionResolved {
+                request_id: request_id.clone(),
+                turn_id: turn.id.clone(),
+                call_id: call.id.clone(),
+                decision: Resolution::Allow,
+                by: ResolvedBy::SessionGrant,
+            });
+            return (
+                Ok(()),
+                item(Action::Allow, DecidedBy::SessionGrant, Some(request_id)),
+            );
+        }
+        let approvals = match &self.approver {
+            Approver::FailClosed => {
+                let text = checks::fail_closed_text(decision, default);
+                return (
+                    Err(Denial::new(DeniedBy::Permission, text)),
+                    item(Action::Deny, DecidedBy::FailClosed, None),
+                );
+            }
+            Approver::Client(approvals) => approvals,
+        };
+        let options = vec![
+            ReplyDecision::AllowOnce,
+            ReplyDecision::AllowSession,
+            ReplyDecision::Deny,
+        ];
+        let timeout = rules.ask_timeout();
+        let expires_at = timeout.and_then(|t| {
+            let at = time::OffsetDateTime::now_utc() + t;
+            at.format(&time::format_description::well_known::Rfc3339).ok()
+        });
+        let answer = approvals.register(&request_id, options.clone());
+        if turn.pending.fetch_add(1, Ordering::SeqCst) == 0 {
+            turn.status(PodState::AwaitingPermission);
+        }
+        turn.emit(Event::PermissionRequest(PermissionRequest {
+            request_id: request_id.clone(),
+            turn_id: turn.id.clone(),
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            input: call.input.clone(),
+            subjects: decision.subjects.clone(),
+            reason: checks::ask_reason(decision, default),
+            options,
+        expires_at,
+        }));
+        let sleep = async {
+            match timeout {
+                Some(t) => tokio::time::sleep(t).await,
+                None => std::future::pending().await,
+            }
+        };
+        let settled: Result<Answer, ResolvedBy> = tokio::select! {
+            answer = answer => answer.map_err(|_| ResolvedBy::Disconnect),
+            () = sleep => Err(ResolvedBy::Timeout),
+            () = turn.cancel.cancelled() => Err(ResolvedBy::Cancel),
+        };
+        approvals.finish(&request_id);
+        let (resolution, by, verdict) = match settled {
+            Ok(Answer::Client { decision: reply, message }) => match reply {
+                ReplyDecision::AllowOnce => (Resolution::Allow, ResolvedBy::Client, Ok(())),
+                ReplyDecision::AllowSession => {
+                    let granted = self.state().grants.grant(decision);
+                    for (tool, subjects) in granted {
+                        self.record(Item::SessionGrant { tool, subjects });
+                    }
+                    (Resolution::Allow, ResolvedBy::Client, Ok(()))
+                }
+                ReplyDecision::Deny => (
+                    Resolution::Deny,
+                    ResolvedBy::Client,
+                    Err(checks::refused_text(message.as_deref())),
+                ),
+            },
+            Ok(Answer::Closed(by)) | Err(by) => {
+                let text = match by {
+                    ResolvedBy::Timeout => checks::timeout_text(timeout.unwrap_or(Duration::ZERO).as_secs()),
+                    ResolvedBy::Cancel => checks::CANCELLED_TEXT.to_string(),
+                    ResolvedBy::Shutdown => checks::SHUTDOWN_TEXT.to_string(),
+                    _ => checks::DISCONNECT_TEXT.to_string(),
+                };
+                (Resolution::Deny, by, Err(text))
+            }
+        };
+        turn.emit(Event::PermissionResolved {
+            request_id: request_id.clone(),
+            turn_id: turn.id.clone(),
+            call_id: call.id.clone(),
+            decision: resolution,
+            by,
+        });
+        if turn.pending.fetch_sub(1, Ordering::SeqCst) == 1 && !turn.cancel.is_cancelled() {
+            turn.status(PodState::Running);
+        }
+        let decided_by = match by {
+            ResolvedBy::Client => DecidedBy::Client,
+            ResolvedBy::SessionGrant => DecidedBy::SessionGrant,
+            ResolvedBy::Cancel => DecidedBy::Cancel,
+            ResolvedBy::Timeout => DecidedBy::Timeout,
+            ResolvedBy::Disconnect => DecidedBy::Disconnect,
+            ResolvedBy::Shutdown => DecidedBy::Shutdown,
+        };
+        let action = match resolution {
+            Resolution::Allow => Action::Allow,
+            Resolution::Deny => Action::Deny,
+        };
+        (
+            verdict.map_err(|text| Denial::new(DeniedBy::Approval, text)),
+            item(action, decided_by, Some(request_id)),
+        )
+    }
+}
+
+/// The model's view of a conversation rebuilt from history (for resume).
+pub(super) fn messages_from_items(items: &[Item]) -> Vec<Message> {
+    let mut messages: Vec<Message> = Vec::new();
+    for item in items {
+        match item {
+            Item::UserMessage { text, .. } => messages.push(Message::User { text: text.clone() }),
+            Item::AssistantText { text, .. } => messages.push(Message::Assistant {
+                text: text.clone(),
+                tool_calls: Vec::new(),
+            }),
+            Item::ToolCall {
+                call_id, tool, input, ..
+            } => {
+                let call = ToolCall {
+                    id: call_id.clone(),
+                    name: tool.clone(),
+                    input: input.clone(),
+                };
+                match messages.last_mut() {
+                    Some(Message::Assistant { tool_calls, .. }) => tool_calls.push(call),
+                    _ => messages.push(Message::Assistant {
+                        text: String::new(),
+                        tool_calls: vec![call],
+                    }),
+                }
+            }
+            Item::ToolResult {
+                call_id,
+                is_error,
+                content,
+                ..
+            } => {
+                let result = ToolResult {
+                    call_id: call_id.clone(),
+                    content: content.clone(),
+                    is_error: *is_error,
+                };
+                match messages.last_mut() {
+                    Some(Message::ToolResults { results }) => results.push(result),
+                    _ => messages.push(Message::ToolResults {
+                        results: vec![result],
+                    }),
+                }
+            }
+            Item::SkillActivated { .. }
+            | Item::PermissionDecision { .. }
+            | Item::SessionGrant { .. }
+            | Item::TurnEnded { .. } => {}
+        }
+    }
+    messages
+}

@@ -1,0 +1,250 @@
+//! The session log: an append-only JSONL file of history items under
+//! `<workspace>/.pod/sessions/<id>.jsonl`.
+//!
+//! Owns: writing items as the turn goes (one line each, written at once), flushing and fsyncing
+//! at each turn end, and reading a session back for resume. A torn last line (a crash mid-write)
+//! is dropped with a warning; a tool call left without a result is closed with a synthetic
+//! "interrupted" error result, so a resumed history never holds an unanswered call.
+//!
+//! Must not touch: anything but its own files. This is the only writer under `.pod/`.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use crate::protocol::{DeniedBy, Item};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("session id {0:?} is not valid (letters, digits, '-' and '_' only)")]
+    BadId(String),
+    #[error("no session {id} in {}", dir.display())]
+    NotFound { id: String, dir: PathBuf },
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}:{line}: not a session item: {message}", path.display())]
+    Corrupt {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+}
+
+/// The text of the synthetic result that closes a call a crash left open.
+pub const INTERRUPTED: &str = "interrupted: the pod stopped before this tool call finished";
+
+/// An open session log.
+#[derive(Debug)]
+pub struct SessionLog {
+    id: String,
+    path: PathBuf,
+    file: File,
+}
+
+/// What a resumed session held.
+#[derive(Debug)]
+pub struct Resumed {
+    pub log: SessionLog,
+    pub items: Vec<Item>,
+    /// Non-fatal problems found while reading (a dropped torn line).
+    pub warnings: Vec<String>,
+}
+
+fn sessions_dir(workspace: &Path) -> PathBuf {
+    workspace.join(".pod").join("sessions")
+}
+
+fn check_id(id: &str) -> Result<(), SessionError> {
+    let ok = !id.is_empty()
+        && id.len() <= 128
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(SessionError::BadId(id.to_string()))
+    }
+}
+
+impl SessionLog {
+    /// Starts a new session with a fresh id.
+    pub fn create(workspace: &Path) -> Result<SessionLog, SessionError> {
+        let id = uuid::Uuid::new_v4().to_string();
+        let dir = sessions_dir(workspace);
+        std::fs::create_dir_all(&dir).map_err(|source| SessionError::Io {
+            path: dir.clone(),
+            source,
+        })?;
+        let path = dir.join(format!("{id}.jsonl"));
+        let file = OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .open(&path)
+            .map_err(|source| SessionError::Io {
+                path: path.clone(),
+                source,
+            })?;
+        Ok(SessionLog { id, path, file })
+    }
+
+    /// Opens session `id` for appending and reads its items back.
+    pub fn resume(workspace: &Path, id: &str) -> Result<Resumed, SessionError> {
+        check_id(id)?;
+        let dir = sessions_dir(workspace);
+        let path = dir.join(format!("{id}.jsonl"));
+        if !path.exists() {
+            return Err(SessionError::NotFound {
+                id: id.to_string(),
+                dir,
+            });
+        }
+        let io = |source| SessionError::Io {
+            path: path.clone(),
+            source,
+        };
+        let (mut items, valid_len, needs_newline, warnings) = read_items(&path)?;
+        let mut file = OpenOptions::new().append(true).open(&path).map_err(io)?;
+        // Cut a torn tail so the next append starts on a fresh line.
+        file.set_len(valid_len).map_err(io)?;
+        if needs_newline {
+            file.write_all(b"\n").map_err(io)?;
+        }
+        let mut log = SessionLog {
+            id: id.to_string(),
+            path: path.clone(),
+            file,
+        };
+        for closing in close_orphans(&items) {
+            log.append(&closing)?;
+            items.push(closing);
+        }
+        log.sync()?;
+        Ok(Resumed {
+            log,
+            items,
+            warnings,
+        })
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes one item as one line, at once (no user-space buffering).
+    pub fn append(&mut self, item: &Item) -> Result<(), SessionError> {
+        let mut line = serde_json::to_vec(item).map_err(|e| SessionError::Io {
+            path: self.path.clone(),
+            source: std::io::Error::other(e),
+        })?;
+        line.push(b'\n');
+        self.file
+            .write_all(&line)
+            .map_err(|source| SessionError::Io {
+                path: self.path.clone(),
+                source,
+            })
+    }
+
+    /// Flushes and fsyncs (at each turn end, and before exit).
+    pub fn sync(&mut self) -> Result<(), SessionError> {
+        self.file
+            .flush()
+            .and_then(|_| self.file.sync_data())
+            .map_err(|source| SessionError::Io {
+                path: self.path.clone(),
+                source,
+            })
+    }
+}
+
+/// Reads every item; returns them, the byte length of the valid prefix, whether that prefix
+/// lacks its final newline, and warnings.
+fn read_items(path: &Path) -> Result<(Vec<Item>, u64, bool, Vec<String>), SessionError> {
+    let file = File::open(path).map_err(|source| SessionError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut reader = BufReader::new(file);
+    let mut items = Vec::new();
+    let mut warnings = Vec::new();
+    let mut valid_len: u64 = 0;
+    let mut line_no = 0;
+    let mut buf = Vec::new();
+    let mut needs_newline = false;
+    loop {
+        buf.clear();
+        let n = reader
+            .read_until(b'\n', &mut buf)
+            .map_err(|source| SessionError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        let complete = buf.last() == Some(&b'\n');
+        let text = String::from_utf8_lossy(&buf);
+        if text.trim().is_empty() {
+            valid_len += n as u64;
+            continue;
+        }
+        match (serde_json::from_str::<Item>(text.trim_end()), complete) {
+            (Ok(item), _) => {
+                items.push(item);
+                valid_len += n as u64;
+                needs_newline = !complete;
+            }
+            // The last line without its newline: a write the crash cut short.
+            (Err(_), false) => {
+                warnings.push(format!(
+                    "{}:{line_no}: dropped a torn last line ({n} bytes) left by an interrupted write",
+                    path.display()
+                ));
+                break;
+            }
+            (Err(e), true) => {
+                return Err(SessionError::Corrupt {
+                    path: path.to_path_buf(),
+                    line: line_no,
+                    message: e.to_string(),
+                })
+            }
+        }
+    }
+    Ok((items, valid_len, needs_newline, warnings))
+}
+
+/// Synthetic results for every tool call that has none.
+fn close_orphans(items: &[Item]) -> Vec<Item> {
+    let answered: std::collections::HashSet<&str> = items
+        .iter()
+        .filter_map(|i| match i {
+            Item::ToolResult { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    items
+        .iter()
+        .filter_map(|i| match i {
+            Item::ToolCall {
+                turn_id, call_id, ..
+            } if !answered.contains(call_id.as_str()) => Some(Item::ToolResult {
+                turn_id: turn_id.clone(),
+                call_id: call_id.clone(),
+                is_error: true,
+                content: INTERRUPTED.to_string(),
+                denied_by: None::<DeniedBy>,
+            }),
+            _ => None,
+        })
+        .collect()
+}
