@@ -1,1 +1,1174 @@
-//! Shell command parsing into permission subjects.
+//! Turning a `bash` command line into permission subjects.
+//!
+//! This module owns one job: parse a command line with a real shell parser (`brush-parser`) and
+//! return every simple command it would run (normalized, with wrappers such as `sudo` unwrapped and
+//! `bash -c` scripts parsed recursively) and every file it would read or write through a
+//! redirection. Anything whose effect cannot be read statically is still returned, flagged with an
+//! [`Opaque`] reason, so that the engine can fail closed.
+//!
+//! It must not match rules, decide anything, touch the file system or perform any other I/O: it
+//! is a pure function from text to [`ShellSubjects`]. It never matches raw command text, and it
+//! never panics on any input.
+
+use brush_parser::ast;
+use brush_parser::word::{self, ParameterExpr, WordPiece, WordPieceWithSource};
+use brush_parser::ParserOptions;
+
+/// How deep command substitutions, `bash -c` scripts and wrappers may nest before the command is
+/// declared unreadable (`Opaque::ParseError`).
+const MAX_DEPTH: usize = 24;
+/// Maximum bracket nesting handed to the (recursive) parser; deeper input is a parse error, so
+/// that adversarial input cannot exhaust the stack.
+const MAX_BRACKET_NESTING: usize = 100;
+
+/// Everything a command line would run or touch, as permission subjects.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ShellSubjects {
+    /// Every simple command, including wrapped and nested ones.
+    pub commands: Vec<ShellCommand>,
+    /// Every file-redirection target (not fd duplications, not heredocs).
+    pub redirects: Vec<ShellRedirect>,
+}
+
+/// One simple command as a subject.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShellCommand {
+    /// Normalized words joined by single spaces: quotes/escapes removed, leading VAR=value
+    /// assignments dropped, command word reduced to its basename ("/bin/rm x" -> "rm x").
+    /// Words holding an expansion or a glob keep their source form (`cat $F`).
+    pub text: String,
+    /// When the command word was written as a path ("/bin/rm x", "./rm x"), the same text with the
+    /// path kept, so rules can match that form too. None otherwise.
+    pub path_form: Option<String>,
+    /// Why the command's effect cannot be read statically; None when it can.
+    pub opaque: Option<Opaque>,
+}
+
+/// Whether a redirection reads or writes its target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RedirectKind {
+    /// `<`
+    Read,
+    /// `>`, `>>`, `>|`, `&>`, `&>>`, `<>`, and `>&WORD` when WORD is not a file descriptor.
+    Write,
+}
+
+/// One redirection target as a subject.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShellRedirect {
+    /// Read or write.
+    pub kind: RedirectKind,
+    /// The unquoted target word (its source form when it holds an expansion or a glob).
+    pub path: String,
+    /// `Some(Opaque::DynamicPath)` when the target holds an expansion, a tilde or a glob.
+    pub opaque: Option<Opaque>,
+}
+
+/// Why a subject's effect cannot be read statically.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Opaque {
+    /// The command line (or a nested script) does not parse; carries the parser's message.
+    ParseError(String),
+    /// Nothing to check: empty, whitespace or comment only (or only assignments).
+    Empty,
+    /// The command word is an expansion, a glob or otherwise not a literal (`$CMD x`).
+    DynamicCommandWord,
+    /// `eval ...`.
+    Eval,
+    /// A shell `-c` (or `env -S`, `watch`) script that is not a literal.
+    DynamicScript,
+    /// An interpreter running inline code (`python -c`, `node -e`, ...).
+    InlineCode,
+    /// A shell or interpreter reading its script from stdin (`curl x | bash`).
+    StdinScript,
+    /// A redirection target holding an expansion, a tilde or a glob.
+    DynamicPath,
+}
+
+impl Opaque {
+    /// Short human text for a denial or approval request.
+    pub fn describe(&self) -> String {
+        match self {
+            Opaque::ParseError(msg) => format!("the command could not be parsed ({msg})"),
+            Opaque::Empty => "the command is empty".to_string(),
+            Opaque::DynamicCommandWord => "the command word is an expansion".to_string(),
+            Opaque::Eval => "eval runs a string as a command".to_string(),
+            Opaque::DynamicScript => "the shell script argument is not a literal".to_string(),
+            Opaque::InlineCode => "an interpreter runs inline code".to_string(),
+            Opaque::StdinScript => "a shell or interpreter reads its script from stdin".to_string(),
+            Opaque::DynamicPath => "the redirection target is an expansion or a glob".to_string(),
+        }
+    }
+}
+
+/// Parse `command` and return its subjects. Never panics.
+pub fn extract(command: &str) -> ShellSubjects {
+    let mut out = ShellSubjects::default();
+    let mut x = Extractor { out: &mut out };
+    x.script(command, 0);
+    if out.commands.is_empty() && out.redirects.is_empty() {
+        out.commands.push(ShellCommand {
+            text: String::new(),
+            path_form: None,
+            opaque: Some(Opaque::Empty),
+        });
+    }
+    out
+}
+
+/// A word after analysis.
+#[derive(Debug, Clone)]
+struct Wd {
+    /// Unquoted value when static, source form otherwise.
+    text: String,
+    /// True when the word has no expansion, tilde or glob: `text` is exactly what the program gets.
+    is_static: bool,
+}
+
+struct Extractor<'a> {
+    out: &'a mut ShellSubjects,
+}
+
+fn opts() -> ParserOptions {
+    ParserOptions::default()
+}
+
+fn panic_message(e: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = e.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = e.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "parser panicked".to_string()
+    }
+}
+
+/// Maximum nesting of `(`/`{`/`[` in raw text, ignoring quoting (over-estimates only).
+fn bracket_nesting(s: &str) -> usize {
+    let (mut depth, mut max) = (0usize, 0usize);
+    for c in s.chars() {
+        match c {
+            '(' | '{' | '[' | '`' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            ')' | '}' | ']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+fn parse_program(s: &str) -> Result<ast::Program, String> {
+    if bracket_nesting(s) > MAX_BRACKET_NESTING {
+        return Err("nesting too deep".to_string());
+    }
+    let r = std::panic::catch_unwind(|| {
+        let mut p = brush_parser::Parser::new(std::io::BufReader::new(s.as_bytes()), &opts());
+        p.parse_program()
+    });
+    match r {
+        Ok(Ok(p)) => Ok(p),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(e) => Err(panic_message(e.as_ref())),
+    }
+}
+
+fn parse_word(s: &str, heredoc: bool) -> Result<Vec<WordPieceWithSource>, String> {
+    if bracket_nesting(s) > MAX_BRACKET_NESTING {
+        return Err("nesting too deep".to_string());
+    }
+    let r = std::panic::catch_unwind(|| {
+        if heredoc {
+            word::parse_heredoc(s, &opts())
+        } else {
+            word::parse(s, &opts())
+        }
+    });
+    match r {
+        Ok(Ok(p)) => Ok(p),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(e) => Err(panic_message(e.as_ref())),
+    }
+}
+
+/// Whether unquoted text would be subject to globbing or brace expansion.
+fn has_glob(unquoted: &str) -> bool {
+    if unquoted.contains(['*', '?', '[']) {
+        return true;
+    }
+    if ["@(", "!(", "+("].iter().any(|p| unquoted.contains(p)) {
+        return true;
+    }
+    if let (Some(open), Some(close)) = (unquoted.find('{'), unquoted.rfind('}')) {
+        if open < close {
+            let inner = &unquoted[open..close];
+            if inner.contains(',') || inner.contains("..") {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+fn basename(s: &str) -> &str {
+    match s.rsplit('/').next() {
+        Some(b) if !b.is_empty() => b,
+        _ => s,
+    }
+}
+
+fn is_fd_dup(target: &str) -> bool {
+    let t = target.strip_suffix('-').unwrap_or(target);
+    t.is_empty() || t.chars().all(|c| c.is_ascii_digit())
+}
+
+/// If `words[i]` is an option (with its value, when it takes one), the index after it.
+/// `short_val`: short option letters taking a value; `long_val`: long options taking a value
+/// (when written without `=`). `--` counts as an option (the last one).
+fn skip_one_option(words: &[Wd], i: usize, short_val: &str, long_val: &[&str]) -> Option<usize> {
+    let w = words.get(i)?;
+    let t = w.text.as_str();
+    if !w.is_static {
+        return None;
+    }
+    if t == "--" {
+        return Some(i + 1);
+    }
+    if let Some(long) = t.strip_prefix("--") {
+        if !long.contains('=') && long_val.contains(&long) {
+            return Some(i + 2);
+        }
+        return Some(i + 1);
+    }
+    if t.len() > 1 && t.starts_with('-') {
+        let letters: Vec<char> = t.chars().skip(1).collect();
+        for (k, c) in letters.iter().enumerate() {
+            if short_val.contains(*c) {
+                // the value is the rest of the cluster, or the next word
+                return Some(if k + 1 == letters.len() { i + 2 } else { i + 1 });
+            }
+        }
+        return Some(i + 1);
+    }
+    None
+}
+
+/// Skip options from `start`; returns the index of the first non-option word.
+fn skip_options(words: &[Wd], start: usize, short_val: &str, long_val: &[&str]) -> usize {
+    let mut i = start;
+    while let Some(j) = skip_one_option(words, i, short_val, long_val) {
+        let was_dashdash = words.get(i).is_some_and(|w| w.text == "--");
+        i = j;
+        if was_dashdash {
+            break;
+        }
+    }
+    i
+}
+
+fn skip_assignments(words: &[Wd], mut i: usize) -> usize {
+    while let Some(w) = words.get(i) {
+        if is_assignment(&w.text) {
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    i
+}
+
+fn is_assignment(t: &str) -> bool {
+    match t.split_once('=') {
+        Some((name, _)) => {
+            !name.is_empty()
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+        }
+        None => false,
+    }
+}
+
+const SHELLS: &[&str] = &[
+    "bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "fish", "busybox",
+];
+
+impl Extractor<'_> {
+    fn push(&mut self, text: String, path_form: Option<String>, opaque: Option<Opaque>) {
+        self.out.commands.push(ShellCommand {
+            text,
+            path_form,
+            opaque,
+        });
+    }
+
+    fn parse_error(&mut self, raw: &str, msg: String) {
+        self.push(raw.trim().to_string(), None, Some(Opaque::ParseError(msg)));
+    }
+
+    /// Parse and walk a whole script (the command line, a substitution, a `-c` string).
+    fn script(&mut self, src: &str, depth: usize) {
+        if depth > MAX_DEPTH {
+            self.parse_error(src, "nesting too deep".to_string());
+            return;
+        }
+        match parse_program(src) {
+            Ok(prog) => {
+                for cc in &prog.complete_commands {
+                    self.compound_list(cc, depth);
+                }
+            }
+            Err(msg) => self.parse_error(src, msg),
+        }
+    }
+
+    fn compound_list(&mut self, list: &ast::CompoundList, depth: usize) {
+        for item in &list.0 {
+            self.and_or(&item.0, depth);
+        }
+    }
+
+    fn and_or(&mut self, list: &ast::AndOrList, depth: usize) {
+        self.pipeline(&list.first, depth);
+        for ao in &list.additional {
+            match ao {
+                ast::AndOr::And(p) | ast::AndOr::Or(p) => self.pipeline(p, depth),
+            }
+        }
+    }
+
+    fn pipeline(&mut self, p: &ast::Pipeline, depth: usize) {
+        for (i, cmd) in p.seq.iter().enumerate() {
+            let timed = i == 0 && p.timed.is_some();
+            self.command(cmd, timed, depth);
+        }
+    }
+
+    fn command(&mut self, cmd: &ast::Command, timed: bool, depth: usize) {
+        match cmd {
+            ast::Command::Simple(sc) => self.simple(sc, timed, depth),
+            ast::Command::Compound(cc, redirects) => {
+                self.compound(cc, depth);
+                if let Some(r) = redirects {
+                    self.redirect_list(r, depth);
+                }
+            }
+            ast::Command::Function(f) => {
+                self.compound(&f.body.0, depth);
+                if let Some(r) = &f.body.1 {
+                    self.redirect_list(r, depth);
+                }
+            }
+            ast::Command::ExtendedTest(t, redirects) => {
+                self.extended_test(&t.expr, depth);
+                if let Some(r) = redirects {
+                    self.redirect_list(r, depth);
+                }
+            }
+        }
+    }
+
+    fn compound(&mut self, cc: &ast::CompoundCommand, depth: usize) {
+        match cc {
+            ast::CompoundCommand::Arithmetic(a) => self.arith(&a.expr.value, depth),
+            ast::CompoundCommand::ArithmeticForClause(f) => {
+                for e in [&f.initializer, &f.condition, &f.updater]
+                    .into_iter()
+                    .flatten()
+                {
+                    self.arith(&e.value, depth);
+                }
+                self.compound_list(&f.body.list, depth);
+            }
+            ast::CompoundCommand::BraceGroup(b) => self.compound_list(&b.list, depth),
+            ast::CompoundCommand::Subshell(s) => self.compound_list(&s.list, depth),
+            ast::CompoundCommand::ForClause(f) => {
+                for w in f.values.iter().flatten() {
+                    self.word(&w.value, depth);
+                }
+                self.compound_list(&f.body.list, depth);
+            }
+            ast::CompoundCommand::CaseClause(c) => {
+                self.word(&c.value.value, depth);
+                for item in &c.cases {
+                    for p in &item.patterns {
+                        self.word(&p.value, depth);
+                    }
+                    if let Some(body) = &item.cmd {
+                        self.compound_list(body, depth);
+                    }
+                }
+            }
+            ast::CompoundCommand::IfClause(i) => {
+                self.compound_list(&i.condition, depth);
+                self.compound_list(&i.then, depth);
+                for e in i.elses.iter().flatten() {
+                    if let Some(c) = &e.condition {
+                        self.compound_list(c, depth);
+                    }
+                    self.compound_list(&e.body, depth);
+                }
+            }
+            ast::CompoundCommand::WhileClause(w) | ast::CompoundCommand::UntilClause(w) => {
+                self.compound_list(&w.0, depth);
+                self.compound_list(&w.1.list, depth);
+            }
+            ast::CompoundCommand::Coprocess(c) => self.command(&c.body, false, depth),
+        }
+    }
+
+    fn extended_test(&mut self, e: &ast::ExtendedTestExpr, depth: usize) {
+        match e {
+            ast::ExtendedTestExpr::And(a, b) | ast::ExtendedTestExpr::Or(a, b) => {
+                self.extended_test(a, depth);
+                self.extended_test(b, depth);
+            }
+            ast::ExtendedTestExpr::Not(a) | ast::ExtendedTestExpr::Parenthesized(a) => {
+                self.extended_test(a, depth)
+            }
+            ast::ExtendedTestExpr::UnaryTest(_, w) => {
+                self.word(&w.value, depth);
+            }
+            ast::ExtendedTestExpr::BinaryTest(_, a, b) => {
+                self.word(&a.value, depth);
+                self.word(&b.value, depth);
+            }
+        }
+    }
+
+    /// Walk arithmetic text for substitutions (`$(( $(rm x) ))`, `a[$(rm x)]`).
+    fn arith(&mut self, text: &str, depth: usize) {
+        match parse_word(text, true) {
+            Ok(pieces) => {
+                self.pieces(&pieces, false, depth);
+            }
+            Err(msg) => self.parse_error(text, msg),
+        }
+    }
+
+    fn redirect_list(&mut self, r: &ast::RedirectList, depth: usize) {
+        for io in &r.0 {
+            self.redirect(io, depth);
+        }
+    }
+
+    fn redirect(&mut self, io: &ast::IoRedirect, depth: usize) {
+        match io {
+            ast::IoRedirect::File(_, kind, target) => {
+                let rk = match kind {
+                    ast::IoFileRedirectKind::Read => Some(RedirectKind::Read),
+                    ast::IoFileRedirectKind::Write
+                    | ast::IoFileRedirectKind::Append
+                    | ast::IoFileRedirectKind::ReadAndWrite
+                    | ast::IoFileRedirectKind::Clobber => Some(RedirectKind::Write),
+                    ast::IoFileRedirectKind::DuplicateInput => None,
+                    ast::IoFileRedirectKind::DuplicateOutput => None,
+                };
+                match target {
+                    ast::IoFileRedirectTarget::Filename(w) => {
+                        let wd = self.word(&w.value, depth);
+                        self.redirect_target(rk.unwrap_or(RedirectKind::Write), wd);
+                    }
+                    ast::IoFileRedirectTarget::Fd(_) => {}
+                    ast::IoFileRedirectTarget::ProcessSubstitution(_, sub) => {
+                        self.compound_list(&sub.list, depth)
+                    }
+                    ast::IoFileRedirectTarget::Duplicate(w) => {
+                        let wd = self.word(&w.value, depth);
+                        if !(wd.is_static && is_fd_dup(&wd.text)) {
+                            // `>&file` writes stdout and stderr to a file; `<&file` is an error in
+                            // bash, but count it as a read so nothing is skipped.
+                            let k = match kind {
+                                ast::IoFileRedirectKind::DuplicateInput => RedirectKind::Read,
+                                _ => RedirectKind::Write,
+                            };
+                            self.redirect_target(k, wd);
+                        }
+                    }
+                }
+            }
+            ast::IoRedirect::HereDocument(_, doc) => {
+                if doc.requires_expansion {
+                    match parse_word(&doc.doc.value, true) {
+                        Ok(pieces) => {
+                            self.pieces(&pieces, true, depth);
+                        }
+                        Err(msg) => self.parse_error(&doc.doc.value, msg),
+                    }
+                }
+            }
+            ast::IoRedirect::HereString(_, w) => {
+                self.word(&w.value, depth);
+            }
+            ast::IoRedirect::OutputAndError(w, _) => {
+                let wd = self.word(&w.value, depth);
+                self.redirect_target(RedirectKind::Write, wd);
+            }
+        }
+    }
+
+    fn redirect_target(&mut self, kind: RedirectKind, wd: Wd) {
+        if wd.is_static
+            && matches!(
+                wd.text.as_str(),
+                "/dev/null" | "/dev/stdout" | "/dev/stderr"
+            )
+        {
+            return;
+        }
+        self.out.redirects.push(ShellRedirect {
+            kind,
+            opaque: (!wd.is_static).then_some(Opaque::DynamicPath),
+            path: wd.text,
+        });
+    }
+
+    /// Analyze one word: walk its substitutions (emitting their commands) and normalize it.
+    fn word(&mut self, raw: &str, depth: usize) -> Wd {
+        match parse_word(raw, false) {
+            Ok(pieces) => {
+                let (text, is_static, unquoted) = self.pieces(&pieces, false, depth);
+                let is_static = is_static && !has_glob(&unquoted);
+                Wd {
+                    text: if is_static { text } else { raw.to_string() },
+                    is_static,
+                }
+            }
+            Err(msg) => {
+                self.parse_error(raw, msg);
+                Wd {
+                    text: raw.to_string(),
+                    is_static: false,
+                }
+            }
+        }
+    }
+
+    /// Walk word pieces. Returns (unquoted text, no expansions seen, concatenated unquoted
+    /// `Text` pieces for glob detection).
+    fn pieces(
+        &mut self,
+        pieces: &[WordPieceWithSource],
+        quoted: bool,
+        depth: usize,
+    ) -> (String, bool, String) {
+        let mut text = String::new();
+        let mut is_static = true;
+        let mut unquoted = String::new();
+        for p in pieces {
+            match &p.piece {
+                WordPiece::Text(t) => {
+                    text.push_str(t);
+                    if !quoted {
+                        unquoted.push_str(t);
+                    }
+                }
+                WordPiece::SingleQuotedText(t) => text.push_str(t),
+                WordPiece::AnsiCQuotedText(t) => {
+                    if t.contains('\\') {
+                        is_static = false; // escapes we do not decode
+                    }
+                    text.push_str(t);
+                }
+                WordPiece::DoubleQuotedSequence(inner)
+                | WordPiece::GettextDoubleQuotedSequence(inner) => {
+                    let (t, s, _) = self.pieces(inner, true, depth);
+                    text.push_str(&t);
+                    is_static &= s;
+                }
+                WordPiece::TildeExpansion(_) => is_static = false,
+                WordPiece::ParameterExpansion(e) => {
+                    is_static = false;
+                    self.parameter_expr(e, depth);
+                }
+                WordPiece::CommandSubstitution(s) | WordPiece::BackquotedCommandSubstitution(s) => {
+                    is_static = false;
+                    self.script(s, depth + 1);
+                }
+                WordPiece::EscapeSequence(e) => {
+                    let mut chars = e.chars();
+                    let first = chars.next();
+                    let rest: String = chars.collect();
+                    match first {
+                        Some('\\') if rest == "\n" => {}
+                        Some('\\')
+                            if quoted && !matches!(rest.as_str(), "$" | "`" | "\"" | "\\") =>
+                        {
+                            text.push_str(e)
+                        }
+                        Some('\\') => text.push_str(&rest),
+                        _ => text.push_str(e),
+                    }
+                }
+                WordPiece::ArithmeticExpression(a) => {
+                    is_static = false;
+                    self.arith(&a.value, depth);
+                }
+            }
+        }
+        (text, is_static, unquoted)
+    }
+
+    /// Walk every string held by a parameter expansion (defaults, patterns, indices, offsets).
+    fn parameter_expr(&mut self, e: &ParameterExpr, depth: usize) {
+        let mut strings: Vec<&str> = Vec::new();
+        let param = match e {
+            ParameterExpr::Parameter { parameter, .. }
+            | ParameterExpr::ParameterLength { parameter, .. }
+            | ParameterExpr::Transform { parameter, .. } => Some(parameter),
+            ParameterExpr::UseDefaultValues {
+                parameter,
+                default_value: v,
+                ..
+            }
+            | ParameterExpr::AssignDefaultValues {
+                parameter,
+                default_value: v,
+                ..
+            }
+            | ParameterExpr::IndicateErrorIfNullOrUnset {
+                parameter,
+                error_message: v,
+                ..
+            }
+            | ParameterExpr::UseAlternativeValue {
+                parameter,
+                alternative_value: v,
+                ..
+            }
+            | ParameterExpr::RemoveSmallestSuffixPattern {
+                parameter,
+                pattern: v,
+                ..
+            }
+            | ParameterExpr::RemoveLargestSuffixPattern {
+                parameter,
+                pattern: v,
+                ..
+            }
+            | ParameterExpr::RemoveSmallestPrefixPattern {
+                parameter,
+                pattern: v,
+                ..
+            }
+            | ParameterExpr::RemoveLargestPrefixPattern {
+                parameter,
+                pattern: v,
+                ..
+            }
+            | ParameterExpr::UppercaseFirstChar {
+                parameter,
+                pattern: v,
+                ..
+            }
+            | ParameterExpr::UppercasePattern {
+                parameter,
+                pattern: v,
+                ..
+            }
+            | ParameterExpr::LowercaseFirstChar {
+                parameter,
+                pattern: v,
+                ..
+            }
+            | ParameterExpr::LowercasePattern {
+                parameter,
+                pattern: v,
+                ..
+            } => {
+                strings.extend(v.as_deref());
+                Some(parameter)
+            }
+            ParameterExpr::Substring {
+                parameter,
+                offset,
+                length,
+                ..
+            } => {
+                strings.push(&offset.value);
+                strings.extend(length.as_ref().map(|l| l.value.as_str()));
+                Some(parameter)
+            }
+            ParameterExpr::ReplaceSubstring {
+                parameter,
+                pattern,
+                replacement,
+                ..
+            } => {
+                strings.push(pattern);
+                strings.extend(replacement.as_deref());
+                Some(parameter)
+            }
+            ParameterExpr::VariableNames { .. } | ParameterExpr::MemberKeys { .. } => None,
+        };
+        if let Some(word::Parameter::NamedWithIndex { index, .. }) = param {
+            strings.push(index);
+        }
+        let owned: Vec<String> = strings.into_iter().map(str::to_string).collect();
+        for s in owned {
+            if depth + 1 > MAX_DEPTH {
+                self.parse_error(&s, "nesting too deep".to_string());
+                continue;
+            }
+            match parse_word(&s, true) {
+                Ok(pieces) => {
+                    self.pieces(&pieces, false, depth + 1);
+                }
+                Err(msg) => self.parse_error(&s, msg),
+            }
+        }
+    }
+
+    fn simple(&mut self, sc: &ast::SimpleCommand, timed: bool, depth: usize) {
+        let mut words: Vec<Wd> = Vec::new();
+        let items = sc
+            .prefix
+            .iter()
+            .flat_map(|p| p.0.iter())
+            .map(|i| (true, i))
+            .chain(
+                sc.suffix
+                    .iter()
+                    .flat_map(|s| s.0.iter())
+                    .map(|i| (false, i)),
+            );
+        let mut name_done = false;
+        for (is_prefix, item) in items {
+            if !is_prefix && !name_done {
+                name_done = true;
+                if let Some(w) = &sc.word_or_name {
+                    let wd = self.word(&w.value, depth);
+                    words.push(wd);
+                }
+            }
+            match item {
+                ast::CommandPrefixOrSuffixItem::IoRedirect(io) => self.redirect(io, depth),
+                ast::CommandPrefixOrSuffixItem::Word(w) => {
+                    let wd = self.word(&w.value, depth);
+                    words.push(wd);
+                }
+                ast::CommandPrefixOrSuffixItem::AssignmentWord(a, w) => {
+                    match &a.value {
+                        ast::AssignmentValue::Scalar(v) => {
+                            self.word(&v.value, depth);
+                        }
+                        ast::AssignmentValue::Array(vs) => {
+                            for (k, v) in vs {
+                                if let Some(k) = k {
+                                    self.word(&k.value, depth);
+                                }
+                                self.word(&v.value, depth);
+                            }
+                        }
+                    }
+                    if let ast::AssignmentName::ArrayElementName(_, idx) = &a.name {
+                        self.arith(idx, depth);
+                    }
+                    if !is_prefix {
+                        // `declare x=1` / `export x=$(..)`: an argument of the command.
+                        let wd = Wd {
+                            text: w.value.clone(),
+                            is_static: false,
+                        };
+                        words.push(wd);
+                    }
+                }
+                ast::CommandPrefixOrSuffixItem::ProcessSubstitution(_, sub) => {
+                    self.compound_list(&sub.list, depth);
+                    if !is_prefix {
+                        words.push(Wd {
+                            text: "<(...)".to_string(),
+                            is_static: false,
+                        });
+                    }
+                }
+            }
+        }
+        if !name_done {
+            if let Some(w) = &sc.word_or_name {
+                let wd = self.word(&w.value, depth);
+                words.push(wd);
+            }
+        }
+        if words.is_empty() {
+            return; // assignments and/or redirections only
+        }
+        if timed {
+            let mut tw = vec![Wd {
+                text: "time".to_string(),
+                is_static: true,
+            }];
+            tw.extend(words.iter().cloned());
+            self.push(join(&tw), None, None);
+        }
+        self.words_command(&words, depth);
+    }
+
+    /// Emit the subject for a command given as analyzed words, then unwrap wrappers / shells.
+    fn words_command(&mut self, words: &[Wd], depth: usize) {
+        let Some(first) = words.first() else {
+            return;
+        };
+        if depth > MAX_DEPTH {
+            self.parse_error(&join(words), "nesting too deep".to_string());
+            return;
+        }
+        let rest_text = join(&words[1..]);
+        let with = |name: &str| {
+            if rest_text.is_empty() {
+                name.to_string()
+            } else {
+                format!("{name} {rest_text}")
+            }
+        };
+        if !first.is_static {
+            self.push(join(words), None, Some(Opaque::DynamicCommandWord));
+            return;
+        }
+        let name = basename(&first.text).to_string();
+        let text = with(&name);
+        let path_form = (first.text.contains('/')).then(|| with(&first.text));
+        let idx = self.out.commands.len();
+        self.push(text, path_form, None);
+        let set_opaque = |x: &mut Self, o: Opaque| {
+            if let Some(c) = x.out.commands.get_mut(idx) {
+                c.opaque = Some(o);
+            }
+        };
+        let args = &words[1..];
+        let d = depth + 1;
+        match name.as_str() {
+            "eval" => set_opaque(self, Opaque::Eval),
+            "sudo" | "doas" => {
+                let i = skip_options(
+                    words,
+                    1,
+                    "ugpCUrtDTRhaC",
+                    &[
+                        "user",
+                        "group",
+                        "prompt",
+                        "close-from",
+                        "chdir",
+                        "role",
+                        "type",
+                        "host",
+                        "other-user",
+                        "command-timeout",
+                        "chroot",
+                    ],
+                );
+                let i = skip_assignments(words, i);
+                self.words_command(words.get(i..).unwrap_or(&[]), d);
+            }
+            "env" => {
+                let mut i = 1;
+                while let Some(w) = words.get(i) {
+                    let t = w.text.as_str();
+                    // env -S STRING / --split-string=STRING: the string is split into a command.
+                    let split = if let Some(v) = t.strip_prefix("--split-string=") {
+                        Some(Some(v.to_string()))
+                    } else if t == "--split-string" {
+                        Some(
+                            words
+                                .get(i + 1)
+                                .filter(|w| w.is_static)
+                                .map(|w| w.text.clone()),
+                        )
+                    } else if w.is_static && t.starts_with('-') && !t.starts_with("--") {
+                        t.find('S').map(|k| {
+                            let attached = &t[k + 1..];
+                            if attached.is_empty() {
+                                words
+                                    .get(i + 1)
+                                    .filter(|w| w.is_static)
+                                    .map(|w| w.text.clone())
+                            } else {
+                                Some(attached.to_string())
+                            }
+                        })
+                    } else {
+                        None
+                    };
+                    if let Some(script) = split {
+                        let next = if t.starts_with("--split-string=")
+                            || t.len() > t.find('S').map_or(t.len(), |k| k + 1)
+                        {
+                            i + 1
+                        } else {
+                            i + 2
+                        };
+                        let tail_static = words.iter().skip(next).all(|w| w.is_static);
+                        match script {
+                            Some(s) if tail_static => {
+                                let full = std::iter::once(s)
+                                    .chain(words.iter().skip(next).map(|w| w.text.clone()))
+                                    .collect::<Vec<_>>()
+                                    .join(" ");
+                                self.script(&full, d);
+                            }
+                            _ => set_opaque(self, Opaque::DynamicScript),
+                        }
+                        return;
+                    }
+                    if let Some(j) = skip_one_option(words, i, "uCP", &["unset", "chdir"]) {
+                        let dd = t == "--";
+                        i = j;
+                        if dd {
+                            break;
+                        }
+                        continue;
+                    }
+                    if w.is_static && is_assignment(t) {
+                        i += 1;
+                        continue;
+                    }
+                    break;
+                }
+                self.words_command(words.get(i..).unwrap_or(&[]), d);
+            }
+            "command" | "builtin" | "nohup" | "setsid" | "exec" => {
+                let i = skip_options(words, 1, if name == "exec" { "a" } else { "" }, &[]);
+                self.words_command(words.get(i..).unwrap_or(&[]), d);
+            }
+            "nice" => {
+                let i = skip_options(words, 1, "n", &["adjustment"]);
+                self.words_command(words.get(i..).unwrap_or(&[]), d);
+            }
+            "ionice" => {
+                let i = skip_options(
+                    words,
+                    1,
+                    "cnpPu",
+                    &["class", "classdata", "pid", "pgid", "uid"],
+                );
+                self.words_command(words.get(i..).unwrap_or(&[]), d);
+            }
+            "timeout" => {
+                let i = skip_options(words, 1, "sk", &["signal", "kill-after"]);
+                // then the duration
+                self.words_command(words.get(i + 1..).unwrap_or(&[]), d);
+            }
+            "time" => {
+                let i = skip_options(words, 1, "fo", &["format", "output"]);
+                self.words_command(words.get(i..).unwrap_or(&[]), d);
+            }
+            "stdbuf" => {
+                let i = skip_options(words, 1, "ioe", &["input", "output", "error"]);
+                self.words_command(words.get(i..).unwrap_or(&[]), d);
+            }
+            "xargs" => {
+                let i = skip_options(
+                    words,
+                    1,
+                    "InLPsdEa",
+                    &[
+                        "max-args",
+                        "max-lines",
+                        "max-procs",
+                        "max-chars",
+                        "delimiter",
+                        "arg-file",
+                        "process-slot-var",
+                        "eof",
+                        "replace",
+                    ],
+                );
+                self.words_command(words.get(i..).unwrap_or(&[]), d);
+            }
+            "watch" => {
+                let exec = args.iter().take_while(|w| w.text != "--").any(|w| {
+                    w.is_static
+                        && (w.text == "--exec"
+                            || (w.text.starts_with('-')
+                                && !w.text.starts_with("--")
+                                && w.text.contains('x')))
+                });
+                let i = skip_options(words, 1, "nq", &["interval", "equexit"]);
+                let rest = words.get(i..).unwrap_or(&[]);
+                if exec || !rest.iter().all(|w| w.is_static) {
+                    self.words_command(rest, d);
+                } else if !rest.is_empty() {
+                    let script = rest.iter().map(|w| w.text.as_str()).collect::<Vec<_>>();
+                    self.script(&script.join(" "), d);
+                }
+            }
+            "find" => {
+                let mut i = 1;
+                while i < words.len() {
+                    let t = words.get(i).map(|w| w.text.as_str()).unwrap_or("");
+                    if matches!(t, "-exec" | "-execdir" | "-ok" | "-okdir") {
+                        let start = i + 1;
+                        let mut end = start;
+                        while let Some(w) = words.get(end) {
+                            if w.text == ";"
+                                || (w.text == "+"
+                                    && end > start
+                                    && words.get(end - 1).is_some_and(|p| p.text == "{}"))
+                            {
+                                break;
+                            }
+                            end += 1;
+                        }
+                        self.words_command(words.get(start..end).unwrap_or(&[]), d);
+                        i = end + 1;
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            _ if SHELLS.contains(&name.as_str()) => self.shell(&name, args, idx, d),
+            _ => {
+                if let Some(o) = interpreter_opaque(&name, args) {
+                    set_opaque(self, o);
+                }
+            }
+        }
+    }
+
+    /// `bash [options] [-c STR | script | (stdin)]`.
+    fn shell(&mut self, name: &str, args: &[Wd], idx: usize, depth: usize) {
+        let mut args = args;
+        if name == "busybox" {
+            // `busybox sh -c ...`: the applet name comes first.
+            match args.first() {
+                Some(a) if a.is_static && SHELLS.contains(&a.text.as_str()) => args = &args[1..],
+                _ => return,
+            }
+        }
+        let mut i = 0;
+        let mut dash_c = false;
+        let mut stdin = false;
+        while let Some(w) = args.get(i) {
+            let t = w.text.as_str();
+            if !w.is_static {
+                break;
+            }
+            if t == "--" || t == "-" {
+                i += 1;
+                break;
+            }
+            if let Some(long) = t.strip_prefix("--") {
+                i += 1;
+                if matches!(long, "rcfile" | "init-file") {
+                    i += 1;
+                }
+                if long == "command" {
+                    dash_c = true; // fish
+                }
+                continue;
+            }
+            if (t.starts_with('-') || t.starts_with('+')) && t.len() > 1 {
+                i += 1;
+                let letters = &t[1..];
+                if letters.contains('c') {
+                    dash_c = true;
+                }
+                if letters.contains('s') {
+                    stdin = true;
+                }
+                // -o NAME / -O NAME take a value
+                for c in letters.chars() {
+                    if c == 'o' || c == 'O' {
+                        i += 1;
+                    }
+                }
+                continue;
+            }
+            break;
+        }
+        let set = |x: &mut Self, o: Opaque| {
+            if let Some(c) = x.out.commands.get_mut(idx) {
+                c.opaque = Some(o);
+            }
+        };
+        if dash_c {
+            match args.get(i) {
+                Some(s) if s.is_static => {
+                    let script = s.text.clone();
+                    self.script(&script, depth);
+                }
+                _ => set(self, Opaque::DynamicScript),
+            }
+        } else if stdin || args.get(i).is_none() {
+            let info_only = args
+                .iter()
+                .any(|w| matches!(w.text.as_str(), "--version" | "--help"));
+            if !info_only {
+                set(self, Opaque::StdinScript);
+            }
+        }
+    }
+}
+
+/// Opaque reason for an interpreter invocation, if any.
+fn interpreter_opaque(name: &str, args: &[Wd]) -> Option<Opaque> {
+    let lname = name.to_ascii_lowercase();
+    let lname = lname.strip_suffix(".exe").unwrap_or(&lname);
+    let short_opts = || {
+        args.iter()
+            .take_while(|w| w.text != "--")
+            .filter(|w| w.text.starts_with('-') && !w.text.starts_with("--") && w.text.len() > 1)
+            .map(|w| w.text.as_str())
+    };
+    let has_long = |l: &[&str]| {
+        args.iter().any(|w| {
+            l.iter()
+                .any(|o| w.text == *o || w.text.starts_with(&format!("{o}=")))
+        })
+    };
+    let stdin = args.is_empty() || args.iter().any(|w| w.text == "-");
+    let (inline, kind_known) = if lname.starts_with("python") || lname == "pypy" || lname == "pypy3"
+    {
+        (short_opts().any(|o| o.contains('c')), true)
+    } else if matches!(lname, "node" | "nodejs" | "bun") {
+        (
+            short_opts().any(|o| o.contains('e') || o.contains('p'))
+                || has_long(&["--eval", "--print"]),
+            true,
+        )
+    } else if lname == "perl" || lname == "ruby" {
+        (
+            short_opts().any(|o| o.contains('e') || o.contains('E')),
+            true,
+        )
+    } else if lname == "php" {
+        (
+            short_opts().any(|o| o.contains('r')) || has_long(&["--run"]),
+            true,
+        )
+    } else if lname == "lua" || lname == "luajit" {
+        (short_opts().any(|o| o.contains('e')), true)
+    } else if lname == "osascript" {
+        (short_opts().any(|o| o.contains('e')), true)
+    } else if lname == "pwsh" || lname == "powershell" {
+        let inline = args.iter().any(|w| {
+            let t = w.text.to_ascii_lowercase();
+            let t = t.trim_start_matches('/');
+            let t = t.trim_start_matches('-');
+            !t.is_empty()
+                && w.text.starts_with(['-', '/'])
+                && ("command".starts_with(t) || "encodedcommand".starts_with(t) || t == "ec")
+        });
+        (inline, true)
+    } else if lname == "deno" {
+        (args.first().is_some_and(|w| w.text == "eval"), false)
+    } else {
+        (false, false)
+    };
+    if inline {
+        Some(Opaque::InlineCode)
+    } else if kind_known && stdin {
+        Some(Opaque::StdinScript)
+    } else {
+        None
+    }
+}
+
+fn join(words: &[Wd]) -> String {
+    words
+        .iter()
+        .map(|w| w.text.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
