@@ -747,6 +747,13 @@ impl Extractor<'_> {
                     let wd = self.word(&w.value, depth);
                     words.push(wd);
                 }
+                ast::CommandPrefixOrSuffixItem::AssignmentWord(a, w)
+                    if !is_prefix && matches!(a.value, ast::AssignmentValue::Scalar(_)) =>
+                {
+                    // `env X=1 cmd` / `export X=$(..)`: an argument of the command.
+                    let wd = self.word(&w.value, depth);
+                    words.push(wd);
+                }
                 ast::CommandPrefixOrSuffixItem::AssignmentWord(a, w) => {
                     match &a.value {
                         ast::AssignmentValue::Scalar(v) => {
@@ -765,7 +772,7 @@ impl Extractor<'_> {
                         self.arith(idx, depth);
                     }
                     if !is_prefix {
-                        // `declare x=1` / `export x=$(..)`: an argument of the command.
+                        // `declare a=(x y)`: an argument of the command.
                         let wd = Wd {
                             text: w.value.clone(),
                             is_static: false,
@@ -1171,4 +1178,552 @@ fn join(words: &[Wd]) -> String {
         .map(|w| w.text.as_str())
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn texts(s: &str) -> Vec<String> {
+        extract(s).commands.into_iter().map(|c| c.text).collect()
+    }
+
+    fn find(s: &str, text: &str) -> ShellCommand {
+        let subjects = extract(s);
+        match subjects.commands.iter().find(|c| c.text == text) {
+            Some(c) => c.clone(),
+            None => panic!("{s:?}: no subject {text:?} in {:?}", subjects.commands),
+        }
+    }
+
+    fn has(s: &str, text: &str) {
+        find(s, text);
+    }
+
+    fn opaque(s: &str, text: &str, o: Opaque) {
+        assert_eq!(find(s, text).opaque, Some(o), "{s:?}");
+    }
+
+    fn any_opaque(s: &str, o: Opaque) {
+        let subjects = extract(s);
+        assert!(
+            subjects
+                .commands
+                .iter()
+                .any(|c| c.opaque.as_ref() == Some(&o)),
+            "{s:?}: expected {o:?} in {:?}",
+            subjects.commands
+        );
+    }
+
+    fn writes(s: &str) -> Vec<(String, Option<Opaque>)> {
+        extract(s)
+            .redirects
+            .into_iter()
+            .filter(|r| r.kind == RedirectKind::Write)
+            .map(|r| (r.path, r.opaque))
+            .collect()
+    }
+
+    fn no_opaque(s: &str) {
+        let subjects = extract(s);
+        assert!(
+            subjects.commands.iter().all(|c| c.opaque.is_none()),
+            "{s:?}: {:?}",
+            subjects.commands
+        );
+    }
+
+    // ---- lists, pipelines, compound commands ----
+
+    #[test]
+    fn lists_and_pipelines() {
+        for sep in [" && ", "; ", " || ", " | ", " & ", "\n"] {
+            let s = format!("git status{sep}rm -rf build");
+            assert_eq!(texts(&s), vec!["git status", "rm -rf build"], "{s:?}");
+        }
+        assert_eq!(texts("git log | head"), vec!["git log", "head"]);
+    }
+
+    #[test]
+    fn compound_commands() {
+        has("{ rm x; }", "rm x");
+        has("( rm x )", "rm x");
+        has("if true; then rm x; fi", "rm x");
+        has("if rm c; then a; elif rm d; then b; else rm e; fi", "rm c");
+        has("if rm c; then a; elif rm d; then b; else rm e; fi", "rm d");
+        has("if rm c; then a; elif rm d; then b; else rm e; fi", "rm e");
+        has("for f in a; do rm $f; done", "rm $f");
+        has("for f in $(rm list); do :; done", "rm list");
+        has("while rm w; do rm b; done", "rm w");
+        has("while rm w; do rm b; done", "rm b");
+        has("until rm u; do :; done", "rm u");
+        has("case $(rm v) in a) rm x;; *) rm y;; esac", "rm v");
+        has("case a in a) rm x;; *) rm y;; esac", "rm y");
+        has("f() { rm x; }", "rm x");
+        has("function f { rm x; }", "rm x");
+        has("for ((i=0; i<$(rm n); i++)); do rm z; done", "rm n");
+        has("for ((i=0; i<3; i++)); do rm z; done", "rm z");
+        has("(( x = $(rm a) ))", "rm a");
+        has("[[ -f $(rm t) ]]", "rm t");
+        has("coproc rm x", "rm x");
+        has("! rm x", "rm x");
+        has("time rm x", "rm x");
+        has("time rm x", "time rm x");
+    }
+
+    #[test]
+    fn substitutions() {
+        has("echo $(rm -rf x)", "rm -rf x");
+        has("echo `rm x`", "rm x");
+        has("cat <(rm x)", "rm x");
+        has("tee >(rm x)", "rm x");
+        has("cat < <(rm x)", "rm x");
+        has("echo > >(rm x)", "rm x");
+        has("echo $(( $(rm x) + 1 ))", "rm x");
+        has("echo ${X:-$(rm x)}", "rm x");
+        has("echo ${X:=`rm x`}", "rm x");
+        has("echo ${X/a/$(rm x)}", "rm x");
+        has("echo \"a $(rm x) b\"", "rm x");
+        has("echo $(echo $(rm deep))", "rm deep");
+        has("X=$(rm x) true", "rm x");
+        has("X=$(rm x)", "rm x");
+        has("export X=$(rm x)", "rm x");
+        has("cat <<EOF\n$(rm x)\nEOF\n", "rm x");
+        has("cat <<< \"$(rm x)\"", "rm x");
+        has("echo > \"$(rm x)\"", "rm x");
+        // a quoted heredoc delimiter disables expansion: nothing runs
+        assert_eq!(texts("cat <<'EOF'\n$(rm x)\nEOF\n"), vec!["cat"]);
+    }
+
+    #[test]
+    fn strings_are_not_commands() {
+        assert_eq!(texts("echo \"rm x\""), vec!["echo rm x"]);
+        assert_eq!(texts("rmdir x"), vec!["rmdir x"]);
+        assert_eq!(texts("git status"), vec!["git status"]);
+        no_opaque("echo \"rm x\"");
+    }
+
+    // ---- normalization ----
+
+    #[test]
+    fn normalization() {
+        for s in [
+            "\\rm x",
+            "'rm' x",
+            "r\"\"m x",
+            "\"rm\" x",
+            "rm \\\n -rf x",
+            "FOO=bar rm x",
+        ] {
+            let t = texts(s);
+            assert_eq!(t.len(), 1, "{s:?}");
+            assert!(t[0] == "rm x" || t[0] == "rm -rf x", "{s:?}: {t:?}");
+        }
+        assert_eq!(texts("rm \\\n -rf x"), vec!["rm -rf x"]);
+        let c = find("/bin/rm x", "rm x");
+        assert_eq!(c.path_form.as_deref(), Some("/bin/rm x"));
+        let c = find("./rm x", "rm x");
+        assert_eq!(c.path_form.as_deref(), Some("./rm x"));
+        assert_eq!(find("rm x", "rm x").path_form, None);
+        assert_eq!(texts("cat $F"), vec!["cat $F"]);
+        assert_eq!(texts("cat \"$F\" .e*"), vec!["cat \"$F\" .e*"]);
+        assert_eq!(texts("echo 'a  b'"), vec!["echo a  b"]);
+        assert_eq!(texts("echo \"a\\\"b\""), vec!["echo a\"b"]);
+    }
+
+    #[test]
+    fn dynamic_command_word() {
+        opaque("$CMD x", "$CMD x", Opaque::DynamicCommandWord);
+        opaque("$(which rm) x", "$(which rm) x", Opaque::DynamicCommandWord);
+        has("$(which rm) x", "which rm");
+        opaque("r{m,} x", "r{m,} x", Opaque::DynamicCommandWord);
+        opaque("r? x", "r? x", Opaque::DynamicCommandWord);
+        opaque("$'\\x72m' x", "$'\\x72m' x", Opaque::DynamicCommandWord);
+        opaque("~/bin/rm x", "~/bin/rm x", Opaque::DynamicCommandWord);
+    }
+
+    // ---- wrappers ----
+
+    #[test]
+    fn wrappers() {
+        let cases: &[(&str, &str)] = &[
+            ("sudo rm -rf /", "rm -rf /"),
+            ("sudo -u root rm x", "rm x"),
+            ("sudo -uroot -E rm x", "rm x"),
+            ("sudo --user=root rm x", "rm x"),
+            ("sudo FOO=1 rm x", "rm x"),
+            ("env X=1 rm x", "rm x"),
+            ("env -u X rm x", "rm x"),
+            ("env -i X=1 Y=2 rm x", "rm x"),
+            ("env -S 'rm x'", "rm x"),
+            ("env -- rm x", "rm x"),
+            ("command rm x", "rm x"),
+            ("command -p rm x", "rm x"),
+            ("builtin eval x", "eval x"),
+            ("exec rm x", "rm x"),
+            ("exec -a name rm x", "rm x"),
+            ("nohup rm x", "rm x"),
+            ("nice rm x", "rm x"),
+            ("nice -n 10 rm x", "rm x"),
+            ("nice -10 rm x", "rm x"),
+            ("ionice -c 2 -n 7 rm x", "rm x"),
+            ("timeout 5 rm x", "rm x"),
+            ("timeout -s KILL 5 rm x", "rm x"),
+            ("timeout --signal=KILL -k 1 5s rm x", "rm x"),
+            ("/usr/bin/time -f %e rm x", "rm x"),
+            ("stdbuf -o0 rm x", "rm x"),
+            ("stdbuf -o 0 -e L rm x", "rm x"),
+            ("setsid rm x", "rm x"),
+            ("watch rm x", "rm x"),
+            ("watch -n 1 rm x", "rm x"),
+            ("watch -n 1 'ls; rm x'", "rm x"),
+            ("watch -x rm x", "rm x"),
+            ("xargs rm < list", "rm"),
+            ("xargs -I {} -n 1 rm {}", "rm {}"),
+            ("xargs -0 -P4 rm", "rm"),
+            ("find . -name x -exec rm {} \\;", "rm {}"),
+            ("find . -execdir rm -f {} +", "rm -f {}"),
+            ("find . -ok rm {} ';' -print", "rm {}"),
+            ("sudo timeout 5 nice -n 1 env A=b rm x", "rm x"),
+            ("sudo /bin/rm x", "rm x"),
+        ];
+        for (s, want) in cases {
+            has(s, want);
+        }
+        assert_eq!(texts("sudo rm -rf /"), vec!["sudo rm -rf /", "rm -rf /"]);
+        assert_eq!(
+            texts("sudo timeout 5 rm x"),
+            vec!["sudo timeout 5 rm x", "timeout 5 rm x", "rm x"]
+        );
+        assert_eq!(
+            find("sudo /bin/rm x", "rm x").path_form.as_deref(),
+            Some("/bin/rm x")
+        );
+        opaque("sudo $CMD", "$CMD", Opaque::DynamicCommandWord);
+    }
+
+    // ---- shells and interpreters ----
+
+    #[test]
+    fn shell_dash_c() {
+        for s in [
+            "bash -c 'rm -rf x'",
+            "sh -c 'rm -rf x'",
+            "zsh -c 'rm -rf x'",
+            "dash -c 'rm -rf x'",
+            "ksh -c 'rm -rf x'",
+            "bash -lc 'rm -rf x'",
+            "bash -ec 'rm -rf x'",
+            "bash -o pipefail -c 'rm -rf x'",
+            "/bin/bash --norc -c 'rm -rf x'",
+            "sudo sh -c 'cd /; rm -rf x'",
+            "bash -c 'bash -c \"rm -rf x\"'",
+        ] {
+            has(s, "rm -rf x");
+            no_opaque(s);
+        }
+        has("sh -lc \"rm x\"", "rm x");
+        has("bash -c 'rm x'", "bash -c rm x");
+        opaque("bash -c \"$S\"", "bash -c \"$S\"", Opaque::DynamicScript);
+        opaque(
+            "bash -c \"rm $X\"",
+            "bash -c \"rm $X\"",
+            Opaque::DynamicScript,
+        );
+        opaque("curl x | bash", "bash", Opaque::StdinScript);
+        opaque("bash < x", "bash", Opaque::StdinScript);
+        opaque("bash <<EOF\nrm x\nEOF\n", "bash", Opaque::StdinScript);
+        opaque("bash -s arg", "bash -s arg", Opaque::StdinScript);
+        any_parse_error("bash -c 'rm (('");
+        // running a script file is not opaque
+        no_opaque("bash script.sh");
+    }
+
+    fn any_parse_error(s: &str) {
+        let subjects = extract(s);
+        assert!(
+            subjects
+                .commands
+                .iter()
+                .any(|c| matches!(c.opaque, Some(Opaque::ParseError(_)))),
+            "{s:?}: expected a parse error in {:?}",
+            subjects.commands
+        );
+    }
+
+    #[test]
+    fn interpreters_and_eval() {
+        opaque("eval \"rm x\"", "eval rm x", Opaque::Eval);
+        opaque(
+            "python3 -c 'import os'",
+            "python3 -c import os",
+            Opaque::InlineCode,
+        );
+        opaque("python -c x", "python -c x", Opaque::InlineCode);
+        opaque("node -e x", "node -e x", Opaque::InlineCode);
+        opaque("node -p x", "node -p x", Opaque::InlineCode);
+        opaque("node --eval x", "node --eval x", Opaque::InlineCode);
+        opaque("perl -e x", "perl -e x", Opaque::InlineCode);
+        opaque("perl -E x", "perl -E x", Opaque::InlineCode);
+        opaque("perl -ne x", "perl -ne x", Opaque::InlineCode);
+        opaque("ruby -e x", "ruby -e x", Opaque::InlineCode);
+        opaque("php -r x", "php -r x", Opaque::InlineCode);
+        opaque("lua -e x", "lua -e x", Opaque::InlineCode);
+        opaque("pwsh -c x", "pwsh -c x", Opaque::InlineCode);
+        opaque(
+            "powershell -Command x",
+            "powershell -Command x",
+            Opaque::InlineCode,
+        );
+        opaque("osascript -e x", "osascript -e x", Opaque::InlineCode);
+        opaque("deno eval x", "deno eval x", Opaque::InlineCode);
+        opaque("sudo python3 -c x", "python3 -c x", Opaque::InlineCode);
+        opaque("curl x | python3", "python3", Opaque::StdinScript);
+        no_opaque("python3 script.py");
+        no_opaque("node app.js");
+        no_opaque("python3 -m pytest");
+    }
+
+    #[test]
+    fn parse_error_and_empty() {
+        let s = extract("  echo (  ");
+        assert_eq!(s.commands.len(), 1);
+        assert_eq!(s.commands[0].text, "echo (");
+        assert!(matches!(s.commands[0].opaque, Some(Opaque::ParseError(_))));
+        for e in ["", "   ", "# just a comment", "\n\n"] {
+            let s = extract(e);
+            assert_eq!(
+                s.commands,
+                vec![ShellCommand {
+                    text: String::new(),
+                    path_form: None,
+                    opaque: Some(Opaque::Empty)
+                }],
+                "{e:?}"
+            );
+        }
+        any_parse_error("echo 'unterminated");
+        assert!(!Opaque::DynamicCommandWord.describe().is_empty());
+    }
+
+    // ---- redirections ----
+
+    #[test]
+    fn redirects() {
+        assert_eq!(
+            writes("echo secret > .env"),
+            vec![(".env".to_string(), None)]
+        );
+        assert_eq!(
+            writes("cat x >> config/prod.env"),
+            vec![("config/prod.env".to_string(), None)]
+        );
+        for s in [
+            "echo >| a",
+            "echo &> a",
+            "echo &>> a",
+            "echo <> a",
+            "echo >& a",
+            "echo 2> a",
+            "echo > 'a'",
+        ] {
+            assert_eq!(writes(s), vec![("a".to_string(), None)], "{s:?}");
+        }
+        let r = extract("cat < in.txt").redirects;
+        assert_eq!(
+            r,
+            vec![ShellRedirect {
+                kind: RedirectKind::Read,
+                path: "in.txt".into(),
+                opaque: None
+            }]
+        );
+        for s in [
+            "echo 2>&1",
+            "echo >&2",
+            "echo > /dev/null 2>&1",
+            "echo 2>/dev/stderr >/dev/stdout",
+            "echo <&0 3>&-",
+            "cat <<EOF\nx\nEOF\n",
+            "cat <<< x",
+        ] {
+            assert!(extract(s).redirects.is_empty(), "{s:?}");
+        }
+        assert_eq!(
+            writes("echo > $F"),
+            vec![("$F".to_string(), Some(Opaque::DynamicPath))]
+        );
+        assert_eq!(
+            writes("echo > *.env"),
+            vec![("*.env".to_string(), Some(Opaque::DynamicPath))]
+        );
+        assert_eq!(
+            writes("echo > ~/.ssh/authorized_keys"),
+            vec![(
+                "~/.ssh/authorized_keys".to_string(),
+                Some(Opaque::DynamicPath)
+            )]
+        );
+        assert_eq!(writes("{ echo a; } > f"), vec![("f".to_string(), None)]);
+        assert_eq!(writes("( echo a ) >> f"), vec![("f".to_string(), None)]);
+        assert_eq!(writes("f() { :; } > f"), vec![("f".to_string(), None)]);
+        assert_eq!(
+            writes("for i in a; do :; done > f"),
+            vec![("f".to_string(), None)]
+        );
+        assert_eq!(
+            writes("echo $(echo a > .env)"),
+            vec![(".env".to_string(), None)]
+        );
+        assert_eq!(
+            writes("bash -c 'echo a > .env'"),
+            vec![(".env".to_string(), None)]
+        );
+        // redirection only: a subject, no command
+        let s = extract("> .env");
+        assert!(s.commands.is_empty());
+        assert_eq!(s.redirects.len(), 1);
+    }
+
+    // ---- the bypass table of permissions.md, at extraction level ----
+
+    fn has_rm(s: &str) {
+        let subjects = extract(s);
+        assert!(
+            subjects
+                .commands
+                .iter()
+                .any(|c| c.text == "rm" || c.text.starts_with("rm ")),
+            "{s:?}: no rm subject in {:?}",
+            subjects.commands
+        );
+    }
+
+    #[test]
+    fn bypass_table() {
+        for s in [
+            "git status && rm -rf build",
+            "git status ; rm -rf build",
+            "git status || rm -rf build",
+            "git status | rm -rf build",
+            "git status & rm -rf build",
+            "git status\nrm -rf build",
+            "echo $(rm -rf x)",
+            "echo `rm x`",
+            "cat <(rm x)",
+            "{ rm x; }",
+            "( rm x )",
+            "if true; then rm x; fi",
+            "for f in a; do rm $f; done",
+            "bash -c 'rm -rf x'",
+            "sh -lc \"rm x\"",
+            "sudo rm -rf /",
+            "env X=1 rm x",
+            "timeout 5 rm x",
+            "FOO=bar rm x",
+            "xargs rm < list",
+            "/bin/rm x",
+            "\\rm x",
+            "'rm' x",
+            "r\"\"m x",
+            "rm \\\n-rf x",
+            "nice rm x",
+            "nohup rm x",
+            "command rm x",
+            "./rm x",
+            "$(( $(rm x) ))",
+        ] {
+            has_rm(s);
+        }
+        assert!(writes("echo secret > .env")
+            .iter()
+            .any(|(p, _)| p == ".env"));
+        assert!(writes("cat x >> config/prod.env")
+            .iter()
+            .any(|(p, _)| p.ends_with(".env")));
+        any_opaque("eval \"rm x\"", Opaque::Eval);
+        any_opaque("$CMD x", Opaque::DynamicCommandWord);
+        // must stay allowed (no rm, no opaque)
+        for s in ["git status", "git log | head", "rmdir x", "echo \"rm x\""] {
+            no_opaque(s);
+            let t = texts(s);
+            assert!(
+                t.iter().all(|c| c != "rm" && !c.starts_with("rm ")),
+                "{s:?}: {t:?}"
+            );
+        }
+        assert_eq!(texts("git log | head"), vec!["git log", "head"]);
+    }
+
+    // ---- property tests ----
+
+    fn arg() -> impl Strategy<Value = String> {
+        "[a-zA-Z0-9_./-]{1,12}".prop_filter("not an option-like or special word", |s| {
+            !s.starts_with('-') && s != "." && s != ".."
+        })
+    }
+
+    fn other() -> impl Strategy<Value = String> {
+        prop::sample::select(vec![
+            "git status",
+            "ls -la",
+            "echo hi",
+            "cat file.txt",
+            "true",
+            "make build",
+        ])
+        .prop_map(str::to_string)
+    }
+
+    fn combine(rm: &str, other: &str, how: usize) -> String {
+        match how {
+            0 => format!("{other}; {rm}"),
+            1 => format!("{other} && {rm}"),
+            2 => format!("{other} || {rm}"),
+            3 => format!("{other} | {rm}"),
+            4 => format!("{other} & {rm}"),
+            5 => format!("{other}\n{rm}"),
+            6 => format!("{rm} && {other}"),
+            7 => format!("( {rm} )"),
+            8 => format!("{{ {rm}; }}"),
+            9 => format!("echo $({rm})"),
+            10 => format!("bash -c '{rm}'"),
+            11 => format!("sudo {rm}"),
+            12 => format!("env {rm}"),
+            13 => format!("timeout 5 {rm}"),
+            14 => format!("{other} | sudo env timeout 5 {rm}"),
+            _ => format!("{other}; ( {{ echo $(bash -c '{rm}'); }} )"),
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn rm_is_always_a_subject(a in arg(), o in other(), how in 0usize..16) {
+            let rm = format!("rm {a}");
+            let s = combine(&rm, &o, how);
+            let t = texts(&s);
+            prop_assert!(t.contains(&rm), "{:?}: {:?}", s, t);
+        }
+
+        #[test]
+        fn never_panics(s in "\\PC{0,80}") {
+            let _ = extract(&s);
+        }
+
+        #[test]
+        fn never_panics_shellish(s in "[a-z $(){}`'\"\\\\;&|<>=*?\\[\\]#~!\n-]{0,60}") {
+            let _ = extract(&s);
+        }
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let s = "$(".repeat(500) + &")".repeat(500);
+        any_opaque(&s, Opaque::ParseError("nesting too deep".into()));
+        let s = "(".repeat(2000);
+        let e = extract(&s);
+        assert!(matches!(e.commands[0].opaque, Some(Opaque::ParseError(_))));
+    }
 }
