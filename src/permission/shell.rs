@@ -6,6 +6,11 @@
 //! redirection. Anything whose effect cannot be read statically is still returned, flagged with an
 //! [`Opaque`] reason, so that the engine can fail closed.
 //!
+//! The walk matches every variant of brush-parser's AST and word-piece enums exhaustively (no
+//! wildcard arms), so a node kind added by a parser upgrade fails to compile instead of being
+//! skipped; input the parser rejects or that nests too deeply becomes an `Opaque::ParseError`
+//! subject.
+//!
 //! It must not match rules, decide anything, touch the file system or perform any other I/O: it
 //! is a pure function from text to [`ShellSubjects`]. It never matches raw command text, and it
 //! never panics on any input.
@@ -194,8 +199,14 @@ fn parse_word(s: &str, heredoc: bool) -> Result<Vec<WordPieceWithSource>, String
 
 /// Whether unquoted text would be subject to globbing or brace expansion.
 fn has_glob(unquoted: &str) -> bool {
-    if unquoted.contains(['*', '?', '[']) {
+    if unquoted.contains(['*', '?']) {
         return true;
+    }
+    // `[` is a bracket expression only when a `]` follows it (`[ -f x ]` words are literal).
+    if let Some(open) = unquoted.find('[') {
+        if unquoted[open + 1..].contains(']') {
+            return true;
+        }
     }
     if ["@(", "!(", "+("].iter().any(|p| unquoted.contains(p)) {
         return true;
@@ -1302,6 +1313,11 @@ mod tests {
         assert_eq!(texts("echo \"rm x\""), vec!["echo rm x"]);
         assert_eq!(texts("rmdir x"), vec!["rmdir x"]);
         assert_eq!(texts("git status"), vec!["git status"]);
+        assert_eq!(
+            texts("[ -f x ] && test -d y"),
+            vec!["[ -f x ]", "test -d y"]
+        );
+        no_opaque("[ -f x ] && test -d y");
         no_opaque("echo \"rm x\"");
     }
 
