@@ -5,13 +5,17 @@
 //! chain) -> `permission` / hooks -> `tools` -> `session` log; `model` providers sit beside the
 //! turn. See `docs/architecture.md`.
 
-pub mod manifest;
-pub mod permission;
+pub mod cli;
 pub mod hooks;
+pub mod logging;
+pub mod manifest;
 pub mod model;
+pub mod permission;
 pub mod pod;
 pub mod protocol;
+pub mod schema;
 pub mod scope;
+pub mod server;
 pub mod session;
 pub mod skills;
 pub mod tools;

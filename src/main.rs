@@ -1,1 +1,78 @@
-fn main() {}
+//! The `pod` binary: parses arguments and calls the library. Nothing else lives here.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "pod",
+    version,
+    about = "An agent runtime driven over JSON-RPC 2.0 on stdio, with a declarative permission layer"
+)]
+struct Cli {
+    /// Log filter for stderr (overrides RUST_LOG), e.g. `info` or `pod=debug`.
+    #[arg(long, global = true)]
+    log_level: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the JSON-RPC protocol on stdin/stdout (the main job).
+    Serve {
+        #[arg(long, default_value = "pod.toml")]
+        manifest: PathBuf,
+        /// Resume this session id instead of starting a new session.
+        #[arg(long)]
+        resume: Option<String>,
+        /// Largest accepted message in bytes.
+        #[arg(long, default_value_t = pod::server::DEFAULT_MAX_MESSAGE)]
+        max_message_bytes: usize,
+    },
+    /// Validate a manifest and lint its rules; exit 1 on errors.
+    Check { manifest: PathBuf },
+    /// Print the decision for one tool call and the rule that decided each subject.
+    Explain {
+        manifest: PathBuf,
+        #[arg(long)]
+        tool: String,
+        /// The tool input as a JSON object.
+        #[arg(long)]
+        input: String,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write schema/*.json from the Rust types, or with --check fail when they are stale.
+    Schema {
+        #[arg(long)]
+        check: bool,
+        /// The folder to write to or check.
+        #[arg(long, default_value = "schema")]
+        dir: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    pod::logging::init(cli.log_level.as_deref());
+    let code = match cli.command {
+        Command::Serve {
+            manifest,
+            resume,
+            max_message_bytes,
+        } => pod::server::main(&manifest, resume, max_message_bytes),
+        Command::Check { manifest } => pod::cli::check(&manifest),
+        Command::Explain {
+            manifest,
+            tool,
+            input,
+            json,
+        } => pod::cli::explain(&manifest, &tool, &input, json),
+        Command::Schema { check, dir } => pod::cli::schema(&dir, check),
+    };
+    ExitCode::from(code)
+}

@@ -40,7 +40,9 @@ pub enum ReplyError {
     Unknown(String),
     #[error("permission request {0} is already resolved")]
     AlreadyResolved(String),
-    #[error("decision {decision:?} was not offered for request {request_id} (offered: {offered:?})")]
+    #[error(
+        "decision {decision:?} was not offered for request {request_id} (offered: {offered:?})"
+    )]
     NotOffered {
         request_id: String,
         decision: ReplyDecision,
@@ -79,7 +81,11 @@ impl Approvals {
 
     /// Registers a request; the receiver yields the answer. After [`close`](Self::close) the
     /// answer is immediate.
-    pub fn register(&self, request_id: &str, options: Vec<ReplyDecision>) -> oneshot::Receiver<Answer> {
+    pub fn register(
+        &self,
+        request_id: &str,
+        options: Vec<ReplyDecision>,
+    ) -> oneshot::Receiver<Answer> {
         let (tx, rx) = oneshot::channel();
         let mut registry = self.lock();
         match registry.closed {
@@ -179,7 +185,9 @@ mod tests {
             Err(ReplyError::NotOffered { .. })
         ));
         assert_eq!(approvals.state("r1"), "pending");
-        approvals.reply("r1", ReplyDecision::AllowOnce, None).unwrap();
+        approvals
+            .reply("r1", ReplyDecision::AllowOnce, None)
+            .unwrap();
         assert_eq!(
             approvals.reply("r1", ReplyDecision::Deny, None),
             Err(ReplyError::AlreadyResolved("r1".into()))
@@ -190,7 +198,10 @@ mod tests {
         );
         assert_eq!(
             rx.await.unwrap(),
-            Answer::Client { decision: ReplyDecision::AllowOnce, message: None }
+            Answer::Client {
+                decision: ReplyDecision::AllowOnce,
+                message: None
+            }
         );
     }
 

@@ -36,10 +36,7 @@ fn describe(s: &SubjectDecision, default: Option<Action>) -> String {
     let who = match &s.rule {
         Some(r) => format!(
             "rule {} ({} \"{}\" {})",
-            r.index,
-            r.tool,
-            r.pattern,
-            s.action
+            r.index, r.tool, r.pattern, s.action
         ),
         None => match default {
             Some(d) => format!("default_action = \"{d}\""),
@@ -103,7 +100,8 @@ pub(super) fn timeout_text(secs: u64) -> String {
     format!("permission denied: nobody answered the approval request within {secs} s")
 }
 
-pub(super) const CANCELLED_TEXT: &str = "cancelled: the turn was cancelled before this call finished";
+pub(super) const CANCELLED_TEXT: &str =
+    "cancelled: the turn was cancelled before this call finished";
 pub(super) const DISCONNECT_TEXT: &str =
     "permission denied: the client disconnected before answering the approval request";
 pub(super) const SHUTDOWN_TEXT: &str =

@@ -173,9 +173,7 @@ impl Pod {
                 return (StopReason::EndTurn, None, usage);
             }
             let results = self.run_calls(turn, &response.tool_calls).await;
-            self.state()
-                .messages
-                .push(Message::ToolResults { results });
+            self.state().messages.push(Message::ToolResults { results });
             if turn.cancel.is_cancelled() {
                 return (StopReason::Cancelled, None, usage);
             }
@@ -227,8 +225,10 @@ impl Pod {
                 input: call.input.clone(),
             });
         }
-        let mut ordered: FuturesOrdered<_> =
-            calls.iter().map(|call| self.process_call(turn, call)).collect();
+        let mut ordered: FuturesOrdered<_> = calls
+            .iter()
+            .map(|call| self.process_call(turn, call))
+            .collect();
         let mut results = Vec::with_capacity(calls.len());
         let mut index = 0;
         while let Some(outcome) = ordered.next().await {
@@ -423,7 +423,8 @@ impl Pod {
         let timeout = rules.ask_timeout();
         let expires_at = timeout.and_then(|t| {
             let at = time::OffsetDateTime::now_utc() + t;
-            at.format(&time::format_description::well_known::Rfc3339).ok()
+            at.format(&time::format_description::well_known::Rfc3339)
+                .ok()
         });
         let answer = approvals.register(&request_id, options.clone());
         if turn.pending.fetch_add(1, Ordering::SeqCst) == 0 {
@@ -438,7 +439,7 @@ impl Pod {
             subjects: decision.subjects.clone(),
             reason: checks::ask_reason(decision, default),
             options,
-        expires_at,
+            expires_at,
         }));
         let sleep = async {
             match timeout {
@@ -453,7 +454,10 @@ impl Pod {
         };
         approvals.finish(&request_id);
         let (resolution, by, verdict) = match settled {
-            Ok(Answer::Client { decision: reply, message }) => match reply {
+            Ok(Answer::Client {
+                decision: reply,
+                message,
+            }) => match reply {
                 ReplyDecision::AllowOnce => (Resolution::Allow, ResolvedBy::Client, Ok(())),
                 ReplyDecision::AllowSession => {
                     let granted = self.state().grants.grant(decision);
@@ -470,7 +474,9 @@ impl Pod {
             },
             Ok(Answer::Closed(by)) | Err(by) => {
                 let text = match by {
-                    ResolvedBy::Timeout => checks::timeout_text(timeout.unwrap_or(Duration::ZERO).as_secs()),
+                    ResolvedBy::Timeout => {
+                        checks::timeout_text(timeout.unwrap_or(Duration::ZERO).as_secs())
+                    }
                     ResolvedBy::Cancel => checks::CANCELLED_TEXT.to_string(),
                     ResolvedBy::Shutdown => checks::SHUTDOWN_TEXT.to_string(),
                     _ => checks::DISCONNECT_TEXT.to_string(),
@@ -518,7 +524,10 @@ pub(super) fn messages_from_items(items: &[Item]) -> Vec<Message> {
                 tool_calls: Vec::new(),
             }),
             Item::ToolCall {
-                call_id, tool, input, ..
+                call_id,
+                tool,
+                input,
+                ..
             } => {
                 let call = ToolCall {
                     id: call_id.clone(),

@@ -1,0 +1,199 @@
+//! The one-shot commands: `pod check`, `pod explain`, `pod schema`. Each returns the process
+//! exit code; output goes to stdout, problems to stderr.
+
+use std::path::Path;
+
+use crate::manifest::Manifest;
+use crate::permission::lint::{self, Severity};
+use crate::protocol::Decision;
+
+/// `pod check`: validate, then lint. Exit 1 when anything is an error.
+pub fn check(path: &Path) -> u8 {
+    let manifest = match Manifest::load(path) {
+        Ok(m) => m,
+        Err(e) => {
+            println!("{e}");
+            return 1;
+        }
+    };
+    let findings = check_findings(&manifest);
+    let file = path.display();
+    for f in &findings {
+        let severity = match f.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        match f.line {
+            Some(line) => println!("{file}:{line}: {severity}: {}", f.message),
+            None => println!("{file}: {severity}: {}", f.message),
+        }
+    }
+    let errors = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .count();
+    if findings.is_empty() {
+        let permissions = match &manifest.permissions {
+            Some(r) => format!(
+                "{} rules, default_action = \"{}\"",
+                r.len(),
+                r.default_action()
+            ),
+            None => "no [permissions]: every tool call runs".to_string(),
+        };
+        println!("{file}: ok ({permissions})");
+    }
+    u8::from(errors > 0)
+}
+
+/// Every finding about a loaded manifest: rule lints, skills that do not load, hooks that
+/// cannot run.
+pub fn check_findings(manifest: &Manifest) -> Vec<lint::Finding> {
+    let mut findings = Vec::new();
+    if let Some(rules) = &manifest.permissions {
+        findings.extend(lint::lint(
+            rules,
+            &manifest.tools,
+            &manifest.workspace,
+            manifest.permissions_line,
+        ));
+    }
+    if let Err(e) = crate::skills::Skills::load(&manifest.skill_dirs) {
+        findings.push(lint::Finding {
+            severity: Severity::Error,
+            line: None,
+            message: format!("skill: {e}"),
+        });
+    }
+    for hook in &manifest.hooks {
+        if let Some(problem) = program_problem(hook.command.first().map(String::as_str)) {
+            findings.push(lint::Finding {
+                severity: Severity::Error,
+                line: Some(hook.line),
+                message: format!("hooks.pre_tool_call: {problem}"),
+            });
+        }
+    }
+    findings
+}
+
+/// Why `program` cannot be started, if it cannot.
+fn program_problem(program: Option<&str>) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let program = program?;
+    let executable = |p: &Path| {
+        p.metadata()
+            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            .unwrap_or(false)
+    };
+    if program.contains('/') {
+        let p = Path::new(program);
+        return if !p.exists() {
+            Some(format!("{program} does not exist"))
+        } else if !executable(p) {
+            Some(format!("{program} is not an executable file"))
+        } else {
+            None
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    if std::env::split_paths(&path).any(|dir| executable(&dir.join(program))) {
+        None
+    } else {
+        Some(format!("{program} is not found on PATH"))
+    }
+}
+
+/// `pod explain`: the decision for one call, per subject. Exit 0 whatever the decision.
+pub fn explain(path: &Path, tool: &str, input: &str, json: bool) -> u8 {
+    let manifest = match Manifest::load(path) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("{e}");
+            return 1;
+        }
+    };
+    let input: serde_json::Value = match serde_json::from_str(input) {
+        Ok(v @ serde_json::Value::Object(_)) => v,
+        Ok(_) => {
+            eprintln!("--input: must be a JSON object, such as '{{\"command\":\"ls\"}}'");
+            return 1;
+        }
+        Err(e) => {
+            eprintln!("--input: not valid JSON: {e}");
+            return 1;
+        }
+    };
+    let decision = manifest.policy().decide(tool, &input);
+    if json {
+        match serde_json::to_string(&decision) {
+            Ok(text) => println!("{text}"),
+            Err(e) => {
+                eprintln!("cannot print the decision: {e}");
+                return 1;
+            }
+        }
+    } else {
+        print!("{}", explain_text(&manifest, &decision));
+    }
+    0
+}
+
+/// The human form of `pod explain`.
+pub fn explain_text(manifest: &Manifest, decision: &Decision) -> String {
+    let mut out = format!("decision: {}\n", decision.decision);
+    let file = manifest.path.display();
+    for s in &decision.subjects {
+        let by = match (&s.rule, manifest.default_action()) {
+            (Some(r), _) => format!(
+                "rule {} ({} \"{}\"){}",
+                r.index,
+                r.tool,
+                r.pattern,
+                r.line
+                    .map(|l| format!(" at {file}:{l}"))
+                    .unwrap_or_default()
+            ),
+            (None, Some(d)) => format!("default_action = \"{d}\""),
+            (None, None) => "no [permissions] section".to_string(),
+        };
+        out.push_str(&format!(
+            "  {} `{}`: {} by {by}",
+            s.tool, s.subject, s.action
+        ));
+        if s.opaque {
+            out.push_str(" [opaque]");
+        }
+        if let Some(note) = &s.note {
+            out.push_str(&format!(" ({note})"));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// `pod schema [--check]`.
+pub fn schema(dir: &Path, check: bool) -> u8 {
+    let mut stale = Vec::new();
+    for (name, text) in crate::schema::files() {
+        let path = dir.join(name);
+        if check {
+            if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+                stale.push(path.display().to_string());
+            }
+        } else if let Err(e) =
+            std::fs::create_dir_all(dir).and_then(|_| std::fs::write(&path, text))
+        {
+            eprintln!("{}: {e}", path.display());
+            return 1;
+        }
+    }
+    if !stale.is_empty() {
+        eprintln!(
+            "stale generated schema (run `pod schema` and commit): {}",
+            stale.join(", ")
+        );
+        return 1;
+    }
+    0
+}
