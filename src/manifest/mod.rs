@@ -328,11 +328,12 @@ fn header_at(text: &str, offset: usize) -> Option<String> {
 
 fn parse_header(line: &str) -> Option<String> {
     let line = line.trim();
-    let inner = line
-        .strip_prefix("[[")
-        .and_then(|l| l.split("]]").next())
-        .or_else(|| line.strip_prefix('[').and_then(|l| l.split(']').next()))?;
-    Some(inner.trim().to_string())
+    let inner = match line.strip_prefix("[[") {
+        Some(rest) => rest.split_once("]]")?.0,
+        None => line.strip_prefix('[')?.split_once(']')?.0,
+    };
+    let inner = inner.trim();
+    (!inner.is_empty()).then(|| inner.to_string())
 }
 
 /// `section.key` for the `key = value` line holding `offset`, when there is one.
