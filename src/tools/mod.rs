@@ -16,6 +16,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::protocol::ToolInfo;
 
+pub mod bash;
+pub mod common;
+
 /// What a tool run produced: text for the model, and whether it is an error.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolOutput {
@@ -99,6 +102,9 @@ impl Toolbox {
 
 /// A built-in tool by name.
 pub fn builtin(name: &str) -> Option<Arc<dyn Tool>> {
-    let _ = name;
-    None
+    let tool: Arc<dyn Tool> = match name {
+        "bash" => Arc::new(bash::Bash),
+        _ => return None,
+    };
+    Some(tool)
 }
