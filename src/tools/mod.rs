@@ -18,6 +18,9 @@ use crate::protocol::ToolInfo;
 
 pub mod bash;
 pub mod common;
+pub mod edit;
+pub mod file_write;
+pub mod read;
 
 /// What a tool run produced: text for the model, and whether it is an error.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,6 +107,9 @@ impl Toolbox {
 pub fn builtin(name: &str) -> Option<Arc<dyn Tool>> {
     let tool: Arc<dyn Tool> = match name {
         "bash" => Arc::new(bash::Bash),
+        "read" => Arc::new(read::Read),
+        "file_write" => Arc::new(file_write::FileWrite),
+        "edit" => Arc::new(edit::Edit),
         _ => return None,
     };
     Some(tool)
