@@ -183,6 +183,28 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
     result
 }
 
+/// A walk under `root` that honours `.gitignore`, `.ignore` and git excludes (also outside a git
+/// repository), skips hidden files and folders, and visits entries sorted by name.
+pub fn walker(root: &Path) -> ignore::Walk {
+    ignore::WalkBuilder::new(root)
+        .require_git(false)
+        .git_global(false)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .build()
+}
+
+/// The root folder or file of a search: `path` resolved, or the workspace; it must exist.
+pub fn search_root(workspace: &Path, path: Option<&str>) -> Result<PathBuf, String> {
+    let root = match path {
+        Some(p) => resolve(workspace, "path", p).map_err(|e| e.to_string())?,
+        None => workspace.to_path_buf(),
+    };
+    if !root.exists() {
+        return Err(format!("path not found: {}", display(workspace, &root)));
+    }
+    Ok(root)
+}
+
 /// Text gathered up to a byte cap, keeping the head and the tail and counting what was cut.
 #[derive(Debug)]
 pub struct HeadTail {

@@ -147,7 +147,7 @@ fn read_lines(
             break;
         }
         number += 1;
-        if number % 4096 == 0 && cancel.is_cancelled() {
+        if number.is_multiple_of(4096) && cancel.is_cancelled() {
             return Err("cancelled".to_string());
         }
         if number < first {
