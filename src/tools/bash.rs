@@ -107,6 +107,9 @@ impl Tool for Bash {
         if input.command.trim().is_empty() {
             return ToolOutput::error("invalid input: field `command` must not be empty");
         }
+        if ctx.cancel.is_cancelled() {
+            return ToolOutput::error("cancelled before the command started");
+        }
         run_command(&input.command, Duration::from_secs(timeout), ctx).await
     }
 }
@@ -277,6 +280,16 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn already_cancelled_runs_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path());
+        c.cancel.cancel();
+        let out = Bash.run(json!({"command": "touch ran"}), &c).await;
+        assert!(out.is_error && out.content.contains("cancelled"));
+        assert!(!dir.path().join("ran").exists());
+    }
+
+    #[tokio::test]
     async fn stdin_is_closed() {
         let dir = tempfile::tempdir().unwrap();
         let out = Bash
@@ -302,7 +315,7 @@ mod tests {
             "{}",
             out.content
         );
-        assert!(start.elapsed() < Duration::from_millis(1900));
+        assert!(start.elapsed() < Duration::from_millis(2500));
         tokio::time::sleep(Duration::from_secs(3).saturating_sub(start.elapsed())).await;
         assert!(!dir.path().join("late").exists());
     }
@@ -325,7 +338,7 @@ mod tests {
             .await;
         assert!(out.is_error);
         assert!(out.content.contains("cancelled"), "{}", out.content);
-        assert!(start.elapsed() < Duration::from_millis(1500));
+        assert!(start.elapsed() < Duration::from_millis(1900));
         tokio::time::sleep(Duration::from_secs(3).saturating_sub(start.elapsed())).await;
         assert!(!dir.path().join("late").exists());
         assert!(!dir.path().join("late2").exists());
@@ -342,7 +355,7 @@ mod tests {
             )
             .await;
         assert_eq!(out.content, "quick\nexit code: 0");
-        assert!(start.elapsed() < Duration::from_millis(1500));
+        assert!(start.elapsed() < Duration::from_millis(1900));
         tokio::time::sleep(Duration::from_secs(3).saturating_sub(start.elapsed())).await;
         assert!(!dir.path().join("late").exists());
     }
@@ -389,6 +402,14 @@ mod tests {
         );
         let out = Bash
             .run(json!({"command": "true", "timeout_secs": 0}), &c)
+            .await;
+        assert!(
+            out.is_error && out.content.contains("`timeout_secs`"),
+            "{}",
+            out.content
+        );
+        let out = Bash
+            .run(json!({"command": "true", "timeout_secs": 100000}), &c)
             .await;
         assert!(
             out.is_error && out.content.contains("`timeout_secs`"),

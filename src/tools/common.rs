@@ -80,7 +80,7 @@ pub fn parse_input<T: DeserializeOwned + JsonSchema>(input: Value) -> Result<T, 
     serde_json::from_value(input).map_err(|e| InputError::Other(e.to_string()))
 }
 
-/// Checks one field's value against its property schema (type and minimum only).
+/// Checks one field's value against its property schema (type, minimum and maximum only).
 fn check_value(key: &str, value: &Value, prop: &Value) -> Result<(), InputError> {
     let types: Vec<&str> = match prop.get("type") {
         Some(Value::String(t)) => vec![t.as_str()],
@@ -103,6 +103,14 @@ fn check_value(key: &str, value: &Value, prop: &Value) -> Result<(), InputError>
             return Err(InputError::field(
                 key,
                 format!("must be at least {min} (got {n})"),
+            ));
+        }
+    }
+    if let (Some(max), Some(n)) = (prop.get("maximum").and_then(Value::as_f64), value.as_f64()) {
+        if n > max {
+            return Err(InputError::field(
+                key,
+                format!("must be at most {max} (got {n})"),
             ));
         }
     }
@@ -293,6 +301,8 @@ mod tests {
         assert!(e.to_string().contains("string"), "{e}");
         let e = parse_input::<Probe>(serde_json::json!({"name": "x", "count": -1})).unwrap_err();
         assert!(e.to_string().contains("`count`"), "{e}");
+        let e = parse_input::<Probe>(serde_json::json!({"name": "x", "count": 1.5})).unwrap_err();
+        assert!(e.to_string().contains("`count` must be integer"), "{e}");
         let e = parse_input::<Probe>(serde_json::json!({"count": 1})).unwrap_err();
         assert!(e.to_string().contains("`name`"), "{e}");
         let e = parse_input::<Probe>(serde_json::json!({"name": "x", "nmae": 1})).unwrap_err();
