@@ -16,6 +16,14 @@ use tokio_util::sync::CancellationToken;
 
 use crate::protocol::ToolInfo;
 
+pub mod bash;
+pub mod common;
+pub mod edit;
+pub mod file_write;
+pub mod glob;
+pub mod grep;
+pub mod read;
+
 /// What a tool run produced: text for the model, and whether it is an error.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolOutput {
@@ -99,6 +107,64 @@ impl Toolbox {
 
 /// A built-in tool by name.
 pub fn builtin(name: &str) -> Option<Arc<dyn Tool>> {
-    let _ = name;
-    None
+    let tool: Arc<dyn Tool> = match name {
+        "bash" => Arc::new(bash::Bash),
+        "read" => Arc::new(read::Read),
+        "file_write" => Arc::new(file_write::FileWrite),
+        "edit" => Arc::new(edit::Edit),
+        "grep" => Arc::new(grep::Grep),
+        "glob" => Arc::new(glob::Glob),
+        _ => return None,
+    };
+    Some(tool)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_have_the_spec_names_and_inputs() {
+        let spec: [(&str, &[&str], &[&str]); 6] = [
+            ("bash", &["command", "timeout_secs"], &["command"]),
+            ("read", &["path", "offset", "limit"], &["path"]),
+            ("file_write", &["path", "content"], &["path", "content"]),
+            (
+                "edit",
+                &["path", "old", "new", "replace_all"],
+                &["path", "old", "new"],
+            ),
+            ("grep", &["pattern", "path", "glob"], &["pattern"]),
+            ("glob", &["pattern", "path"], &["pattern"]),
+        ];
+        for (name, fields, required) in spec {
+            let tool = builtin(name).unwrap_or_else(|| panic!("{name} missing"));
+            assert_eq!(tool.name(), name);
+            assert!(!tool.description().is_empty());
+            let schema = tool.input_schema();
+            assert_eq!(schema["type"], "object", "{name}");
+            let props = schema["properties"].as_object().expect("properties");
+            let mut got: Vec<&str> = props.keys().map(String::as_str).collect();
+            got.sort();
+            let mut want = fields.to_vec();
+            want.sort();
+            assert_eq!(got, want, "{name}");
+            for (field, prop) in props {
+                assert!(prop.get("description").is_some(), "{name}.{field}");
+            }
+            let mut req: Vec<&str> = schema["required"]
+                .as_array()
+                .expect("required")
+                .iter()
+                .filter_map(|v| v.as_str())
+                .collect();
+            req.sort();
+            let mut want_req = required.to_vec();
+            want_req.sort();
+            assert_eq!(req, want_req, "{name}");
+        }
+        assert!(builtin("nope").is_none());
+        let names: Vec<String> = ["bash", "grep", "nope"].map(String::from).to_vec();
+        assert_eq!(Toolbox::builtin(&names).names(), vec!["bash", "grep"]);
+    }
 }

@@ -1,0 +1,420 @@
+//! The `bash` tool: runs `bash -c <command>` in the workspace.
+//!
+//! Owns: spawning the shell in its own process group with stdin closed, gathering stdout and
+//! stderr into one stream in the order they were written (both go to one pipe), capping that
+//! output (head and tail kept), and killing the whole process group on timeout, on cancel, and
+//! once the shell itself has exited (so no background process outlives the call).
+//!
+//! Concurrency: `concurrent()` is true. Calls of one model response may run side by side; each
+//! runs in its own process group, so killing one never touches another. Two commands touching
+//! the same files at once is the model's own affair, as with a human running two terminals.
+
+use std::os::fd::OwnedFd;
+use std::process::Stdio;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use tokio::io::AsyncReadExt;
+use tokio::net::unix::pipe;
+
+use super::common::{parse_input, schema_of, HeadTail};
+use super::{Tool, ToolContext, ToolOutput};
+
+/// Default timeout of one command.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
+/// Longest timeout a call may ask for.
+pub const MAX_TIMEOUT_SECS: u64 = 24 * 3600;
+/// Bytes of combined output kept (head and tail); the middle is cut with a note.
+pub const OUTPUT_CAP: usize = 30_000;
+/// How long output is still read after the shell exited, before its group is killed.
+const DRAIN_GRACE: Duration = Duration::from_millis(200);
+/// How long output is still read after the group was killed.
+const KILL_GRACE: Duration = Duration::from_secs(1);
+
+/// Input of `bash`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BashInput {
+    /// The command line, run as `bash -c <command>` in the workspace with no standard input.
+    pub command: String,
+    /// Seconds before the command and every process it started are killed (default 120).
+    #[schemars(range(min = 1, max = 86400))]
+    pub timeout_secs: Option<u64>,
+}
+
+pub struct Bash;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    Exited,
+    TimedOut,
+    Cancelled,
+}
+
+/// Sends SIGKILL to every process of the group `pgid`.
+fn kill_group(pgid: u32) {
+    if let Ok(pgid) = i32::try_from(pgid) {
+        if pgid > 0 {
+            // SAFETY: kill(2) with a negative pid signals a process group; no memory is touched.
+            unsafe {
+                libc::kill(-pgid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+fn describe_status(status: &std::process::ExitStatus) -> (String, bool) {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => (format!("exit code: {code}"), code != 0),
+        (None, Some(sig)) => (format!("killed by signal {sig}"), true),
+        (None, None) => ("exit status unknown".to_string(), true),
+    }
+}
+
+#[async_trait]
+impl Tool for Bash {
+    fn name(&self) -> &'static str {
+        "bash"
+    }
+
+    fn description(&self) -> &'static str {
+        "Run a shell command with `bash -c` in the workspace. Standard input is closed. stdout \
+         and stderr are combined in the order written; long output keeps its head and tail. The \
+         result ends with the exit code; a non-zero exit is an error. On timeout (default 120 s) \
+         the command and every process it started are killed; background processes do not \
+         outlive the command."
+    }
+
+    fn input_schema(&self) -> serde_json::Value {
+        schema_of::<BashInput>()
+    }
+
+    async fn run(&self, input: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
+        let input: BashInput = match parse_input(input) {
+            Ok(i) => i,
+            Err(e) => return ToolOutput::error(e.to_string()),
+        };
+        let timeout = input.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS);
+        if timeout == 0 || timeout > MAX_TIMEOUT_SECS {
+            return ToolOutput::error(format!(
+                "invalid input: field `timeout_secs` must be between 1 and {MAX_TIMEOUT_SECS} \
+                 (got {timeout})"
+            ));
+        }
+        if input.command.trim().is_empty() {
+            return ToolOutput::error("invalid input: field `command` must not be empty");
+        }
+        if ctx.cancel.is_cancelled() {
+            return ToolOutput::error("cancelled before the command started");
+        }
+        run_command(&input.command, Duration::from_secs(timeout), ctx).await
+    }
+}
+
+async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> ToolOutput {
+    let (reader, writer) = match std::io::pipe() {
+        Ok(p) => p,
+        Err(e) => return ToolOutput::error(format!("cannot create output pipe: {e}")),
+    };
+    let writer2 = match writer.try_clone() {
+        Ok(w) => w,
+        Err(e) => return ToolOutput::error(format!("cannot create output pipe: {e}")),
+    };
+    let mut cmd = tokio::process::Command::new("bash");
+    cmd.arg("-c")
+        .arg(command)
+        .current_dir(&ctx.workspace)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(OwnedFd::from(writer)))
+        .stderr(Stdio::from(OwnedFd::from(writer2)))
+        .env("PAGER", "cat")
+        .env("GIT_PAGER", "cat")
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => return ToolOutput::error(format!("cannot start bash: {e}")),
+    };
+    // The Command still holds the write ends; drop it so EOF comes when the processes end.
+    drop(cmd);
+    let pgid = child.id().unwrap_or(0);
+    let mut rx = match pipe::Receiver::from_owned_fd(OwnedFd::from(reader)) {
+        Ok(r) => r,
+        Err(e) => {
+            kill_group(pgid);
+            return ToolOutput::error(format!("cannot read command output: {e}"));
+        }
+    };
+
+    let mut out = HeadTail::new(OUTPUT_CAP);
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut eof = false;
+    let mut status = None;
+    let mut ending = Ending::Exited;
+    let mut killed = false;
+    let deadline = tokio::time::sleep(timeout);
+    tokio::pin!(deadline);
+    // Set once the shell exited (or the group was killed): how long output is still awaited.
+    let mut drain: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
+
+    loop {
+        if eof && status.is_some() {
+            break;
+        }
+        tokio::select! {
+            read = rx.read(&mut buf), if !eof => match read {
+                Ok(0) | Err(_) => eof = true,
+                Ok(n) => out.push(&buf[..n]),
+            },
+            st = child.wait(), if status.is_none() => {
+                status = Some(st);
+                if !killed {
+                    drain = Some(Box::pin(tokio::time::sleep(DRAIN_GRACE)));
+                }
+            },
+            _ = &mut deadline, if !killed => {
+                ending = Ending::TimedOut;
+                kill_group(pgid);
+                killed = true;
+                drain = Some(Box::pin(tokio::time::sleep(KILL_GRACE)));
+            },
+            _ = ctx.cancel.cancelled(), if !killed => {
+                ending = Ending::Cancelled;
+                kill_group(pgid);
+                killed = true;
+                drain = Some(Box::pin(tokio::time::sleep(KILL_GRACE)));
+            },
+            _ = async {
+                match drain.as_mut() {
+                    Some(d) => d.await,
+                    None => std::future::pending().await,
+                }
+            }, if drain.is_some() => {
+                if killed {
+                    // Something outside the group still holds the pipe: stop reading.
+                    break;
+                }
+                // The shell exited but background processes keep the output open.
+                kill_group(pgid);
+                killed = true;
+                drain = Some(Box::pin(tokio::time::sleep(KILL_GRACE)));
+            },
+        }
+    }
+    // The shell is gone or killed; make sure no process of its group lives on.
+    kill_group(pgid);
+    if status.is_none() {
+        status = Some(child.wait().await);
+    }
+
+    let empty = out.is_empty();
+    let mut text = out.finish();
+    if !empty && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    match ending {
+        Ending::TimedOut => {
+            text.push_str(&format!(
+                "timed out after {} s; the command and its processes were killed",
+                timeout.as_secs()
+            ));
+            ToolOutput::error(text)
+        }
+        Ending::Cancelled => {
+            text.push_str("cancelled; the command and its processes were killed");
+            ToolOutput::error(text)
+        }
+        Ending::Exited => match status {
+            Some(Ok(st)) => {
+                let (line, is_error) = describe_status(&st);
+                text.push_str(&line);
+                ToolOutput {
+                    content: text,
+                    is_error,
+                }
+            }
+            Some(Err(e)) => {
+                text.push_str(&format!("cannot get the exit status: {e}"));
+                ToolOutput::error(text)
+            }
+            None => {
+                text.push_str("exit status unknown");
+                ToolOutput::error(text)
+            }
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::time::Instant;
+    use tokio_util::sync::CancellationToken;
+
+    fn ctx(dir: &std::path::Path) -> ToolContext {
+        ToolContext {
+            workspace: dir.to_path_buf(),
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn runs_in_workspace_and_reports_exit_code() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path());
+        let out = Bash.run(json!({"command": "echo hi; pwd"}), &c).await;
+        assert!(!out.is_error, "{}", out.content);
+        assert!(out.content.starts_with("hi\n"), "{}", out.content);
+        assert!(out.content.contains(&dir.path().display().to_string()));
+        assert!(out.content.ends_with("exit code: 0"), "{}", out.content);
+
+        let out = Bash
+            .run(json!({"command": "echo out; echo err >&2; exit 3"}), &c)
+            .await;
+        assert!(out.is_error);
+        assert_eq!(out.content, "out\nerr\nexit code: 3");
+    }
+
+    #[tokio::test]
+    async fn already_cancelled_runs_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path());
+        c.cancel.cancel();
+        let out = Bash.run(json!({"command": "touch ran"}), &c).await;
+        assert!(out.is_error && out.content.contains("cancelled"));
+        assert!(!dir.path().join("ran").exists());
+    }
+
+    #[tokio::test]
+    async fn stdin_is_closed() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = Bash
+            .run(json!({"command": "cat; echo done"}), &ctx(dir.path()))
+            .await;
+        assert_eq!(out.content, "done\nexit code: 0");
+    }
+
+    #[tokio::test]
+    async fn timeout_kills_the_process_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let start = Instant::now();
+        let out = Bash
+            .run(
+                json!({"command": "echo started; sleep 2; touch late", "timeout_secs": 1}),
+                &ctx(dir.path()),
+            )
+            .await;
+        assert!(out.is_error);
+        assert!(out.content.contains("started"), "{}", out.content);
+        assert!(
+            out.content.contains("timed out after 1 s"),
+            "{}",
+            out.content
+        );
+        assert!(start.elapsed() < Duration::from_millis(2500));
+        tokio::time::sleep(Duration::from_secs(3).saturating_sub(start.elapsed())).await;
+        assert!(!dir.path().join("late").exists());
+    }
+
+    #[tokio::test]
+    async fn cancel_kills_the_process_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path());
+        let token = c.cancel.clone();
+        let start = Instant::now();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            token.cancel();
+        });
+        let out = Bash
+            .run(
+                json!({"command": "(sleep 2; touch late) & sleep 2; touch late2"}),
+                &c,
+            )
+            .await;
+        assert!(out.is_error);
+        assert!(out.content.contains("cancelled"), "{}", out.content);
+        assert!(start.elapsed() < Duration::from_millis(1900));
+        tokio::time::sleep(Duration::from_secs(3).saturating_sub(start.elapsed())).await;
+        assert!(!dir.path().join("late").exists());
+        assert!(!dir.path().join("late2").exists());
+    }
+
+    #[tokio::test]
+    async fn background_process_does_not_hold_the_call() {
+        let dir = tempfile::tempdir().unwrap();
+        let start = Instant::now();
+        let out = Bash
+            .run(
+                json!({"command": "(sleep 2; touch late) & echo quick"}),
+                &ctx(dir.path()),
+            )
+            .await;
+        assert_eq!(out.content, "quick\nexit code: 0");
+        assert!(start.elapsed() < Duration::from_millis(1900));
+        tokio::time::sleep(Duration::from_secs(3).saturating_sub(start.elapsed())).await;
+        assert!(!dir.path().join("late").exists());
+    }
+
+    #[tokio::test]
+    async fn long_output_is_cut_in_the_middle() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = Bash
+            .run(
+                json!({"command": "echo FIRST; head -c 100000 /dev/zero | tr '\\0' x; echo; echo LAST"}),
+                &ctx(dir.path()),
+            )
+            .await;
+        assert!(!out.is_error);
+        assert!(out.content.starts_with("FIRST\n"));
+        assert!(out.content.contains("LAST\nexit code: 0"));
+        assert!(out.content.contains(" bytes cut ...]"), "no cut note");
+        assert!(out.content.len() < OUTPUT_CAP + 200);
+    }
+
+    #[tokio::test]
+    async fn bad_input_names_the_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path());
+        let out = Bash.run(json!({}), &c).await;
+        assert!(
+            out.is_error && out.content.contains("command"),
+            "{}",
+            out.content
+        );
+        let out = Bash.run(json!({"command": 1}), &c).await;
+        assert!(
+            out.is_error && out.content.contains("`command`"),
+            "{}",
+            out.content
+        );
+        let out = Bash
+            .run(json!({"command": "true", "timeout_secs": "5"}), &c)
+            .await;
+        assert!(
+            out.is_error && out.content.contains("`timeout_secs`"),
+            "{}",
+            out.content
+        );
+        let out = Bash
+            .run(json!({"command": "true", "timeout_secs": 0}), &c)
+            .await;
+        assert!(
+            out.is_error && out.content.contains("`timeout_secs`"),
+            "{}",
+            out.content
+        );
+        let out = Bash
+            .run(json!({"command": "true", "timeout_secs": 100000}), &c)
+            .await;
+        assert!(
+            out.is_error && out.content.contains("`timeout_secs`"),
+            "{}",
+            out.content
+        );
+    }
+}

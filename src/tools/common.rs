@@ -1,0 +1,354 @@
+//! Helpers shared by the built-in tools: input parsing with field-naming errors, input schemas,
+//! path resolution against the workspace, atomic file writes, and capped output text.
+//!
+//! Owns: how a tool turns raw JSON into its typed input (and the wording of bad-input errors),
+//! how paths in inputs are resolved and shown, and the one atomic-write routine that
+//! `file_write` and `edit` share. Must not touch: scope or permission checks (done before a tool
+//! runs).
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// Why a tool's input was rejected; `field` names the offending input field when there is one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InputError {
+    #[error("invalid input: expected a JSON object with the tool's fields, got {0}")]
+    NotAnObject(&'static str),
+    #[error("invalid input: field `{field}` {problem}")]
+    Field { field: String, problem: String },
+    #[error("invalid input: {0}")]
+    Other(String),
+}
+
+impl InputError {
+    pub fn field(field: impl Into<String>, problem: impl Into<String>) -> Self {
+        InputError::Field {
+            field: field.into(),
+            problem: problem.into(),
+        }
+    }
+}
+
+/// The JSON Schema of a tool input type, as sent to models and clients.
+pub fn schema_of<T: JsonSchema>() -> Value {
+    let schema = schemars::schema_for!(T);
+    let mut value = serde_json::to_value(schema).unwrap_or_else(|_| serde_json::json!({}));
+    if let Some(obj) = value.as_object_mut() {
+        // Models and clients do not need the meta-schema URL.
+        obj.remove("$schema");
+    }
+    value
+}
+
+/// The JSON type name of a value, as JSON Schema spells it.
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Parses a tool's input. Type errors are found against the input's own schema first, so that
+/// the message names the field (serde_json's own type errors do not).
+pub fn parse_input<T: DeserializeOwned + JsonSchema>(input: Value) -> Result<T, InputError> {
+    let Some(obj) = input.as_object() else {
+        return Err(InputError::NotAnObject(json_type(&input)));
+    };
+    let schema = schema_of::<T>();
+    if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+        for (key, value) in obj {
+            let Some(prop) = props.get(key) else {
+                let known: Vec<&str> = props.keys().map(String::as_str).collect();
+                return Err(InputError::field(
+                    key.clone(),
+                    format!("is not an input of this tool (known: {})", known.join(", ")),
+                ));
+            };
+            check_value(key, value, prop)?;
+        }
+    }
+    serde_json::from_value(input).map_err(|e| InputError::Other(e.to_string()))
+}
+
+/// Checks one field's value against its property schema (type, minimum and maximum only).
+fn check_value(key: &str, value: &Value, prop: &Value) -> Result<(), InputError> {
+    let types: Vec<&str> = match prop.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => return Ok(()),
+    };
+    let actual = json_type(value);
+    let fits = types
+        .iter()
+        .any(|t| *t == actual || (*t == "number" && actual == "integer"));
+    if !fits {
+        let wanted: Vec<&str> = types.iter().copied().filter(|t| *t != "null").collect();
+        return Err(InputError::field(
+            key,
+            format!("must be {} (got {actual})", wanted.join(" or ")),
+        ));
+    }
+    if let (Some(min), Some(n)) = (prop.get("minimum").and_then(Value::as_f64), value.as_f64()) {
+        if n < min {
+            return Err(InputError::field(
+                key,
+                format!("must be at least {min} (got {n})"),
+            ));
+        }
+    }
+    if let (Some(max), Some(n)) = (prop.get("maximum").and_then(Value::as_f64), value.as_f64()) {
+        if n > max {
+            return Err(InputError::field(
+                key,
+                format!("must be at most {max} (got {n})"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Resolves a path from an input: relative paths start at the workspace, absolute ones are kept.
+pub fn resolve(workspace: &Path, field: &str, path: &str) -> Result<PathBuf, InputError> {
+    if path.is_empty() {
+        return Err(InputError::field(field, "must not be empty"));
+    }
+    if path.contains('\0') {
+        return Err(InputError::field(field, "must not contain NUL bytes"));
+    }
+    let p = Path::new(path);
+    Ok(if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        workspace.join(p)
+    })
+}
+
+/// How a path is shown in results: relative to the workspace when inside it, else as is.
+pub fn display(workspace: &Path, path: &Path) -> String {
+    match path.strip_prefix(workspace) {
+        Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+        Ok(rel) => rel.display().to_string(),
+        Err(_) => path.display().to_string(),
+    }
+}
+
+/// Writes `bytes` to `path` atomically: a temp file in the same folder, fsync, rename, fsync of
+/// the folder. Creates missing parent folders. The temp file is removed on failure. An existing
+/// file's permissions are kept. A symlink at `path` is replaced, not written through.
+pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
+    if path.is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::IsADirectory,
+            "is a directory",
+        ));
+    }
+    fs::create_dir_all(&parent)?;
+    let tmp = parent.join(format!(
+        ".{}.pod-tmp-{}",
+        name.to_string_lossy(),
+        uuid::Uuid::new_v4().simple()
+    ));
+    let result = (|| {
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
+        file.write_all(bytes)?;
+        if let Ok(meta) = fs::symlink_metadata(path) {
+            if meta.is_file() {
+                file.set_permissions(meta.permissions())?;
+            }
+        }
+        file.sync_all()?;
+        drop(file);
+        fs::rename(&tmp, path)?;
+        // Make the rename itself durable; not all filesystems allow syncing a folder.
+        if let Ok(dir) = fs::File::open(&parent) {
+            let _ = dir.sync_all();
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// A walk under `root` that honours `.gitignore`, `.ignore` and git excludes (also outside a git
+/// repository), skips hidden files and folders, and visits entries sorted by name.
+pub fn walker(root: &Path) -> ignore::Walk {
+    ignore::WalkBuilder::new(root)
+        .require_git(false)
+        .git_global(false)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .build()
+}
+
+/// The root folder or file of a search: `path` resolved, or the workspace; it must exist.
+pub fn search_root(workspace: &Path, path: Option<&str>) -> Result<PathBuf, String> {
+    let root = match path {
+        Some(p) => resolve(workspace, "path", p).map_err(|e| e.to_string())?,
+        None => workspace.to_path_buf(),
+    };
+    if !root.exists() {
+        return Err(format!("path not found: {}", display(workspace, &root)));
+    }
+    Ok(root)
+}
+
+/// Text gathered up to a byte cap, keeping the head and the tail and counting what was cut.
+#[derive(Debug)]
+pub struct HeadTail {
+    cap_head: usize,
+    cap_tail: usize,
+    head: Vec<u8>,
+    tail: std::collections::VecDeque<u8>,
+    cut: usize,
+}
+
+impl HeadTail {
+    /// Keeps at most `cap` bytes in all: half from the start, half from the end.
+    pub fn new(cap: usize) -> Self {
+        HeadTail {
+            cap_head: cap / 2,
+            cap_tail: cap - cap / 2,
+            head: Vec::new(),
+            tail: std::collections::VecDeque::new(),
+            cut: 0,
+        }
+    }
+
+    pub fn push(&mut self, mut data: &[u8]) {
+        if self.head.len() < self.cap_head {
+            let take = (self.cap_head - self.head.len()).min(data.len());
+            self.head.extend_from_slice(&data[..take]);
+            data = &data[take..];
+        }
+        if self.cap_tail == 0 {
+            self.cut += data.len();
+            return;
+        }
+        if data.len() >= self.cap_tail {
+            self.cut += self.tail.len() + data.len() - self.cap_tail;
+            self.tail.clear();
+            self.tail.extend(&data[data.len() - self.cap_tail..]);
+            return;
+        }
+        let overflow = (self.tail.len() + data.len()).saturating_sub(self.cap_tail);
+        self.tail.drain(..overflow);
+        self.cut += overflow;
+        self.tail.extend(data);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.head.is_empty() && self.tail.is_empty()
+    }
+
+    /// The kept text (lossy UTF-8), with `[... N bytes cut ...]` where bytes were dropped.
+    pub fn finish(self) -> String {
+        let mut out = String::from_utf8_lossy(&self.head).into_owned();
+        if self.cut > 0 {
+            if !out.ends_with('\n') {
+                out.push('\n');
+            }
+            out.push_str(&format!("[... {} bytes cut ...]\n", self.cut));
+        }
+        let (a, b) = self.tail.as_slices();
+        let mut tail = Vec::with_capacity(a.len() + b.len());
+        tail.extend_from_slice(a);
+        tail.extend_from_slice(b);
+        out.push_str(&String::from_utf8_lossy(&tail));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, serde::Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    struct Probe {
+        /// A name.
+        name: String,
+        /// A count.
+        count: Option<u64>,
+        #[serde(default)]
+        flag: bool,
+    }
+
+    #[test]
+    fn parse_names_the_bad_field() {
+        let e = parse_input::<Probe>(serde_json::json!({"name": 5})).unwrap_err();
+        assert!(e.to_string().contains("`name`"), "{e}");
+        assert!(e.to_string().contains("string"), "{e}");
+        let e = parse_input::<Probe>(serde_json::json!({"name": "x", "count": -1})).unwrap_err();
+        assert!(e.to_string().contains("`count`"), "{e}");
+        let e = parse_input::<Probe>(serde_json::json!({"name": "x", "count": 1.5})).unwrap_err();
+        assert!(e.to_string().contains("`count` must be integer"), "{e}");
+        let e = parse_input::<Probe>(serde_json::json!({"count": 1})).unwrap_err();
+        assert!(e.to_string().contains("`name`"), "{e}");
+        let e = parse_input::<Probe>(serde_json::json!({"name": "x", "nmae": 1})).unwrap_err();
+        assert!(e.to_string().contains("`nmae`"), "{e}");
+        let e = parse_input::<Probe>(serde_json::json!(["x"])).unwrap_err();
+        assert!(e.to_string().contains("array"), "{e}");
+        let ok = parse_input::<Probe>(serde_json::json!({"name": "x", "count": null})).unwrap();
+        assert_eq!(ok.name, "x");
+        assert!(!ok.flag);
+        assert_eq!(ok.count, None);
+    }
+
+    #[test]
+    fn schema_has_descriptions() {
+        let s = schema_of::<Probe>();
+        assert_eq!(s["properties"]["name"]["description"], "A name.");
+        assert!(s.get("$schema").is_none());
+    }
+
+    #[test]
+    fn head_tail_cuts_the_middle() {
+        let mut h = HeadTail::new(10);
+        for _ in 0..10 {
+            h.push(b"0123456789");
+        }
+        let s = h.finish();
+        assert!(s.starts_with("01234\n[... 90 bytes cut ...]\n"), "{s}");
+        assert!(s.ends_with("56789"), "{s}");
+
+        let mut h = HeadTail::new(100);
+        h.push(b"short");
+        assert_eq!(h.finish(), "short");
+    }
+
+    #[test]
+    fn atomic_write_creates_parents_and_leaves_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a/b/c.txt");
+        atomic_write(&p, b"hello").unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "hello");
+        atomic_write(&p, b"bye").unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "bye");
+        let names: Vec<_> = fs::read_dir(p.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+    }
+}

@@ -1,0 +1,229 @@
+//! The `edit` tool: replaces exact text in a file.
+//!
+//! Owns: exact-match replacement of `old` by `new` (no regex, no whitespace folding), refusing
+//! when `old` is empty, absent, or occurs several times without `replace_all` (the error says how
+//! many times), and writing the result atomically like `file_write`.
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::common::{atomic_write, display, parse_input, resolve, schema_of};
+use super::{Tool, ToolContext, ToolOutput};
+
+/// Input of `edit`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditInput {
+    /// The file to change: relative to the workspace, or absolute. It must exist.
+    pub path: String,
+    /// The exact text to replace (not a regex; whitespace and line ends count). Must occur
+    /// exactly once unless `replace_all` is true.
+    pub old: String,
+    /// The text to put in its place.
+    pub new: String,
+    /// Replace every occurrence of `old` instead of requiring exactly one (default false).
+    #[serde(default)]
+    pub replace_all: bool,
+}
+
+pub struct Edit;
+
+#[async_trait]
+impl Tool for Edit {
+    fn name(&self) -> &'static str {
+        "edit"
+    }
+
+    fn description(&self) -> &'static str {
+        "Replace exact text in a file: `old` must occur exactly once (include surrounding lines \
+         to make it unique), or set `replace_all` to replace every occurrence. Text from read \
+         output must be taken without its line-number prefix. The file is written atomically."
+    }
+
+    fn input_schema(&self) -> serde_json::Value {
+        schema_of::<EditInput>()
+    }
+
+    async fn run(&self, input: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
+        let input: EditInput = match parse_input(input) {
+            Ok(i) => i,
+            Err(e) => return ToolOutput::error(e.to_string()),
+        };
+        if input.old.is_empty() {
+            return ToolOutput::error(
+                "invalid input: field `old` must not be empty (use file_write to create a file)",
+            );
+        }
+        if input.old == input.new {
+            return ToolOutput::error("invalid input: fields `old` and `new` are the same");
+        }
+        let path = match resolve(&ctx.workspace, "path", &input.path) {
+            Ok(p) => p,
+            Err(e) => return ToolOutput::error(e.to_string()),
+        };
+        let shown = display(&ctx.workspace, &path);
+        let job = tokio::task::spawn_blocking(move || edit_file(&path, &shown, &input));
+        match job.await {
+            Ok(Ok(msg)) => ToolOutput::ok(msg),
+            Ok(Err(msg)) => ToolOutput::error(msg),
+            Err(e) => ToolOutput::error(format!("edit failed: {e}")),
+        }
+    }
+}
+
+fn edit_file(path: &std::path::Path, shown: &str, input: &EditInput) -> Result<String, String> {
+    if path.is_dir() {
+        return Err(format!("{shown} is a directory, not a file"));
+    }
+    let bytes = std::fs::read(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => format!("file not found: {shown}"),
+        _ => format!("cannot read {shown}: {e}"),
+    })?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| format!("{shown} is not valid UTF-8 text; edit works on text files only"))?;
+    let count = text.matches(input.old.as_str()).count();
+    let updated = match count {
+        0 => {
+            return Err(format!(
+                "`old` was not found in {shown} (it must match exactly, whitespace included); \
+                 nothing changed"
+            ))
+        }
+        1 => text.replacen(input.old.as_str(), &input.new, 1),
+        n if !input.replace_all => {
+            return Err(format!(
+                "`old` occurs {n} times in {shown}; add surrounding text to make it unique, or \
+                 set `replace_all` to replace all {n}; nothing changed"
+            ))
+        }
+        _ => text.replace(input.old.as_str(), &input.new),
+    };
+    atomic_write(path, updated.as_bytes()).map_err(|e| format!("cannot write {shown}: {e}"))?;
+    Ok(format!(
+        "replaced {count} occurrence{} in {shown}",
+        if count == 1 { "" } else { "s" }
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::fs;
+    use tokio_util::sync::CancellationToken;
+
+    fn ctx(dir: &std::path::Path) -> ToolContext {
+        ToolContext {
+            workspace: dir.to_path_buf(),
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn single_replacement() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f.rs");
+        fs::write(&p, "fn a() {}\nfn b() {}\n").unwrap();
+        let out = Edit
+            .run(
+                json!({"path": "f.rs", "old": "fn b() {}", "new": "fn c() {}"}),
+                &ctx(dir.path()),
+            )
+            .await;
+        assert!(!out.is_error, "{}", out.content);
+        assert_eq!(out.content, "replaced 1 occurrence in f.rs");
+        assert_eq!(fs::read_to_string(&p).unwrap(), "fn a() {}\nfn c() {}\n");
+        assert_eq!(
+            fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "temp file left"
+        );
+    }
+
+    #[tokio::test]
+    async fn zero_and_multiple_matches() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f.txt");
+        fs::write(&p, "x = 1\nx = 1\nx = 1\n").unwrap();
+        let c = ctx(dir.path());
+
+        let out = Edit
+            .run(json!({"path": "f.txt", "old": "y = 1", "new": "y = 2"}), &c)
+            .await;
+        assert!(
+            out.is_error && out.content.contains("not found"),
+            "{}",
+            out.content
+        );
+
+        let out = Edit
+            .run(json!({"path": "f.txt", "old": "x = 1", "new": "x = 2"}), &c)
+            .await;
+        assert!(
+            out.is_error && out.content.contains("3 times"),
+            "{}",
+            out.content
+        );
+        assert_eq!(fs::read_to_string(&p).unwrap(), "x = 1\nx = 1\nx = 1\n");
+
+        let out = Edit
+            .run(
+                json!({"path": "f.txt", "old": "x = 1", "new": "x = 2", "replace_all": true}),
+                &c,
+            )
+            .await;
+        assert!(!out.is_error, "{}", out.content);
+        assert_eq!(out.content, "replaced 3 occurrences in f.txt");
+        assert_eq!(fs::read_to_string(&p).unwrap(), "x = 2\nx = 2\nx = 2\n");
+    }
+
+    #[tokio::test]
+    async fn bad_input_and_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path());
+        fs::write(dir.path().join("f"), "abc").unwrap();
+        let out = Edit
+            .run(json!({"path": "f", "old": "", "new": "x"}), &c)
+            .await;
+        assert!(
+            out.is_error && out.content.contains("`old`"),
+            "{}",
+            out.content
+        );
+        let out = Edit
+            .run(
+                json!({"path": "f", "old": "a", "new": "b", "replace_all": "yes"}),
+                &c,
+            )
+            .await;
+        assert!(
+            out.is_error && out.content.contains("`replace_all`"),
+            "{}",
+            out.content
+        );
+        let out = Edit.run(json!({"path": "f", "old": "a"}), &c).await;
+        assert!(
+            out.is_error && out.content.contains("new"),
+            "{}",
+            out.content
+        );
+        let out = Edit
+            .run(json!({"path": "missing", "old": "a", "new": "b"}), &c)
+            .await;
+        assert!(
+            out.is_error && out.content.contains("not found"),
+            "{}",
+            out.content
+        );
+        fs::write(dir.path().join("bin"), b"\xff\xfe a").unwrap();
+        let out = Edit
+            .run(json!({"path": "bin", "old": "a", "new": "b"}), &c)
+            .await;
+        assert!(
+            out.is_error && out.content.contains("UTF-8"),
+            "{}",
+            out.content
+        );
+    }
+}

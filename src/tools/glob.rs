@@ -1,0 +1,255 @@
+//! The `glob` tool: lists files whose path matches a glob.
+//!
+//! Owns: compiling the glob (`globset`; `*` and `?` stay within one folder, `**` crosses
+//! folders, `{a,b}` and `[ab]` work), matching it against each file's path relative to the
+//! search folder (`path`, default the workspace) during a `.gitignore`-aware walk that skips
+//! hidden files (`ignore`), and listing matches relative to the workspace, sorted, at most 1000
+//! with a note saying how many more there were. Only files (and symlinks) are listed, not
+//! folders.
+
+use std::path::Path;
+
+use async_trait::async_trait;
+use globset::{GlobBuilder, GlobMatcher};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
+
+use super::common::{display, parse_input, schema_of, search_root, walker};
+use super::{Tool, ToolContext, ToolOutput};
+
+/// At most this many paths are listed.
+pub const MAX_PATHS: usize = 1000;
+
+/// Input of `glob`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GlobInput {
+    /// Glob matched against file paths relative to `path`: `*.rs` (top level only),
+    /// `**/*.rs` (any depth), `src/**/test_*.py`, `*.{js,ts}`.
+    pub pattern: String,
+    /// Folder to search: relative to the workspace, or absolute (default: the workspace).
+    pub path: Option<String>,
+}
+
+pub struct Glob;
+
+#[async_trait]
+impl Tool for Glob {
+    fn name(&self) -> &'static str {
+        "glob"
+    }
+
+    fn description(&self) -> &'static str {
+        "Find files by path pattern, e.g. `**/*.rs` or `src/*.{js,ts}` (`*` stays within one \
+         folder, `**` crosses folders). Lists matching files relative to the workspace, sorted. \
+         Respects .gitignore and skips hidden files. At most 1000 paths are listed."
+    }
+
+    fn input_schema(&self) -> serde_json::Value {
+        schema_of::<GlobInput>()
+    }
+
+    async fn run(&self, input: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
+        let input: GlobInput = match parse_input(input) {
+            Ok(i) => i,
+            Err(e) => return ToolOutput::error(e.to_string()),
+        };
+        let pattern = input.pattern.strip_prefix("./").unwrap_or(&input.pattern);
+        if pattern.is_empty() {
+            return ToolOutput::error("invalid input: field `pattern` must not be empty");
+        }
+        if pattern.starts_with('/') {
+            return ToolOutput::error(
+                "invalid input: field `pattern` must be relative to the search folder; put the \
+                 folder in `path`",
+            );
+        }
+        let matcher = match GlobBuilder::new(pattern).literal_separator(true).build() {
+            Ok(g) => g.compile_matcher(),
+            Err(e) => {
+                return ToolOutput::error(format!(
+                    "invalid input: field `pattern` is not a valid glob: {e}"
+                ))
+            }
+        };
+        let root = match search_root(&ctx.workspace, input.path.as_deref()) {
+            Ok(r) => r,
+            Err(e) => return ToolOutput::error(e),
+        };
+        if !root.is_dir() {
+            return ToolOutput::error(format!(
+                "invalid input: field `path` must be a folder: {} is a file",
+                display(&ctx.workspace, &root)
+            ));
+        }
+        let workspace = ctx.workspace.clone();
+        let cancel = ctx.cancel.clone();
+        let job = tokio::task::spawn_blocking(move || find(&workspace, &root, &matcher, &cancel));
+        match job.await {
+            Ok(Ok(text)) => ToolOutput::ok(text),
+            Ok(Err(e)) => ToolOutput::error(e),
+            Err(e) => ToolOutput::error(format!("glob failed: {e}")),
+        }
+    }
+}
+
+fn find(
+    workspace: &Path,
+    root: &Path,
+    matcher: &GlobMatcher,
+    cancel: &CancellationToken,
+) -> Result<String, String> {
+    let mut found = Vec::new();
+    for entry in walker(root) {
+        if cancel.is_cancelled() {
+            return Err("cancelled".to_string());
+        }
+        let Ok(entry) = entry else { continue };
+        if entry.depth() == 0 || entry.file_type().is_some_and(|t| t.is_dir()) {
+            continue;
+        }
+        let Ok(rel) = entry.path().strip_prefix(root) else {
+            continue;
+        };
+        if matcher.is_match(rel) {
+            found.push(display(workspace, entry.path()));
+        }
+    }
+    if found.is_empty() {
+        return Ok("no files match".to_string());
+    }
+    found.sort();
+    let total = found.len();
+    let mut out = found
+        .into_iter()
+        .take(MAX_PATHS)
+        .collect::<Vec<_>>()
+        .join("\n");
+    if total > MAX_PATHS {
+        out.push_str(&format!(
+            "\n[{} more not shown ({total} in all); narrow the pattern or path]",
+            total - MAX_PATHS
+        ));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::fs;
+
+    fn ctx(dir: &Path) -> ToolContext {
+        ToolContext {
+            workspace: dir.to_path_buf(),
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    fn tree() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        fs::create_dir_all(d.join("src/sub")).unwrap();
+        fs::create_dir_all(d.join("target")).unwrap();
+        fs::create_dir_all(d.join(".hidden")).unwrap();
+        fs::write(d.join(".gitignore"), "target/\n").unwrap();
+        for f in [
+            "a.rs",
+            "src/main.rs",
+            "src/b.ts",
+            "src/sub/lib.rs",
+            "target/gen.rs",
+            ".hidden/h.rs",
+        ] {
+            fs::write(d.join(f), "x").unwrap();
+        }
+        dir
+    }
+
+    #[tokio::test]
+    async fn matches_sorted_and_relative() {
+        let dir = tree();
+        let c = ctx(dir.path());
+        let out = Glob.run(json!({"pattern": "**/*.rs"}), &c).await;
+        assert!(!out.is_error, "{}", out.content);
+        assert_eq!(out.content, "a.rs\nsrc/main.rs\nsrc/sub/lib.rs");
+        let out = Glob.run(json!({"pattern": "*.rs"}), &c).await;
+        assert_eq!(out.content, "a.rs");
+        let out = Glob
+            .run(json!({"pattern": "*.{rs,ts}", "path": "src"}), &c)
+            .await;
+        assert_eq!(out.content, "src/b.ts\nsrc/main.rs");
+        let abs = dir.path().join("src").display().to_string();
+        let out = Glob.run(json!({"pattern": "sub/*", "path": abs}), &c).await;
+        assert_eq!(out.content, "src/sub/lib.rs");
+        let out = Glob.run(json!({"pattern": "*.md"}), &c).await;
+        assert!(!out.is_error);
+        assert_eq!(out.content, "no files match");
+    }
+
+    #[tokio::test]
+    async fn cap_with_note() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..MAX_PATHS + 5 {
+            fs::write(dir.path().join(format!("f{i:05}.txt")), "").unwrap();
+        }
+        let out = Glob
+            .run(json!({"pattern": "*.txt"}), &ctx(dir.path()))
+            .await;
+        assert!(!out.is_error);
+        let lines: Vec<&str> = out.content.lines().collect();
+        assert_eq!(lines.len(), MAX_PATHS + 1);
+        assert_eq!(lines[0], "f00000.txt");
+        assert!(
+            lines[MAX_PATHS].starts_with("[5 more not shown"),
+            "{}",
+            lines[MAX_PATHS]
+        );
+    }
+
+    #[tokio::test]
+    async fn bad_input() {
+        let dir = tree();
+        let c = ctx(dir.path());
+        let out = Glob.run(json!({"pattern": "a[b"}), &c).await;
+        assert!(
+            out.is_error && out.content.contains("not a valid glob"),
+            "{}",
+            out.content
+        );
+        let out = Glob.run(json!({"pattern": "/etc/*"}), &c).await;
+        assert!(
+            out.is_error && out.content.contains("`pattern`"),
+            "{}",
+            out.content
+        );
+        let out = Glob.run(json!({}), &c).await;
+        assert!(
+            out.is_error && out.content.contains("pattern"),
+            "{}",
+            out.content
+        );
+        let out = Glob.run(json!({"pattern": "*", "path": 2}), &c).await;
+        assert!(
+            out.is_error && out.content.contains("`path`"),
+            "{}",
+            out.content
+        );
+        let out = Glob.run(json!({"pattern": "*", "path": "a.rs"}), &c).await;
+        assert!(
+            out.is_error && out.content.contains("folder"),
+            "{}",
+            out.content
+        );
+        let out = Glob
+            .run(json!({"pattern": "*", "path": "missing"}), &c)
+            .await;
+        assert!(
+            out.is_error && out.content.contains("not found"),
+            "{}",
+            out.content
+        );
+    }
+}

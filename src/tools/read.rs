@@ -1,0 +1,356 @@
+//! The `read` tool: returns a text file's lines, numbered like `cat -n`.
+//!
+//! Owns: line ranges (`offset` = first line, 1-based; `limit` = number of lines), the size
+//! guards (a whole-file read of a file over 10 MiB is refused; output over 100 KB is cut with a
+//! note telling where to continue), and the handling of odd files (missing, folders, binary
+//! files with NUL bytes are errors; other non-UTF-8 text is shown lossily with a note).
+//!
+//! Output format: each line is `{number:>6}\t{text}` (as `cat -n`), so the numbers are not part
+//! of the text; `edit` wants the text after the tab.
+
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::common::{display, parse_input, resolve, schema_of};
+use super::{Tool, ToolContext, ToolOutput};
+
+/// Files larger than this are read only with `offset` or `limit`.
+pub const MAX_WHOLE_FILE: u64 = 10 * 1024 * 1024;
+/// Output larger than this is cut (at a line end) with a note.
+pub const OUTPUT_CAP: usize = 100_000;
+/// How much of the start of a file is checked for NUL bytes.
+const BINARY_PROBE: usize = 8 * 1024;
+
+/// Input of `read`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadInput {
+    /// The file to read: relative to the workspace, or absolute.
+    pub path: String,
+    /// First line to return, 1-based (default 1).
+    #[schemars(range(min = 1))]
+    pub offset: Option<u64>,
+    /// Number of lines to return (default: to the end of the file).
+    #[schemars(range(min = 1))]
+    pub limit: Option<u64>,
+}
+
+pub struct Read;
+
+#[async_trait]
+impl Tool for Read {
+    fn name(&self) -> &'static str {
+        "read"
+    }
+
+    fn description(&self) -> &'static str {
+        "Read a text file. Lines come numbered like `cat -n` (number, tab, text); the numbers \
+         are not part of the file. `offset` is the first line (1-based), `limit` the number of \
+         lines. Files over 10 MiB need a range; output over 100 KB is cut with a note saying \
+         which offset to continue from."
+    }
+
+    fn input_schema(&self) -> serde_json::Value {
+        schema_of::<ReadInput>()
+    }
+
+    async fn run(&self, input: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
+        let input: ReadInput = match parse_input(input) {
+            Ok(i) => i,
+            Err(e) => return ToolOutput::error(e.to_string()),
+        };
+        if input.offset == Some(0) {
+            return ToolOutput::error(
+                "invalid input: field `offset` is 1-based: must be at least 1",
+            );
+        }
+        if input.limit == Some(0) {
+            return ToolOutput::error("invalid input: field `limit` must be at least 1");
+        }
+        let path = match resolve(&ctx.workspace, "path", &input.path) {
+            Ok(p) => p,
+            Err(e) => return ToolOutput::error(e.to_string()),
+        };
+        let shown = display(&ctx.workspace, &path);
+        let cancel = ctx.cancel.clone();
+        let job = tokio::task::spawn_blocking(move || {
+            read_lines(&path, &shown, input.offset, input.limit, &cancel)
+        });
+        match job.await {
+            Ok(Ok(text)) => ToolOutput::ok(text),
+            Ok(Err(msg)) => ToolOutput::error(msg),
+            Err(e) => ToolOutput::error(format!("read failed: {e}")),
+        }
+    }
+}
+
+fn read_lines(
+    path: &Path,
+    shown: &str,
+    offset: Option<u64>,
+    limit: Option<u64>,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<String, String> {
+    let meta = fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => format!("file not found: {shown}"),
+        _ => format!("cannot read {shown}: {e}"),
+    })?;
+    if meta.is_dir() {
+        return Err(format!(
+            "{shown} is a directory, not a file (use glob to list its files)"
+        ));
+    }
+    if meta.len() > MAX_WHOLE_FILE && offset.is_none() && limit.is_none() {
+        return Err(format!(
+            "{shown} is {} bytes, over the {} MiB limit for a whole-file read; give `offset` \
+             and `limit` to read part of it",
+            meta.len(),
+            MAX_WHOLE_FILE / 1024 / 1024
+        ));
+    }
+    let file = fs::File::open(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
+
+    // Binary check on the first bytes.
+    let head = reader
+        .fill_buf()
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    let probe = &head[..head.len().min(BINARY_PROBE)];
+    if probe.contains(&0) {
+        return Err(format!(
+            "{shown} looks like a binary file (it contains NUL bytes, {} bytes in all); not shown",
+            meta.len()
+        ));
+    }
+    if meta.len() == 0 {
+        return Ok(format!("({shown} is empty)"));
+    }
+
+    let first = offset.unwrap_or(1);
+    let last = limit.map(|l| first.saturating_add(l - 1));
+    let mut out = String::new();
+    let mut line = Vec::new();
+    let mut number: u64 = 0;
+    let mut lossy = false;
+    let mut cut_at: Option<u64> = None;
+    loop {
+        line.clear();
+        let n = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| format!("cannot read {shown}: {e}"))?;
+        if n == 0 {
+            break;
+        }
+        number += 1;
+        if number.is_multiple_of(4096) && cancel.is_cancelled() {
+            return Err("cancelled".to_string());
+        }
+        if number < first {
+            continue;
+        }
+        if let Some(last) = last {
+            if number > last {
+                break;
+            }
+        }
+        if line.ends_with(b"\n") {
+            line.pop();
+            if line.ends_with(b"\r") {
+                line.pop();
+            }
+        }
+        let text = match std::str::from_utf8(&line) {
+            Ok(t) => std::borrow::Cow::Borrowed(t),
+            Err(_) => {
+                lossy = true;
+                String::from_utf8_lossy(&line)
+            }
+        };
+        let entry = format!("{number:>6}\t{text}\n");
+        if out.len() + entry.len() > OUTPUT_CAP {
+            cut_at = Some(number);
+            if out.is_empty() {
+                // A single huge line: show its start.
+                let mut end = OUTPUT_CAP.min(entry.len());
+                while !entry.is_char_boundary(end) {
+                    end -= 1;
+                }
+                out.push_str(&entry[..end]);
+                out.push('\n');
+                cut_at = Some(number + 1);
+            }
+            break;
+        }
+        out.push_str(&entry);
+    }
+
+    if number < first {
+        return Ok(format!(
+            "{shown} has {number} lines; offset {first} is past the end"
+        ));
+    }
+    if lossy {
+        out.push_str("[note: the file is not valid UTF-8; invalid bytes are shown as \u{FFFD}]\n");
+    }
+    if let Some(next) = cut_at {
+        out.push_str(&format!(
+            "[output cut at {} KB; continue with offset={next}]\n",
+            OUTPUT_CAP / 1000
+        ));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use tokio_util::sync::CancellationToken;
+
+    fn ctx(dir: &Path) -> ToolContext {
+        ToolContext {
+            workspace: dir.to_path_buf(),
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn whole_file_and_ranges() {
+        let dir = tempfile::tempdir().unwrap();
+        let body: String = (1..=10).map(|i| format!("line {i}\n")).collect();
+        fs::write(dir.path().join("f.txt"), body).unwrap();
+        let c = ctx(dir.path());
+
+        let out = Read.run(json!({"path": "f.txt"}), &c).await;
+        assert!(!out.is_error);
+        assert!(out.content.starts_with("     1\tline 1\n"));
+        assert!(out.content.ends_with("    10\tline 10\n"));
+
+        let out = Read
+            .run(json!({"path": "f.txt", "offset": 3, "limit": 2}), &c)
+            .await;
+        assert_eq!(out.content, "     3\tline 3\n     4\tline 4\n");
+
+        let out = Read.run(json!({"path": "f.txt", "offset": 9}), &c).await;
+        assert_eq!(out.content, "     9\tline 9\n    10\tline 10\n");
+
+        let out = Read.run(json!({"path": "f.txt", "limit": 1}), &c).await;
+        assert_eq!(out.content, "     1\tline 1\n");
+
+        let abs = dir.path().join("f.txt").display().to_string();
+        let out = Read.run(json!({"path": abs, "offset": 10}), &c).await;
+        assert_eq!(out.content, "    10\tline 10\n");
+
+        let out = Read.run(json!({"path": "f.txt", "offset": 11}), &c).await;
+        assert!(!out.is_error);
+        assert!(out.content.contains("past the end"), "{}", out.content);
+    }
+
+    #[tokio::test]
+    async fn odd_files_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path());
+        let out = Read.run(json!({"path": "nope.txt"}), &c).await;
+        assert!(
+            out.is_error && out.content.contains("not found"),
+            "{}",
+            out.content
+        );
+
+        fs::create_dir(dir.path().join("sub")).unwrap();
+        let out = Read.run(json!({"path": "sub"}), &c).await;
+        assert!(
+            out.is_error && out.content.contains("directory"),
+            "{}",
+            out.content
+        );
+
+        fs::write(dir.path().join("bin"), b"abc\0def").unwrap();
+        let out = Read.run(json!({"path": "bin"}), &c).await;
+        assert!(
+            out.is_error && out.content.contains("binary"),
+            "{}",
+            out.content
+        );
+
+        fs::write(dir.path().join("latin1"), b"caf\xe9\n").unwrap();
+        let out = Read.run(json!({"path": "latin1"}), &c).await;
+        assert!(!out.is_error);
+        assert!(out.content.contains("caf\u{FFFD}"));
+        assert!(out.content.contains("not valid UTF-8"));
+
+        fs::write(dir.path().join("empty"), b"").unwrap();
+        let out = Read.run(json!({"path": "empty"}), &c).await;
+        assert!(!out.is_error && out.content.contains("empty"));
+    }
+
+    #[tokio::test]
+    async fn big_output_is_cut_with_a_note() {
+        let dir = tempfile::tempdir().unwrap();
+        let body: String = (1..=20_000).map(|i| format!("line number {i}\n")).collect();
+        fs::write(dir.path().join("big.txt"), body).unwrap();
+        let out = Read.run(json!({"path": "big.txt"}), &ctx(dir.path())).await;
+        assert!(!out.is_error);
+        assert!(out.content.len() <= OUTPUT_CAP + 100);
+        let note = out.content.lines().last().unwrap();
+        assert!(
+            note.starts_with("[output cut at 100 KB; continue with offset="),
+            "{note}"
+        );
+        let next: u64 = note
+            .trim_start_matches("[output cut at 100 KB; continue with offset=")
+            .trim_end_matches(']')
+            .parse()
+            .unwrap();
+        let last_shown = format!("{:>6}\tline number {}\n", next - 1, next - 1);
+        assert!(out.content.contains(&last_shown));
+    }
+
+    #[tokio::test]
+    async fn huge_file_needs_a_range() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("huge.txt");
+        let f = fs::File::create(&p).unwrap();
+        f.set_len(MAX_WHOLE_FILE + 1).unwrap();
+        drop(f);
+        // Sparse file of NULs would be binary; write a text start over it.
+        {
+            use std::io::{Seek, Write};
+            let mut f = fs::OpenOptions::new().write(true).open(&p).unwrap();
+            f.seek(std::io::SeekFrom::Start(0)).unwrap();
+            f.write_all(&b"hello\n".repeat(2000)).unwrap();
+        }
+        let c = ctx(dir.path());
+        let out = Read.run(json!({"path": "huge.txt"}), &c).await;
+        assert!(
+            out.is_error && out.content.contains("offset"),
+            "{}",
+            out.content
+        );
+        let out = Read.run(json!({"path": "huge.txt", "limit": 2}), &c).await;
+        assert_eq!(out.content, "     1\thello\n     2\thello\n");
+    }
+
+    #[tokio::test]
+    async fn bad_input_names_the_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path());
+        for (input, field) in [
+            (json!({}), "path"),
+            (json!({"path": 3}), "`path`"),
+            (json!({"path": "a", "offset": 0}), "`offset`"),
+            (json!({"path": "a", "limit": 0}), "`limit`"),
+            (json!({"path": "a", "limit": "ten"}), "`limit`"),
+            (json!({"path": ""}), "`path`"),
+        ] {
+            let out = Read.run(input.clone(), &c).await;
+            assert!(out.is_error, "{input}");
+            assert!(out.content.contains(field), "{input}: {}", out.content);
+        }
+    }
+}
