@@ -236,9 +236,11 @@ impl Assembly {
                             .unwrap_or("");
                         match self.blocks.get_mut(&index) {
                             Some(Block::ToolUse { json, .. }) => json.push_str(part),
-                            _ => return Err(protocol(format!(
+                            _ => {
+                                return Err(protocol(format!(
                                 "input_json_delta for block {index}, which is not a tool_use block"
-                            ))),
+                            )))
+                            }
                         }
                     }
                     _ => {}

@@ -244,10 +244,7 @@ impl Policy {
             .map(|s| s.action)
             .max()
             .unwrap_or(Action::Allow);
-        Decision {
-            decision,
-            subjects,
-        }
+        Decision { decision, subjects }
     }
 }
 
