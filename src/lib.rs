@@ -6,7 +6,7 @@
 //! turn. See `docs/architecture.md`.
 
 pub mod manifest;
-pub mod model;
 pub mod permission;
+pub mod model;
 pub mod protocol;
 pub mod tools;

@@ -40,10 +40,6 @@ pub fn line_col(source: &str, offset: usize) -> (usize, usize) {
     let before = source.get(..offset).unwrap_or(source);
     let line = before.matches('\n').count() + 1;
     let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
-    let column = before
-        .get(line_start..)
-        .map(|s| s.chars().count())
-        .unwrap_or(0)
-        + 1;
+    let column = before.get(line_start..).map(|s| s.chars().count()).unwrap_or(0) + 1;
     (line, column)
 }

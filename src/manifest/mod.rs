@@ -147,9 +147,7 @@ impl Manifest {
             .map(|s| s.writable)
             .unwrap_or_else(|| vec![".".into()])
             .iter()
-            .map(|w| {
-                crate::permission::path::resolve(&crate::permission::path::absolute(w, &workspace))
-            })
+            .map(|w| crate::permission::path::resolve(&crate::permission::path::absolute(w, &workspace)))
             .collect();
 
         let (permissions, permissions_line) = match raw.permissions {
@@ -159,10 +157,7 @@ impl Manifest {
                 let header = header_offset(text, "permissions").unwrap_or(section_offset);
                 let section = section.into_inner();
                 let Some(default_action) = section.default_action else {
-                    return Err(at(
-                        header,
-                        "[permissions] requires default_action (allow, deny or ask)".into(),
-                    ));
+                    return Err(at(header, "[permissions] requires default_action (allow, deny or ask)".into()));
                 };
                 let mut specs = Vec::new();
                 let mut field_spans = Vec::new();
@@ -193,11 +188,7 @@ impl Manifest {
                 )
                 .map_err(|(i, e)| {
                     let (_, tool_at, pattern_at) = field_spans[i];
-                    let offset = if e.field == "tool" {
-                        tool_at
-                    } else {
-                        pattern_at
-                    };
+                    let offset = if e.field == "tool" { tool_at } else { pattern_at };
                     at(offset, format!("permissions.rule[{}].{e}", i + 1))
                 })?;
                 (Some(rules), Some(line_of(header)))
@@ -280,9 +271,7 @@ fn toml_error(path: &Path, text: &str, e: &toml::de::Error) -> ManifestError {
     let key = key_path_at(text, offset);
     let hint = unknown_name_hint(&message);
     let message = match key {
-        Some(key)
-            if !message.contains(&format!("`{}`", key.rsplit('.').next().unwrap_or(&key))) =>
-        {
+        Some(key) if !message.contains(&format!("`{}`", key.rsplit('.').next().unwrap_or(&key))) => {
             format!("{key}: {message}{hint}")
         }
         _ => match header_at(text, offset) {

@@ -38,17 +38,10 @@ pub struct ToolResult {
 /// One message of the conversation.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Message {
-    User {
-        text: String,
-    },
-    Assistant {
-        text: String,
-        tool_calls: Vec<ToolCall>,
-    },
+    User { text: String },
+    Assistant { text: String, tool_calls: Vec<ToolCall> },
     /// The results of the previous assistant message's calls, in call order.
-    ToolResults {
-        results: Vec<ToolResult>,
-    },
+    ToolResults { results: Vec<ToolResult> },
 }
 
 /// Everything a provider needs for one response.

@@ -209,50 +209,32 @@ mod tests {
 
     #[test]
     fn bang_and_at_lines_become_calls_in_order_and_other_lines_echo() {
-        let r = parse_user_text("hello\n!git status\n@read {\"path\": \"a\"}\n@bad nope", 0);
+        let r = parse_user_text(
+            "hello\n!git status\n@read {\"path\": \"a\"}\n@bad nope",
+            0,
+        );
         assert_eq!(r.stop, ModelStop::ToolUse);
         let names: Vec<&str> = r.tool_calls.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["bash", "read"]);
         assert_eq!(r.tool_calls[0].input["command"], "git status");
         assert_eq!(r.tool_calls[1].input["path"], "a");
-        assert!(r
-            .text
-            .starts_with("hello\noffline model: cannot read the input of @bad"));
+        assert!(r.text.starts_with("hello\noffline model: cannot read the input of @bad"));
     }
 
     #[test]
     fn results_are_summarized_one_line_per_call() {
         let model = Offline::default();
         let calls = vec![
-            ToolCall {
-                id: "a".into(),
-                name: "bash".into(),
-                input: serde_json::json!({}),
-            },
-            ToolCall {
-                id: "b".into(),
-                name: "read".into(),
-                input: serde_json::json!({}),
-            },
+            ToolCall { id: "a".into(), name: "bash".into(), input: serde_json::json!({}) },
+            ToolCall { id: "b".into(), name: "read".into(), input: serde_json::json!({}) },
         ];
         let messages = vec![
             Message::User { text: "x".into() },
-            Message::Assistant {
-                text: String::new(),
-                tool_calls: calls,
-            },
+            Message::Assistant { text: String::new(), tool_calls: calls },
             Message::ToolResults {
                 results: vec![
-                    super::super::ToolResult {
-                        call_id: "a".into(),
-                        content: "permission denied: x\nmore".into(),
-                        is_error: true,
-                    },
-                    super::super::ToolResult {
-                        call_id: "b".into(),
-                        content: "data".into(),
-                        is_error: false,
-                    },
+                    super::super::ToolResult { call_id: "a".into(), content: "permission denied: x\nmore".into(), is_error: true },
+                    super::super::ToolResult { call_id: "b".into(), content: "data".into(), is_error: false },
                 ],
             },
         ];

@@ -57,11 +57,7 @@ pub fn lint(
             )));
         }
         let tool = Pattern::case_insensitive(&rule.tool);
-        let known: Vec<&str> = KNOWN_TOOLS
-            .iter()
-            .copied()
-            .filter(|t| tool.matches(t))
-            .collect();
+        let known: Vec<&str> = KNOWN_TOOLS.iter().copied().filter(|t| tool.matches(t)).collect();
         let bash_redirect_target = known.iter().any(|t| *t == "read" || *t == "file_write")
             && enabled.iter().any(|e| e == "bash");
         if known.is_empty() {
@@ -71,7 +67,8 @@ pub fn lint(
                 rule.tool,
                 KNOWN_TOOLS.join(", ")
             )));
-        } else if !known.iter().any(|t| enabled.iter().any(|e| e == t)) && !bash_redirect_target {
+        } else if !known.iter().any(|t| enabled.iter().any(|e| e == t)) && !bash_redirect_target
+        {
             out.push(warn(format!(
                 "rule {}: tool \"{}\" is not enabled in [tools] (enabled: {})",
                 j + 1,
@@ -94,11 +91,10 @@ pub fn lint(
         out.push(Finding {
             severity: Severity::Warning,
             line: section_line,
-            message:
-                "default_action = \"allow\" with only deny rules is a blocklist: every command \
+            message: "default_action = \"allow\" with only deny rules is a blocklist: every command \
                       nobody thought of runs unasked. Consider default_action = \"ask\" (or \
                       \"deny\" plus allow rules)"
-                    .into(),
+                .into(),
         });
     }
     out
@@ -144,7 +140,8 @@ fn never_matches(rule: &RuleSpec, tools: &[&str], workspace: &Path) -> Vec<Strin
     }
     if only(&[SubjectKind::Path, SubjectKind::SearchRoot]) {
         let ws = workspace.to_string_lossy();
-        if p.starts_with("./") || p.contains("/./") || p.contains("/../") || p.starts_with("../") {
+        if p.starts_with("./") || p.contains("/./") || p.contains("/../") || p.starts_with("../")
+        {
             out.push("path subjects are normalized (no `.` or `..` components)".to_string());
         } else if p.len() > 1 && p.ends_with('/') {
             out.push("path subjects never end with `/`".to_string());
@@ -203,18 +200,10 @@ mod tests {
         let enabled = vec!["bash".to_string(), "read".to_string()];
         let found = lint(&rules, &enabled, Path::new("/w"), Some(1));
         let text: Vec<&str> = found.iter().map(|f| f.message.as_str()).collect();
-        assert!(text
-            .iter()
-            .any(|m| m.starts_with("rule 2 ") && m.contains("unreachable")));
-        assert!(text
-            .iter()
-            .any(|m| m.starts_with("rule 3: tool \"edit\" is not enabled")));
-        assert!(text
-            .iter()
-            .any(|m| m.starts_with("rule 4: pattern \"./.env\" can never match")));
-        assert!(text
-            .iter()
-            .any(|m| m.starts_with("rule 5: tool \"bsh\" matches no tool")));
+        assert!(text.iter().any(|m| m.starts_with("rule 2 ") && m.contains("unreachable")));
+        assert!(text.iter().any(|m| m.starts_with("rule 3: tool \"edit\" is not enabled")));
+        assert!(text.iter().any(|m| m.starts_with("rule 4: pattern \"./.env\" can never match")));
+        assert!(text.iter().any(|m| m.starts_with("rule 5: tool \"bsh\" matches no tool")));
         assert!(text.iter().any(|m| m.contains("is a blocklist")));
         assert_eq!(found.len(), 5);
     }

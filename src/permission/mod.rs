@@ -244,7 +244,10 @@ impl Policy {
             .map(|s| s.action)
             .max()
             .unwrap_or(Action::Allow);
-        Decision { decision, subjects }
+        Decision {
+            decision,
+            subjects,
+        }
     }
 }
 

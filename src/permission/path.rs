@@ -48,10 +48,7 @@ pub fn resolve(path: &Path) -> PathBuf {
             }
             return normalize(&out);
         }
-        match (
-            existing.file_name().map(|n| n.to_os_string()),
-            existing.parent(),
-        ) {
+        match (existing.file_name().map(|n| n.to_os_string()), existing.parent()) {
             (Some(name), Some(parent)) => {
                 rest.push(name);
                 existing = parent.to_path_buf();
@@ -94,10 +91,7 @@ mod tests {
         assert_eq!(display(&absolute("/w/.env", ws), ws), ".env");
         assert_eq!(display(&absolute(".", ws), ws), ".");
         assert_eq!(display(&absolute("../x", ws), ws), "/x");
-        assert_eq!(
-            display(&absolute("/../../etc/passwd", ws), ws),
-            "/etc/passwd"
-        );
+        assert_eq!(display(&absolute("/../../etc/passwd", ws), ws), "/etc/passwd");
     }
 
     #[test]
@@ -111,9 +105,6 @@ mod tests {
         // A file that does not exist yet inside a symlinked folder resolves too.
         std::fs::create_dir(ws.join("real")).unwrap();
         std::os::unix::fs::symlink(ws.join("real"), ws.join("link")).unwrap();
-        assert_eq!(
-            subjects("link/new.txt", &ws),
-            vec!["link/new.txt", "real/new.txt"]
-        );
+        assert_eq!(subjects("link/new.txt", &ws), vec!["link/new.txt", "real/new.txt"]);
     }
 }

@@ -27,11 +27,7 @@ pub enum DecidedBy {
 
 /// One entry of the session's history, in the order it happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(
-    tag = "type",
-    rename_all = "camelCase",
-    rename_all_fields = "camelCase"
-)]
+#[serde(tag = "type", rename_all = "camelCase", rename_all_fields = "camelCase")]
 pub enum Item {
     UserMessage {
         turn_id: String,

@@ -95,14 +95,10 @@ pub struct InitializeResult {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum InputItem {
-    Text {
-        text: String,
-    },
+    Text { text: String },
     /// Activates a skill for this turn: its instructions enter the context and its
     /// `allowed-tools` restrict every tool call of the turn.
-    Skill {
-        name: String,
-    },
+    Skill { name: String },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
