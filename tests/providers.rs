@@ -963,3 +963,35 @@ async fn connection_refused_is_a_transport_error_after_retries() {
         other => panic!("expected a transport error, got {other:?}"),
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// docs/providers.md
+
+#[test]
+fn doc_example_manifests_load() {
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/providers.md")).unwrap();
+    let blocks: Vec<&str> = doc
+        .split("```toml\n")
+        .skip(1)
+        .filter_map(|rest| rest.split("```").next())
+        .collect();
+    assert_eq!(
+        blocks.len(),
+        5,
+        "anthropic, openai, llama.cpp, ollama, vllm"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pod.toml");
+    for block in blocks {
+        let manifest =
+            pod::manifest::Manifest::parse(block, &path).unwrap_or_else(|e| panic!("{e}\n{block}"));
+        let model = &manifest.model;
+        assert_ne!(model.provider, Provider::Offline);
+        assert!(model.model.is_some());
+        // Local servers without a key configured build without any environment.
+        if model.base_url.is_some() && model.api_key_env.is_none() {
+            assert!(from_config(model).is_ok(), "{block}");
+        }
+    }
+}
