@@ -242,16 +242,15 @@ impl Assembly {
                 }
             }
             if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
-                for (position, fragment) in calls.iter().enumerate() {
-                    let index = fragment
-                        .get("index")
-                        .and_then(Value::as_u64)
-                        .unwrap_or(position as u64);
+                for fragment in calls {
+                    let id = fragment.get("id").and_then(Value::as_str).unwrap_or("");
+                    let index = match fragment.get("index").and_then(Value::as_u64) {
+                        Some(index) => index,
+                        None => self.index_without_index(id),
+                    };
                     let call = self.calls.entry(index).or_default();
-                    if let Some(id) = fragment.get("id").and_then(Value::as_str) {
-                        if !id.is_empty() {
-                            call.id = id.to_string();
-                        }
+                    if !id.is_empty() {
+                        call.id = id.to_string();
                     }
                     if let Some(function) = fragment.get("function") {
                         if let Some(name) = function.get("name").and_then(Value::as_str) {
@@ -260,8 +259,11 @@ impl Assembly {
                                 call.name.push_str(name);
                             }
                         }
-                        if let Some(args) = function.get("arguments").and_then(Value::as_str) {
-                            call.arguments.push_str(args);
+                        match function.get("arguments") {
+                            Some(Value::String(args)) => call.arguments.push_str(args),
+                            // Some servers send the arguments as an object, whole.
+                            Some(args @ Value::Object(_)) => call.arguments = args.to_string(),
+                            _ => {}
                         }
                     }
                 }
@@ -271,6 +273,24 @@ impl Assembly {
             self.finish = Some(reason.to_string());
         }
         Ok(Flow::Continue)
+    }
+
+    /// The slot of a tool call fragment that has no `index` (some servers omit it): the call
+    /// with the same id, a new slot for a new id, else the latest call (a continuation).
+    fn index_without_index(&self, id: &str) -> u64 {
+        if let Some((index, _)) = self
+            .calls
+            .iter()
+            .find(|(_, c)| !id.is_empty() && c.id == id)
+        {
+            return *index;
+        }
+        let next = self.calls.keys().next_back().map_or(0, |last| last + 1);
+        if !id.is_empty() || self.calls.is_empty() {
+            next
+        } else {
+            next - 1
+        }
     }
 
     fn finish(self) -> Result<ModelResponse, ModelError> {
@@ -391,6 +411,24 @@ mod tests {
         assert_eq!(out[1]["content"], "[tool error] denied");
         assert_eq!(out[2]["content"], "fine");
         assert_eq!(out[2]["tool_call_id"], "b");
+    }
+
+    #[test]
+    fn fragments_without_index_and_object_arguments() {
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let mut a = Assembly::default();
+        for data in [
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"a","function":{"name":"read","arguments":{"path":"x"}}},{"id":"b","function":{"name":"glob","arguments":"{\"pattern\":"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"\"*\"}"}}]},"finish_reason":"stop"}]}"#,
+        ] {
+            a.event(data, &tx).unwrap();
+        }
+        let r = a.finish().unwrap();
+        assert_eq!(r.stop, ModelStop::ToolUse);
+        assert_eq!(r.tool_calls.len(), 2);
+        assert_eq!(r.tool_calls[0].input, json!({"path": "x"}));
+        assert_eq!(r.tool_calls[1].id, "b");
+        assert_eq!(r.tool_calls[1].input, json!({"pattern": "*"}));
     }
 
     #[test]
