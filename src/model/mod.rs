@@ -5,7 +5,10 @@
 //! HTTP retries. Must not touch: permissions, tools, the session log, the wire protocol. A
 //! provider gets the conversation and returns one response; the turn loop owns everything else.
 
+pub mod anthropic;
+mod http;
 pub mod offline;
+pub mod openai;
 
 use async_trait::async_trait;
 use tokio::sync::mpsc;
@@ -118,9 +121,7 @@ pub trait Model: Send + Sync {
 pub fn from_config(config: &ModelConfig) -> Result<Box<dyn Model>, ModelError> {
     match config.provider {
         Provider::Offline => Ok(Box::new(offline::Offline::from_config(config)?)),
-        Provider::Anthropic | Provider::Openai => Err(ModelError::Config(format!(
-            "provider {:?} is not built yet",
-            config.provider
-        ))),
+        Provider::Anthropic => Ok(Box::new(anthropic::Anthropic::from_config(config)?)),
+        Provider::Openai => Ok(Box::new(openai::OpenAi::from_config(config)?)),
     }
 }
