@@ -279,3 +279,38 @@ async fn hook_tools_filter_and_fail_closed_through_the_runtime() {
         results[1].content
     );
 }
+
+#[tokio::test]
+async fn the_documented_example_hook_works() {
+    if std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("python3 not found: skipping the example hook");
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let f = fixture(&format!(
+        "[[hooks.pre_tool_call]]\ncommand = [\"python3\", \"{}\"]\ntimeout_secs = 5\ntools = [\"bash\"]\n",
+        root.join("examples/hooks/guard.py").display()
+    ));
+    let results = run(
+        &f.pod,
+        None,
+        "!git push --force origin main\n!bash -c 'git status'\n!git status",
+    )
+    .await
+    .unwrap();
+    // the manifest denies every push first: the hook never sees it
+    assert_eq!(results[0].denied_by, Some(DeniedBy::Permission));
+    assert_eq!(results[1].denied_by, Some(DeniedBy::Hook));
+    assert!(
+        results[1]
+            .content
+            .contains("running a nested shell is not allowed"),
+        "{}",
+        results[1].content
+    );
+    assert_eq!(results[2].denied_by, None, "{results:?}");
+}
