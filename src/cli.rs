@@ -58,7 +58,7 @@ pub fn check_findings(manifest: &Manifest) -> Vec<lint::Finding> {
             manifest.permissions_line,
         ));
     }
-    if let Err(e) = crate::skills::Skills::load(&manifest.skill_dirs) {
+    for e in crate::skills::Skills::load_all(&manifest.skill_dirs).1 {
         findings.push(lint::Finding {
             severity: Severity::Error,
             line: None,

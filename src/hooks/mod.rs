@@ -1,35 +1,299 @@
 //! User `pre_tool_call` hooks: external programs that may deny a call the permission layer let
-//! through. (Placeholder: running hooks lands with the hooks issue; until then a configured hook
-//! denies every call it applies to, so nothing runs unchecked.)
+//! through.
+//!
+//! Owns: running one hook for one call. The hook runs with the manifest's folder as its working
+//! directory, in its own process group, with the JSON
+//! `{"callId", "tool", "input", "decision"}` on stdin. It answers on stdout with
+//! `{"action":"continue"}` or `{"action":"deny","message":"..."}`, or exits with code 2 to deny
+//! with its stderr as the message. Anything else (a timeout, a signal, another exit code, output
+//! that is empty, not JSON or too large, an unknown action) denies: hooks fail closed. See
+//! `docs/hooks.md`.
+//!
+//! Must not touch: the decision. A hook can only continue or deny; the runtime calls hooks only
+//! for calls the permission hook allowed, so a hook can never turn a deny into an allow.
+
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use serde::Deserialize;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use wildmatch::WildMatch;
 
 use crate::manifest::HookConfig;
 use crate::protocol::Decision;
 
+/// At most this much of a hook's stdout and of its stderr is kept; the rest is drained.
+pub const OUTPUT_CAP: usize = 64 * 1024;
+/// At most this many characters of a hook's message go into the denial text.
+const MESSAGE_CAP: usize = 2000;
+
 #[derive(Debug, Clone)]
 pub struct UserHook {
     pub config: HookConfig,
+    tools: Vec<WildMatch>,
+}
+
+/// What a hook said about a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Continue,
+    Deny(String),
+}
+
+/// How a hook failed to give a verdict (the call is then denied).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HookFailure {
+    #[error("could not be started: {0}")]
+    Spawn(String),
+    #[error("did not answer within {0} s and was killed")]
+    Timeout(u64),
+    #[error("was killed by signal {0}")]
+    Signal(i32),
+    #[error("exited with code {code}{}", stderr_note(stderr))]
+    Exit { code: i32, stderr: String },
+    #[error("printed nothing on stdout (expected {{\"action\":\"continue\"}} or {{\"action\":\"deny\",\"message\":\"...\"}})")]
+    Empty,
+    #[error("printed more than {} KiB on stdout", OUTPUT_CAP / 1024)]
+    TooLarge,
+    #[error("printed output that is not a valid answer ({why}): {excerpt}")]
+    Garbage { why: String, excerpt: String },
+    #[error("failed while talking to it: {0}")]
+    Io(String),
+}
+
+fn stderr_note(stderr: &str) -> String {
+    if stderr.is_empty() {
+        String::new()
+    } else {
+        format!(": {stderr}")
+    }
+}
+
+/// The hook's stdout answer.
+#[derive(Debug, Deserialize)]
+struct Answer {
+    action: String,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+/// Kills the hook's whole process group when dropped (after a timeout, when the turn drops the
+/// check, or after the hook exits, to take any process it left behind).
+struct GroupGuard(Option<i32>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0.filter(|p| *p > 0) {
+            // SAFETY: killpg has no memory-safety preconditions; a group that no longer exists
+            // gives ESRCH, which is ignored.
+            unsafe {
+                libc::killpg(pgid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+/// Reads at most [`OUTPUT_CAP`] bytes and drains the rest, so a chatty hook never blocks on a
+/// full pipe. Returns the bytes kept and whether more were written.
+async fn read_capped<R: AsyncRead + Unpin>(mut reader: R) -> std::io::Result<(Vec<u8>, bool)> {
+    let mut kept = Vec::new();
+    let mut more = false;
+    let mut buf = [0u8; 8192];
+    loop {
+        let n = reader.read(&mut buf).await?;
+        if n == 0 {
+            return Ok((kept, more));
+        }
+        let room = OUTPUT_CAP.saturating_sub(kept.len());
+        if n > room {
+            more = true;
+        }
+        kept.extend_from_slice(&buf[..n.min(room)]);
+    }
+}
+
+/// `text` trimmed and cut to [`MESSAGE_CAP`] characters.
+fn capped(text: &str) -> String {
+    let text = text.trim();
+    if text.chars().count() <= MESSAGE_CAP {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().take(MESSAGE_CAP).collect();
+    out.push_str(" [truncated]");
+    out
 }
 
 impl UserHook {
     pub fn new(config: HookConfig) -> UserHook {
-        UserHook { config }
+        let tools = config
+            .tools
+            .iter()
+            .map(|p| WildMatch::new_case_insensitive(p))
+            .collect();
+        UserHook { config, tools }
     }
 
-    pub fn applies_to(&self, _tool: &str) -> bool {
-        true
+    /// Whether the hook runs for calls of `tool`: its `tools` patterns (wildmatch,
+    /// case-insensitive), or every tool when it has none.
+    pub fn applies_to(&self, tool: &str) -> bool {
+        self.tools.is_empty() || self.tools.iter().any(|p| p.matches(tool))
     }
 
-    /// `Err(text)` denies the call.
+    /// How denial texts name the hook: its command and manifest line.
+    pub fn label(&self) -> String {
+        let mut command = self.config.command.join(" ");
+        if command.chars().count() > 120 {
+            command = command.chars().take(117).collect::<String>() + "...";
+        }
+        format!(
+            "hook `{command}` (hooks.pre_tool_call at line {})",
+            self.config.line
+        )
+    }
+
+    /// `Err(text)` denies the call: the hook denied it, or failed to answer (fail closed).
     pub async fn check(
         &self,
-        _call_id: &str,
-        _tool: &str,
-        _input: &serde_json::Value,
-        _decision: &Decision,
+        call_id: &str,
+        tool: &str,
+        input: &serde_json::Value,
+        decision: &Decision,
     ) -> Result<(), String> {
-        Err(format!(
-            "denied by hook (line {}): user hooks are not supported by this build",
-            self.config.line
-        ))
+        let payload = serde_json::json!({
+            "callId": call_id,
+            "tool": tool,
+            "input": input,
+            "decision": decision,
+        });
+        match self.run(&payload).await {
+            Ok(Verdict::Continue) => Ok(()),
+            Ok(Verdict::Deny(message)) => Err(if message.is_empty() {
+                format!("denied by {} (no message)", self.label())
+            } else {
+                format!("denied by {}: {message}", self.label())
+            }),
+            Err(failure) => Err(format!(
+                "denied: {} {failure}; a hook that fails denies the call",
+                self.label()
+            )),
+        }
+    }
+
+    /// Runs the hook once with `payload` on stdin and reads its verdict.
+    pub async fn run(&self, payload: &serde_json::Value) -> Result<Verdict, HookFailure> {
+        let Some((program, args)) = self.config.command.split_first() else {
+            return Err(HookFailure::Spawn("the command is empty".into()));
+        };
+        let mut command = tokio::process::Command::new(program);
+        command
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        if self.config.dir.is_dir() {
+            command.current_dir(&self.config.dir);
+        }
+        // ETXTBSY: the script was just written and another thread's fork still holds it open
+        // for writing; that clears within milliseconds.
+        let mut attempts = 0;
+        let mut child = loop {
+            match command.spawn() {
+                Ok(child) => break child,
+                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && attempts < 5 => {
+                    attempts += 1;
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(e) => return Err(HookFailure::Spawn(format!("{program}: {e}"))),
+            }
+        };
+        let _group = GroupGuard(child.id().and_then(|id| i32::try_from(id).ok()));
+        let (Some(mut stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err(HookFailure::Io("the hook's pipes are missing".into()));
+        };
+        let input = serde_json::to_vec(payload).map_err(|e| HookFailure::Io(e.to_string()))?;
+        let write = async move {
+            // A hook that exits without reading its input is fine: ignore a broken pipe.
+            let _ = stdin.write_all(&input).await;
+            let _ = stdin.shutdown().await;
+            drop(stdin);
+        };
+        let talk = async {
+            let (_, out, err, status) = tokio::join!(
+                write,
+                read_capped(stdout),
+                read_capped(stderr),
+                child.wait()
+            );
+            (out, err, status)
+        };
+        let timeout = self.config.timeout;
+        let (out, err, status) = match tokio::time::timeout(timeout, talk).await {
+            Ok(done) => done,
+            // `_group` kills the whole group on return; kill_on_drop reaps the child.
+            Err(_) => return Err(HookFailure::Timeout(secs(timeout))),
+        };
+        let status = status.map_err(|e| HookFailure::Io(e.to_string()))?;
+        let (stdout, stdout_more) = out.map_err(|e| HookFailure::Io(e.to_string()))?;
+        let (stderr, _) = err.map_err(|e| HookFailure::Io(e.to_string()))?;
+        verdict(status, &stdout, stdout_more, &stderr)
     }
 }
+
+fn secs(d: Duration) -> u64 {
+    d.as_secs() + u64::from(d.subsec_nanos() > 0)
+}
+
+/// The verdict from how the hook ended and what it printed.
+fn verdict(
+    status: ExitStatus,
+    stdout: &[u8],
+    stdout_more: bool,
+    stderr: &[u8],
+) -> Result<Verdict, HookFailure> {
+    use std::os::unix::process::ExitStatusExt;
+    let stderr = capped(&String::from_utf8_lossy(stderr));
+    let code = match (status.code(), status.signal()) {
+        (Some(code), _) => code,
+        (None, Some(signal)) => return Err(HookFailure::Signal(signal)),
+        (None, None) => return Err(HookFailure::Io("the hook's exit status is unknown".into())),
+    };
+    match code {
+        0 => {}
+        2 => {
+            return Ok(Verdict::Deny(if stderr.is_empty() {
+                "(exit code 2, nothing on stderr)".into()
+            } else {
+                stderr
+            }))
+        }
+        code => return Err(HookFailure::Exit { code, stderr }),
+    }
+    if stdout_more {
+        return Err(HookFailure::TooLarge);
+    }
+    let text = String::from_utf8_lossy(stdout);
+    if text.trim().is_empty() {
+        return Err(HookFailure::Empty);
+    }
+    let garbage = |why: String| HookFailure::Garbage {
+        why,
+        excerpt: capped(&text.chars().take(200).collect::<String>()),
+    };
+    let answer: Answer = serde_json::from_str(text.trim()).map_err(|e| garbage(e.to_string()))?;
+    match answer.action.as_str() {
+        "continue" => Ok(Verdict::Continue),
+        "deny" => Ok(Verdict::Deny(capped(
+            answer.message.as_deref().unwrap_or_default(),
+        ))),
+        other => Err(garbage(format!(
+            "unknown action \"{other}\"; a hook may answer only \"continue\" or \"deny\""
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests;

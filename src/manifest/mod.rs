@@ -75,6 +75,8 @@ pub struct HookConfig {
     pub tools: Vec<String>,
     /// Line of the hook's `[[hooks.pre_tool_call]]` header.
     pub line: usize,
+    /// The manifest's folder: the hook runs with it as its working directory.
+    pub dir: PathBuf,
 }
 
 impl Manifest {
@@ -229,6 +231,7 @@ impl Manifest {
                 timeout: Duration::from_secs(hook.timeout_secs.unwrap_or(10)),
                 tools: hook.tools.unwrap_or_default(),
                 line,
+                dir: dir.clone(),
             });
         }
 
