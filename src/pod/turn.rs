@@ -295,10 +295,16 @@ impl Pod {
                     decision_item = item;
                     verdict
                 }
-                Check::User(hook) => hook
-                    .check(&call.id, &call.name, &call.input, &decision)
-                    .await
-                    .map_err(|text| Denial::new(DeniedBy::Hook, text)),
+                // Dropping a hook's future on cancel kills its process group.
+                Check::User(hook) => tokio::select! {
+                    verdict = hook.check(&call.id, &call.name, &call.input, &decision) => {
+                        verdict.map_err(|text| Denial::new(DeniedBy::Hook, text))
+                    }
+                    () = turn.cancel.cancelled() => return Outcome {
+                        decision: decision_item,
+                        ..cancelled()
+                    },
+                },
                 Check::Scope => self
                     .scope
                     .check(&call.name, &call.input)
