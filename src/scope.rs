@@ -38,7 +38,7 @@ impl Scope {
                 "denied by scope: the {tool} input has no string `path`, so its target cannot be checked"
             ));
         };
-        let resolved = path::resolve(&path::absolute(raw, &self.workspace));
+        let resolved = path::resolve_in(&self.workspace, Path::new(raw));
         if self.writable.iter().any(|w| resolved.starts_with(w)) {
             return Ok(());
         }
@@ -73,6 +73,10 @@ mod tests {
         let err = scope.check("edit", &input("src/out/c.txt")).unwrap_err();
         assert!(err.contains("outside [scope].writable (src)"), "{err}");
         assert!(scope.check("file_write", &input("src/../b.txt")).is_err());
+        // `..` after a symlink leaves through the link's target, not lexically.
+        std::fs::create_dir(outside.path().join("deeper")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("deeper"), ws.join("src/deep")).unwrap();
+        assert!(scope.check("file_write", &input("src/deep/../x.txt")).is_err());
         assert!(scope.check("read", &input("/etc/passwd")).is_ok());
     }
 }

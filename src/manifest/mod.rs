@@ -150,7 +150,7 @@ impl Manifest {
             .unwrap_or_else(|| vec![".".into()])
             .iter()
             .map(|w| {
-                crate::permission::path::resolve(&crate::permission::path::absolute(w, &workspace))
+                crate::permission::path::resolve_in(&workspace, Path::new(w))
             })
             .collect();
 

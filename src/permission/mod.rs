@@ -120,6 +120,9 @@ pub struct Rules {
     default_action: Action,
     rules: Vec<Rule>,
     ask_timeout: Option<Duration>,
+    /// For each built-in tool name, the positions of the rules whose `tool` matches it, so a
+    /// subject is only matched against rules that can apply to it.
+    by_tool: Vec<(&'static str, Vec<usize>)>,
 }
 
 impl Rules {
@@ -129,15 +132,25 @@ impl Rules {
         specs: Vec<RuleSpec>,
         ask_timeout: Option<Duration>,
     ) -> Result<Rules, (usize, RuleError)> {
-        let rules = specs
+        let rules: Vec<Rule> = specs
             .into_iter()
             .enumerate()
             .map(|(i, spec)| Rule::compile(i + 1, spec).map_err(|e| (i, e)))
             .collect::<Result<_, _>>()?;
+        let by_tool = crate::manifest::BUILTIN_TOOLS
+            .iter()
+            .map(|&tool| {
+                let applicable = (0..rules.len())
+                    .filter(|&i| rules[i].tool.matches(tool))
+                    .collect();
+                (tool, applicable)
+            })
+            .collect();
         Ok(Rules {
             default_action,
             rules,
             ask_timeout,
+            by_tool,
         })
     }
 
@@ -165,10 +178,16 @@ impl Rules {
     /// First match for one subject; no match: the default, tightened to `ask` for an opaque
     /// subject when the default is `allow`.
     fn decide_subject(&self, subject: Subject) -> SubjectDecision {
-        let rule = self
-            .rules
-            .iter()
-            .find(|r| r.tool.matches(&subject.tool) && r.pattern.matches(&subject.text));
+        let rule = match self.by_tool.iter().find(|(t, _)| *t == subject.tool) {
+            Some((_, applicable)) => applicable
+                .iter()
+                .map(|&i| &self.rules[i])
+                .find(|r| r.pattern.matches(&subject.text)),
+            None => self
+                .rules
+                .iter()
+                .find(|r| r.tool.matches(&subject.tool) && r.pattern.matches(&subject.text)),
+        };
         let (action, rule, mut note) = match (rule, &subject.problem) {
             (_, Some(Problem::Invalid(why))) => (Action::Deny, None, Some(why.clone())),
             (Some(rule), _) => (rule.spec.action, Some(rule.reference()), None),

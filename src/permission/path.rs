@@ -35,30 +35,70 @@ pub fn absolute(raw: &str, workspace: &Path) -> PathBuf {
     }
 }
 
-/// Resolves every symlink of `path`, also when its last components do not exist yet: the
-/// longest existing prefix is canonicalized and the rest appended.
+/// Resolves every symlink of `path` the way the kernel would: component by component, with
+/// `..` applied to the resolved parent (so `link/..` is the parent of the link's target, not the
+/// folder holding the link). Components that do not exist yet are appended as written, so a file
+/// about to be created resolves too.
 pub fn resolve(path: &Path) -> PathBuf {
-    let mut existing = path.to_path_buf();
-    let mut rest: Vec<std::ffi::OsString> = Vec::new();
-    loop {
-        if let Ok(canonical) = existing.canonicalize() {
-            let mut out = canonical;
-            for part in rest.iter().rev() {
-                out.push(part);
+    resolve_in(Path::new("/"), path)
+}
+
+/// [`resolve`] for `path` relative to `base`, which must already be resolved (canonical). Only
+/// the components of `path` are looked up, which keeps the common case to a few `lstat` calls.
+pub fn resolve_in(base: &Path, path: &Path) -> PathBuf {
+    let mut resolved = base.to_path_buf();
+    let mut pending: Vec<std::ffi::OsString> = Vec::new();
+    push_components(&mut pending, path);
+    // Symlinks followed so far; the kernel gives up at 40 (ELOOP), and so do we.
+    let mut hops = 0;
+    // Once a component is missing, nothing below it can be a symlink.
+    let mut missing = false;
+    while let Some(part) = pending.pop() {
+        match part.to_str() {
+            Some("/") => resolved = PathBuf::from("/"),
+            Some(".") => {}
+            Some("..") => {
+                resolved.pop();
             }
-            return normalize(&out);
-        }
-        match (
-            existing.file_name().map(|n| n.to_os_string()),
-            existing.parent(),
-        ) {
-            (Some(name), Some(parent)) => {
-                rest.push(name);
-                existing = parent.to_path_buf();
+            _ => {
+                let candidate = resolved.join(&part);
+                let link = if missing {
+                    None
+                } else {
+                    match std::fs::symlink_metadata(&candidate) {
+                        Ok(meta) if meta.file_type().is_symlink() => std::fs::read_link(&candidate).ok(),
+                        Ok(_) => None,
+                        Err(_) => {
+                            missing = true;
+                            None
+                        }
+                    }
+                };
+                match link {
+                    Some(target) if hops < 40 => {
+                        hops += 1;
+                        push_components(&mut pending, &target);
+                    }
+                    _ => resolved = candidate,
+                }
             }
-            _ => return path.to_path_buf(),
         }
     }
+    normalize(&resolved)
+}
+
+/// Pushes `path`'s components onto `stack` so that popping yields them in order.
+fn push_components(stack: &mut Vec<std::ffi::OsString>, path: &Path) {
+    let parts: Vec<std::ffi::OsString> = path
+        .components()
+        .map(|c| match c {
+            Component::RootDir | Component::Prefix(_) => std::ffi::OsString::from("/"),
+            Component::CurDir => std::ffi::OsString::from("."),
+            Component::ParentDir => std::ffi::OsString::from(".."),
+            Component::Normal(n) => n.to_os_string(),
+        })
+        .collect();
+    stack.extend(parts.into_iter().rev());
 }
 
 /// How rules see an absolute path: relative to the workspace when inside it, else absolute.
@@ -75,7 +115,7 @@ pub fn display(path: &Path, workspace: &Path) -> String {
 pub fn subjects(raw: &str, workspace: &Path) -> Vec<String> {
     let lexical = absolute(raw, workspace);
     let mut out = vec![display(&lexical, workspace)];
-    let resolved = display(&resolve(&lexical), workspace);
+    let resolved = display(&resolve_in(workspace, Path::new(raw)), workspace);
     if resolved != out[0] {
         out.push(resolved);
     }
