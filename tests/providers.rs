@@ -965,6 +965,246 @@ async fn connection_refused_is_a_transport_error_after_retries() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// End to end: manifest -> pod -> provider against the mock -> denied call -> denial sent back
+
+/// What one end-to-end deny turn left behind.
+struct DenyTurn {
+    /// Keeps the workspace alive while the test inspects it.
+    _dir: tempfile::TempDir,
+    ws: std::path::PathBuf,
+    pod: std::sync::Arc<pod::pod::Pod>,
+    result: pod::protocol::RunResult,
+    events: Vec<pod::protocol::Event>,
+}
+
+/// Writes a manifest for `provider` pointing at `mock` (key from the env var `key_env`, set here)
+/// with `bash "rm *"` denied, creates `build/keep.txt`, and runs one turn.
+async fn deny_turn(provider: &str, mock: &Mock, key_env: &str) -> DenyTurn {
+    // Unique per test, so tests running in parallel in this binary do not share it.
+    std::env::set_var(key_env, "test-key-e2e");
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap();
+    let manifest = format!(
+        r#"
+[model]
+provider = "{provider}"
+model = "test-model"
+base_url = "{base}"
+api_key_env = "{key_env}"
+timeout_secs = 10
+max_retries = 0
+
+[permissions]
+default_action = "allow"
+[[permissions.rule]]
+tool = "bash"
+pattern = "rm *"
+action = "deny"
+message = "Deleting files is not allowed in this workspace."
+"#,
+        base = mock.base,
+    );
+    std::fs::write(ws.join("pod.toml"), manifest).unwrap();
+    std::fs::create_dir(ws.join("build")).unwrap();
+    std::fs::write(ws.join("build/keep.txt"), "x").unwrap();
+    let manifest = pod::manifest::Manifest::load(&ws.join("pod.toml")).unwrap();
+    let pod = pod::pod::Pod::open(manifest, pod::pod::PodOptions::default()).unwrap();
+
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let result = tokio::time::timeout(
+        Duration::from_secs(20),
+        pod.run(
+            vec![pod::protocol::InputItem::Text {
+                text: "clean the build folder".into(),
+            }],
+            &tx,
+            CancellationToken::new(),
+        ),
+    )
+    .await
+    .expect("the turn finishes")
+    .unwrap();
+    drop(tx);
+    let mut events = Vec::new();
+    while let Some(e) = rx.recv().await {
+        events.push(e);
+    }
+    DenyTurn {
+        _dir: dir,
+        ws,
+        pod,
+        result,
+        events,
+    }
+}
+
+/// The assertions both providers share: the command did not run, history holds the denial, the
+/// turn ended normally, the final text streamed as `textDelta`s, and usage adds up.
+fn assert_denied_turn(turn: &DenyTurn, call_id: &str, parts: &[&str], usage: (u64, u64)) {
+    use pod::protocol::{DeniedBy, Event, Item, StopReason};
+
+    assert_eq!(
+        turn.result.stop_reason,
+        StopReason::EndTurn,
+        "{:?}",
+        turn.result.error
+    );
+    assert!(
+        turn.ws.join("build/keep.txt").exists(),
+        "the denied command ran"
+    );
+
+    let history = turn.pod.history();
+    let results: Vec<_> = history
+        .iter()
+        .filter_map(|i| match i {
+            Item::ToolResult {
+                call_id,
+                is_error,
+                content,
+                denied_by,
+                ..
+            } => Some((call_id.clone(), *is_error, content.clone(), *denied_by)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), 1, "{history:?}");
+    let (id, is_error, content, denied_by) = &results[0];
+    assert_eq!(id, call_id);
+    assert!(is_error);
+    assert_eq!(*denied_by, Some(DeniedBy::Permission));
+    assert!(content.starts_with("permission denied"), "{content}");
+    assert!(content.contains("rm -rf build"), "{content}");
+
+    let final_text: String = parts.concat();
+    let last_text = history.iter().rev().find_map(|i| match i {
+        Item::AssistantText { text, .. } => Some(text.clone()),
+        _ => None,
+    });
+    assert_eq!(last_text.as_deref(), Some(final_text.as_str()));
+
+    let deltas: Vec<&str> = turn
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::TextDelta { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deltas, parts);
+    assert!(turn.events.iter().any(|e| matches!(
+        e,
+        Event::ToolResult { call_id: c, is_error: true, denied_by: Some(DeniedBy::Permission), .. }
+            if c == call_id
+    )));
+    assert!(turn.events.iter().any(|e| matches!(
+        e,
+        Event::TurnEnded {
+            stop_reason: StopReason::EndTurn,
+            ..
+        }
+    )));
+
+    assert_eq!(turn.result.usage.input_tokens, usage.0);
+    assert_eq!(turn.result.usage.output_tokens, usage.1);
+}
+
+#[tokio::test]
+async fn anthropic_end_to_end_denied_call_is_sent_back_and_the_turn_goes_on() {
+    let first = a_start(11)
+        + &a_tool_block(
+            0,
+            "toolu_rm",
+            "bash",
+            &["{\"command\":", "\"rm -rf build\"}"],
+        )
+        + &a_end("tool_use", 6);
+    let parts = ["I could not ", "delete build: ", "permission denied."];
+    let second = a_start(40) + &a_text_block(0, &parts) + &a_end("end_turn", 9);
+    let mock = Mock::start(vec![Reply::sse(first), Reply::sse(second)]).await;
+
+    let turn = deny_turn("anthropic", &mock, "POD_TEST_E2E_ANTHROPIC_KEY").await;
+    assert_denied_turn(&turn, "toolu_rm", &parts, (11 + 40, 6 + 9));
+
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    for r in &requests {
+        assert_eq!(r.path, "/v1/messages");
+        assert_eq!(r.header("x-api-key"), Some("test-key-e2e"));
+    }
+    let messages = requests[1].body["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 3, "{messages:?}");
+    assert_eq!(messages[1]["role"], "assistant");
+    let tool_use = messages[1]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["type"] == "tool_use")
+        .unwrap();
+    assert_eq!(tool_use["id"], "toolu_rm");
+    assert_eq!(tool_use["input"], json!({"command": "rm -rf build"}));
+    assert_eq!(messages[2]["role"], "user");
+    let result = &messages[2]["content"][0];
+    assert_eq!(result["type"], "tool_result");
+    assert_eq!(result["tool_use_id"], "toolu_rm");
+    assert_eq!(result["is_error"], true);
+    assert!(
+        result["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("permission denied"),
+        "{result}"
+    );
+}
+
+#[tokio::test]
+async fn openai_end_to_end_denied_call_is_sent_back_and_the_turn_goes_on() {
+    let first = chunk(
+        json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_rm", "type": "function", "function": {"name": "bash", "arguments": ""}}]}),
+        None,
+    ) + &chunk(
+        json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"command\":"}}]}),
+        None,
+    ) + &chunk(
+        json!({"tool_calls": [{"index": 0, "function": {"arguments": "\"rm -rf build\"}"}}]}),
+        None,
+    ) + &chunk(json!({}), Some("tool_calls"))
+        + &o_usage(13, 5)
+        + DONE;
+    let parts = ["I could not ", "delete build: ", "permission denied."];
+    let mut second = chunk(json!({"role": "assistant", "content": ""}), None);
+    for p in parts {
+        second += &chunk(json!({"content": p}), None);
+    }
+    second += &(chunk(json!({}), Some("stop")) + &o_usage(42, 8) + DONE);
+    let mock = Mock::start(vec![Reply::sse(first), Reply::sse(second)]).await;
+
+    let turn = deny_turn("openai", &mock, "POD_TEST_E2E_OPENAI_KEY").await;
+    assert_denied_turn(&turn, "call_rm", &parts, (13 + 42, 5 + 8));
+
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    for r in &requests {
+        assert_eq!(r.path, "/chat/completions");
+        assert_eq!(r.header("authorization"), Some("Bearer test-key-e2e"));
+    }
+    let messages = requests[1].body["messages"].as_array().unwrap();
+    let assistant = messages.iter().find(|m| m["role"] == "assistant").unwrap();
+    assert_eq!(assistant["tool_calls"][0]["id"], "call_rm");
+    let tool: Vec<&Value> = messages.iter().filter(|m| m["role"] == "tool").collect();
+    assert_eq!(tool.len(), 1, "{messages:?}");
+    assert_eq!(tool[0]["tool_call_id"], "call_rm");
+    let content = tool[0]["content"].as_str().unwrap();
+    let marker = pod::model::openai::ERROR_MARKER;
+    assert!(
+        content.starts_with(&format!("{marker}permission denied")),
+        "{content}"
+    );
+    // The tool message is the last one: the denial is what the model answers.
+    assert_eq!(messages.last().unwrap()["role"], "tool");
+}
+
+// ---------------------------------------------------------------------------------------------
 // docs/providers.md
 
 #[test]
