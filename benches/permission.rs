@@ -26,7 +26,9 @@ fn manifest(rules: usize) -> (tempfile::TempDir, Manifest) {
         ));
     }
     // The subjects of the inputs below match late rules, so matching scans the list.
-    text.push_str("[[permissions.rule]]\ntool = \"bash\"\npattern = \"git *\"\naction = \"allow\"\n");
+    text.push_str(
+        "[[permissions.rule]]\ntool = \"bash\"\npattern = \"git *\"\naction = \"allow\"\n",
+    );
     let path = dir.path().join("pod.toml");
     std::fs::write(&path, text).expect("write manifest");
     let manifest = Manifest::load(&path).expect("manifest");
@@ -34,7 +36,8 @@ fn manifest(rules: usize) -> (tempfile::TempDir, Manifest) {
 }
 
 const SIMPLE: &str = "git status --short";
-const COMPOUND: &str = "git status && git diff HEAD~1 | head -n 20; git log --oneline -5 || echo none; \
+const COMPOUND: &str =
+    "git status && git diff HEAD~1 | head -n 20; git log --oneline -5 || echo none; \
     cat README.md | grep pod > out.txt; ls -la src && wc -l src/*.rs; echo done";
 
 fn bench(c: &mut Criterion) {
@@ -63,7 +66,12 @@ fn bench(c: &mut Criterion) {
         b.iter(|| p200.decide("read", black_box(&path)))
     });
     g.bench_function("c_path_200_rules/subjects", |b| {
-        b.iter(|| pod::permission::path::subjects(black_box("src/permission/../manifest/mod.rs"), p200.workspace()))
+        b.iter(|| {
+            pod::permission::path::subjects(
+                black_box("src/permission/../manifest/mod.rs"),
+                p200.workspace(),
+            )
+        })
     });
     g.finish();
 }

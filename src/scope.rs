@@ -76,7 +76,9 @@ mod tests {
         // `..` after a symlink leaves through the link's target, not lexically.
         std::fs::create_dir(outside.path().join("deeper")).unwrap();
         std::os::unix::fs::symlink(outside.path().join("deeper"), ws.join("src/deep")).unwrap();
-        assert!(scope.check("file_write", &input("src/deep/../x.txt")).is_err());
+        assert!(scope
+            .check("file_write", &input("src/deep/../x.txt"))
+            .is_err());
         assert!(scope.check("read", &input("/etc/passwd")).is_ok());
     }
 }

@@ -81,7 +81,12 @@ fn compound_commands_are_denied_whatever_the_separator() {
 #[test]
 fn substitutions_are_walked() {
     let f = fixture(BYPASS_RULES);
-    for cmd in ["echo $(rm -rf x)", "echo `rm x`", "cat <(rm x)", "echo $(( $(rm x) ))"] {
+    for cmd in [
+        "echo $(rm -rf x)",
+        "echo `rm x`",
+        "cat <(rm x)",
+        "echo $(( $(rm x) ))",
+    ] {
         assert_eq!(f.bash(cmd), Action::Deny, "{cmd}");
     }
 }
@@ -105,7 +110,11 @@ fn compound_bodies_are_walked() {
 #[test]
 fn shell_dash_c_literals_are_parsed() {
     let f = fixture(BYPASS_RULES);
-    for cmd in ["bash -c 'rm -rf x'", "sh -lc \"rm x\"", "bash -o pipefail -c 'git log; rm x'"] {
+    for cmd in [
+        "bash -c 'rm -rf x'",
+        "sh -lc \"rm x\"",
+        "bash -o pipefail -c 'git log; rm x'",
+    ] {
         assert_eq!(f.bash(cmd), Action::Deny, "{cmd}");
     }
 }
@@ -153,7 +162,13 @@ fn redirections_are_file_writes() {
 #[test]
 fn opaque_commands_ask_under_a_default_allow() {
     let f = fixture(BYPASS_RULES);
-    for cmd in ["eval \"rm x\"", "$CMD x", "python3 -c 'import os'", "curl x | bash", "bash -c \"$X\""] {
+    for cmd in [
+        "eval \"rm x\"",
+        "$CMD x",
+        "python3 -c 'import os'",
+        "curl x | bash",
+        "bash -c \"$X\"",
+    ] {
         assert_eq!(f.bash(cmd), Action::Ask, "{cmd}");
     }
     let d = f.decide("bash", json!({"command": "$CMD x"}));
@@ -247,11 +262,17 @@ fn tool_names_match_case_insensitively_and_patterns_case_sensitively() {
 #[test]
 fn malformed_input_is_denied_whatever_the_rules() {
     let f = fixture("[permissions]\ndefault_action = \"allow\"\n");
-    assert_eq!(f.decide("bash", json!({"cmd": "ls"})).decision, Action::Deny);
+    assert_eq!(
+        f.decide("bash", json!({"cmd": "ls"})).decision,
+        Action::Deny
+    );
     assert_eq!(f.decide("read", json!({"path": 3})).decision, Action::Deny);
     // A search root is optional: the workspace itself.
     let d = f.decide("grep", json!({"pattern": "x"}));
-    assert_eq!((d.decision, d.subjects[0].subject.as_str()), (Action::Allow, "."));
+    assert_eq!(
+        (d.decision, d.subjects[0].subject.as_str()),
+        (Action::Allow, ".")
+    );
 }
 
 #[test]
@@ -293,7 +314,10 @@ action = "deny"
     );
     assert_eq!(f.bash("rm -rf build"), Action::Deny);
     assert_eq!(f.bash("ls"), Action::Allow);
-    let write = |p: &str| f.decide("file_write", json!({"path": p, "content": ""})).decision;
+    let write = |p: &str| {
+        f.decide("file_write", json!({"path": p, "content": ""}))
+            .decision
+    };
     assert_eq!(write("prod.env"), Action::Deny);
     assert_eq!(write("notes.md"), Action::Allow);
 }
@@ -317,10 +341,14 @@ action = "allow"
 "#,
     );
     assert_eq!(f.read("src/lib.rs"), Action::Allow);
-    assert_eq!(f.decide("grep", json!({"pattern": "x"})).decision, Action::Allow);
+    assert_eq!(
+        f.decide("grep", json!({"pattern": "x"})).decision,
+        Action::Allow
+    );
     assert_eq!(f.bash("ls"), Action::Deny);
     assert_eq!(
-        f.decide("file_write", json!({"path": "a", "content": ""})).decision,
+        f.decide("file_write", json!({"path": "a", "content": ""}))
+            .decision,
         Action::Deny
     );
 }
@@ -412,7 +440,11 @@ fn paths_resolve_relative_to_the_manifest_folder() {
     std::fs::create_dir_all(root.join("conf")).unwrap();
     std::fs::create_dir_all(root.join("work")).unwrap();
     let path = root.join("conf/pod.toml");
-    std::fs::write(&path, "[pod]\nworkspace = \"../work\"\n[skills]\ndirectories = [\"skills\"]\n").unwrap();
+    std::fs::write(
+        &path,
+        "[pod]\nworkspace = \"../work\"\n[skills]\ndirectories = [\"skills\"]\n",
+    )
+    .unwrap();
     let m = Manifest::load(&path).unwrap();
     assert_eq!(m.workspace, root.join("work"));
     assert_eq!(m.skill_dirs, vec![root.join("conf/skills")]);

@@ -89,21 +89,36 @@ async fn a_denied_call_does_not_run_and_the_turn_goes_on() {
     let (result, events) = run(&pod, "!rm -rf build").await;
 
     assert_eq!(result.stop_reason, StopReason::EndTurn);
-    assert!(f.ws.join("build/keep.txt").exists(), "the denied command ran");
+    assert!(
+        f.ws.join("build/keep.txt").exists(),
+        "the denied command ran"
+    );
     let results = tool_results(&pod.history());
     assert_eq!(results.len(), 1);
     let (_, is_error, content, denied_by) = &results[0];
     assert!(is_error);
     assert_eq!(*denied_by, Some(DeniedBy::Permission));
-    assert!(content.starts_with("permission denied: rule 1 (bash \"rm *\" deny) for bash `rm -rf build`"), "{content}");
+    assert!(
+        content
+            .starts_with("permission denied: rule 1 (bash \"rm *\" deny) for bash `rm -rf build`"),
+        "{content}"
+    );
     assert!(content.contains("Deleting files is not allowed in this workspace."));
     // The model got the denial and summarized it: the turn went on after the deny.
     let summary = pod.history().iter().rev().find_map(|i| match i {
         Item::AssistantText { text, .. } => Some(text.clone()),
         _ => None,
     });
-    assert!(summary.unwrap().starts_with("bash: error: permission denied"));
-    assert!(events.iter().any(|e| matches!(e, Event::TurnEnded { stop_reason: StopReason::EndTurn, .. })));
+    assert!(summary
+        .unwrap()
+        .starts_with("bash: error: permission denied"));
+    assert!(events.iter().any(|e| matches!(
+        e,
+        Event::TurnEnded {
+            stop_reason: StopReason::EndTurn,
+            ..
+        }
+    )));
     // The permission decision is in history, naming the rule.
     assert!(pod.history().iter().any(|i| matches!(i,
         Item::PermissionDecision { decision: pod::protocol::Action::Deny, by: pod::protocol::DecidedBy::Rule, subjects, .. }
@@ -195,7 +210,15 @@ action = "allow"
     // The ask was resolved by the client, once.
     let resolved: Vec<&Event> = events
         .iter()
-        .filter(|e| matches!(e, Event::PermissionResolved { by: ResolvedBy::Client, .. }))
+        .filter(|e| {
+            matches!(
+                e,
+                Event::PermissionResolved {
+                    by: ResolvedBy::Client,
+                    ..
+                }
+            )
+        })
         .collect();
     assert_eq!(resolved.len(), 1);
 }
@@ -254,7 +277,11 @@ action = "allow"
     assert_eq!(r[1].3, Some(DeniedBy::Approval));
     assert_eq!(r[1].2, "permission denied by the user: not now");
     assert_eq!(r[2].3, Some(DeniedBy::Scope));
-    assert!(r[2].2.starts_with("denied by scope: elsewhere.txt"), "{}", r[2].2);
+    assert!(
+        r[2].2.starts_with("denied by scope: elsewhere.txt"),
+        "{}",
+        r[2].2
+    );
     assert!(!f.ws.join("elsewhere.txt").exists());
     assert_eq!(r[3].3, None);
     assert!(f.ws.join("out/ok.txt").exists());
@@ -266,7 +293,9 @@ async fn an_ask_without_approver_fails_closed() {
     let f = fixture("[permissions]\ndefault_action = \"ask\"\n");
     let pod = Pod::open(f.manifest.clone(), PodOptions::default()).unwrap();
     let (_, events) = run(&pod, "!touch made").await;
-    assert!(!events.iter().any(|e| matches!(e, Event::PermissionRequest(_))));
+    assert!(!events
+        .iter()
+        .any(|e| matches!(e, Event::PermissionRequest(_))));
     let r = tool_results(&pod.history());
     assert_eq!(r[0].3, Some(DeniedBy::Permission));
     assert!(r[0].2.contains("approval required"), "{}", r[0].2);
@@ -307,7 +336,10 @@ async fn resume_after_a_torn_write_closes_orphans() {
     let log = std::fs::read_to_string(&path).unwrap();
     // Keep everything up to the tool call, then half of the result line: a crash mid-write.
     let lines: Vec<&str> = log.lines().collect();
-    let call_at = lines.iter().position(|l| l.contains("\"toolCall\"")).unwrap();
+    let call_at = lines
+        .iter()
+        .position(|l| l.contains("\"toolCall\""))
+        .unwrap();
     let mut torn = lines[..=call_at].join("\n");
     torn.push('\n');
     let result_line = lines[call_at + 1];
@@ -356,7 +388,8 @@ async fn session_grants_answer_later_asks_and_survive_resume() {
     let pod = Pod::open(f.manifest.clone(), options(&approvals)).unwrap();
     let answer = |pod: Arc<Pod>, approvals: Approvals, input: &'static str| async move {
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let turn = tokio::spawn(async move { pod.run(text(input), &tx, CancellationToken::new()).await });
+        let turn =
+            tokio::spawn(async move { pod.run(text(input), &tx, CancellationToken::new()).await });
         let mut events = Vec::new();
         while let Some(e) = rx.recv().await {
             if let Event::PermissionRequest(req) = &e {
@@ -370,13 +403,37 @@ async fn session_grants_answer_later_asks_and_survive_resume() {
         events
     };
     let first = answer(pod.clone(), approvals.clone(), "!echo hi").await;
-    assert_eq!(first.iter().filter(|e| matches!(e, Event::PermissionRequest(_))).count(), 1);
+    assert_eq!(
+        first
+            .iter()
+            .filter(|e| matches!(e, Event::PermissionRequest(_)))
+            .count(),
+        1
+    );
     let second = answer(pod.clone(), approvals.clone(), "!echo hi").await;
-    assert_eq!(second.iter().filter(|e| matches!(e, Event::PermissionRequest(_))).count(), 0);
-    assert!(second.iter().any(|e| matches!(e, Event::PermissionResolved { by: ResolvedBy::SessionGrant, .. })));
+    assert_eq!(
+        second
+            .iter()
+            .filter(|e| matches!(e, Event::PermissionRequest(_)))
+            .count(),
+        0
+    );
+    assert!(second.iter().any(|e| matches!(
+        e,
+        Event::PermissionResolved {
+            by: ResolvedBy::SessionGrant,
+            ..
+        }
+    )));
     // A different command still asks.
     let third = answer(pod.clone(), approvals.clone(), "!echo other").await;
-    assert_eq!(third.iter().filter(|e| matches!(e, Event::PermissionRequest(_))).count(), 1);
+    assert_eq!(
+        third
+            .iter()
+            .filter(|e| matches!(e, Event::PermissionRequest(_)))
+            .count(),
+        1
+    );
 
     let id = pod.session_id().to_string();
     drop(pod);
@@ -390,7 +447,13 @@ async fn session_grants_answer_later_asks_and_survive_resume() {
     )
     .unwrap();
     let after = answer(resumed, approvals, "!echo hi").await;
-    assert_eq!(after.iter().filter(|e| matches!(e, Event::PermissionRequest(_))).count(), 0);
+    assert_eq!(
+        after
+            .iter()
+            .filter(|e| matches!(e, Event::PermissionRequest(_)))
+            .count(),
+        0
+    );
 }
 
 /// Cancel while a call waits for approval: the request resolves by cancel, the call gets a
@@ -416,16 +479,33 @@ async fn cancel_resolves_pending_asks_and_closes_every_call() {
     let mut events = Vec::new();
     while let Some(e) = rx.recv().await {
         if matches!(e, Event::PermissionRequest(_))
-            && events.iter().filter(|e| matches!(e, Event::PermissionRequest(_))).count() == 1
+            && events
+                .iter()
+                .filter(|e| matches!(e, Event::PermissionRequest(_)))
+                .count()
+                == 1
         {
             cancel.cancel();
         }
         events.push(e);
     }
-    let result = tokio::time::timeout(Duration::from_secs(5), turn).await.unwrap().unwrap().unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(5), turn)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
     assert_eq!(result.stop_reason, StopReason::Cancelled);
     assert_eq!(
-        events.iter().filter(|e| matches!(e, Event::PermissionResolved { by: ResolvedBy::Cancel, .. })).count(),
+        events
+            .iter()
+            .filter(|e| matches!(
+                e,
+                Event::PermissionResolved {
+                    by: ResolvedBy::Cancel,
+                    ..
+                }
+            ))
+            .count(),
         2
     );
     let r = tool_results(&pod.history());
@@ -445,8 +525,16 @@ async fn max_steps_ends_the_turn() {
         "[[step]]\ncalls = [{ tool = \"bash\", input = { command = \"true\" } }]\n".repeat(5),
     )
     .unwrap();
-    std::fs::write(ws.join("pod.toml"), "[pod]\nmax_steps = 3\n[model]\nscenario = \"scenario.toml\"\n").unwrap();
-    let pod = Pod::open(Manifest::load(&ws.join("pod.toml")).unwrap(), PodOptions::default()).unwrap();
+    std::fs::write(
+        ws.join("pod.toml"),
+        "[pod]\nmax_steps = 3\n[model]\nscenario = \"scenario.toml\"\n",
+    )
+    .unwrap();
+    let pod = Pod::open(
+        Manifest::load(&ws.join("pod.toml")).unwrap(),
+        PodOptions::default(),
+    )
+    .unwrap();
     let (result, _) = run(&pod, "go").await;
     assert_eq!(result.stop_reason, StopReason::MaxSteps);
     assert_eq!(tool_results(&pod.history()).len(), 3);

@@ -149,9 +149,7 @@ impl Manifest {
             .map(|s| s.writable)
             .unwrap_or_else(|| vec![".".into()])
             .iter()
-            .map(|w| {
-                crate::permission::path::resolve_in(&workspace, Path::new(w))
-            })
+            .map(|w| crate::permission::path::resolve_in(&workspace, Path::new(w)))
             .collect();
 
         let (permissions, permissions_line) = match raw.permissions {

@@ -66,7 +66,9 @@ pub fn resolve_in(base: &Path, path: &Path) -> PathBuf {
                     None
                 } else {
                     match std::fs::symlink_metadata(&candidate) {
-                        Ok(meta) if meta.file_type().is_symlink() => std::fs::read_link(&candidate).ok(),
+                        Ok(meta) if meta.file_type().is_symlink() => {
+                            std::fs::read_link(&candidate).ok()
+                        }
                         Ok(_) => None,
                         Err(_) => {
                             missing = true;
