@@ -1,4 +1,7 @@
-//! `pod serve`: JSON-RPC 2.0 over stdio. (Placeholder until the server lands.)
+//! `pod serve`: JSON-RPC 2.0 over stdio.
+
+pub mod dispatch;
+pub mod transport;
 
 use std::path::Path;
 
