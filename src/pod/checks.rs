@@ -68,7 +68,7 @@ pub(super) fn denied_text(decision: &Decision, default: Option<Action>) -> Strin
         .collect();
     let mut text = format!("permission denied: {}", parts.join("; "));
     for m in messages {
-        text.push_str("\n");
+        text.push('\n');
         text.push_str(m);
     }
     text
