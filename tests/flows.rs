@@ -381,3 +381,24 @@ fn resume_reports_resumed_keeps_history_and_session_grants() {
         .any(|e| e["type"] == "permissionResolved" && e["by"] == "session_grant"));
     check_event_rules(&pod.events, true);
 }
+
+#[test]
+fn shutdown_while_pending_answers_first_then_resolves_and_exits() {
+    let ws = Workspace::new(300);
+    let (mut pod, _) = start(&ws, true);
+    let run = pod.start("run", text("!touch never.txt"));
+    pod.wait_event_type("permissionRequest");
+    let shutdown = pod.start("shutdown", json!({}));
+    assert_eq!(pod.response(&json!(shutdown))["result"], json!({}));
+    let resolved = pod.wait_event_type("permissionResolved");
+    assert_eq!(
+        (resolved["decision"].clone(), resolved["by"].clone()),
+        (json!("deny"), json!("shutdown"))
+    );
+    let response = pod.response(&json!(run));
+    assert_eq!(response["result"]["stopReason"], "cancelled");
+    assert!(pod.wait_exit(Duration::from_secs(2)).success());
+    let log = common::read(&ws.session_logs()[0]);
+    assert!(log.contains("\"shutdown\""), "{log}");
+    check_event_rules(&pod.events, true);
+}

@@ -131,3 +131,58 @@ async fn handle(dispatcher: &Dispatcher, frame: Frame, max: usize) {
         Frame::BadHeader(why) => dispatcher.reject(PARSE_ERROR, &format!("parse error: {why}")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    #[tokio::test]
+    async fn serves_in_memory_and_exits_zero_at_eof() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pod.toml");
+        std::fs::write(
+            &path,
+            "[pod]\nname = \"t\"\n[model]\nprovider = \"offline\"\n",
+        )
+        .unwrap();
+        let manifest = Manifest::load(&path).unwrap();
+        let (client, server) = tokio::io::duplex(64 * 1024);
+        let (server_read, server_write) = tokio::io::split(server);
+        let served = tokio::spawn(serve(server_read, server_write, manifest, None, 4096));
+        let (client_read, mut client_write) = tokio::io::split(client);
+        client_write
+            .write_all(
+                concat!(
+                    r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#,
+                    "\n",
+                    r#"{"jsonrpc":"2.0","id":2,"method":"run","params":{"input":[{"type":"text","text":"hi"}]}}"#,
+                    "\n"
+                )
+                .as_bytes(),
+            )
+            .await
+            .unwrap();
+        let mut lines = BufReader::new(client_read).lines();
+        let mut kinds = Vec::new();
+        while let Some(line) = lines.next_line().await.unwrap() {
+            let v: Value = serde_json::from_str(&line).unwrap();
+            kinds.push(
+                v["params"]["type"]
+                    .as_str()
+                    .map(String::from)
+                    .unwrap_or(v["id"].to_string()),
+            );
+            if v["id"] == 2 {
+                assert_eq!(v["result"]["stopReason"], "end_turn");
+                break;
+            }
+        }
+        assert_eq!(kinds.first().map(String::as_str), Some("1"));
+        assert_eq!(&kinds[kinds.len() - 3..], ["turnEnded", "status", "2"]);
+        client_write.shutdown().await.unwrap();
+        let code = tokio::time::timeout(Duration::from_secs(5), served).await;
+        assert_eq!(code.unwrap().unwrap(), 0);
+    }
+}
