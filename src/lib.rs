@@ -6,6 +6,7 @@
 //! turn. See `docs/architecture.md`.
 
 pub mod cli;
+pub mod client;
 pub mod hooks;
 pub mod logging;
 pub mod manifest;

@@ -39,6 +39,15 @@ impl Turn<'_> {
     }
 }
 
+/// Clears the pod's `turn_running` flag when the turn ends, normally or by panic.
+struct RunningGuard<'a>(&'a Pod);
+
+impl Drop for RunningGuard<'_> {
+    fn drop(&mut self) {
+        self.0.state().turn_running = false;
+    }
+}
+
 /// A call's outcome, committed in call order.
 struct Outcome {
     output: ToolOutput,
@@ -80,6 +89,8 @@ impl Pod {
             }
             state.turn_running = true;
         }
+        // Clears `turn_running` even if the turn panics, so the pod can run the next turn.
+        let _running = RunningGuard(self);
         let turn = Turn {
             id: format!("turn_{}", uuid::Uuid::new_v4().simple()),
             events,
@@ -453,7 +464,10 @@ impl Pod {
                 None => std::future::pending().await,
             }
         };
+        // Biased: an answer already delivered (e.g. `disconnect` just before the turn is
+        // cancelled) wins over a cancel that became ready at the same time.
         let settled: Result<Answer, ResolvedBy> = tokio::select! {
+            biased;
             answer = answer => answer.map_err(|_| ResolvedBy::Disconnect),
             () = sleep => Err(ResolvedBy::Timeout),
             () = turn.cancel.cancelled() => Err(ResolvedBy::Cancel),

@@ -1,13 +1,188 @@
-//! `pod serve`: JSON-RPC 2.0 over stdio. (Placeholder until the server lands.)
+//! `pod serve`: the pod's JSON-RPC 2.0 server on stdin/stdout (`shared/spec/protocol.md`).
+//!
+//! Data flows: [`transport`] (framing, the one stdout writer) -> [`dispatch`] (JSON-RPC
+//! classification, calls on a jsonrpsee method table) -> [`methods`] (the six methods) ->
+//! [`connection`] (lifecycle) and the [`Pod`](crate::pod::Pod); a `run` drives its turn through
+//! [`turn`], whose events go back out through the same writer.
+//!
+//! Invariants: stdout is written only by the transport's writer; a `run` response follows the
+//! turn's last event; stdin EOF and `shutdown` both end with pending requests resolved, the turn
+//! cancelled, the session log flushed and exit code 0.
+
+pub mod connection;
+pub mod dispatch;
+pub mod error;
+pub mod methods;
+pub mod params;
+pub mod transport;
+pub mod turn;
 
 use std::path::Path;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use crate::manifest::Manifest;
+use crate::protocol::{ResolvedBy, INVALID_REQUEST, PARSE_ERROR};
+use connection::Connection;
+use dispatch::Dispatcher;
+use transport::Frame;
 
 /// Default largest accepted message: 16 MiB.
 pub const DEFAULT_MAX_MESSAGE: usize = 16 * 1024 * 1024;
 
-/// Runs the server until stdin closes or `shutdown`; returns the process exit code.
+/// How long the running turn and in-flight answers get to finish at exit. Together with
+/// [`WRITER_BUDGET`] this keeps "stdin EOF -> exit" under one second.
+const WIND_DOWN_BUDGET: Duration = Duration::from_millis(600);
+const WRITER_BUDGET: Duration = Duration::from_millis(200);
+
+/// Runs the server until stdin closes or `shutdown`; returns the process exit code. A manifest
+/// that does not load is reported on stderr (exit 1) before any protocol traffic.
 pub fn main(manifest: &Path, resume: Option<String>, max_message_bytes: usize) -> u8 {
-    let _ = (manifest, resume, max_message_bytes);
-    eprintln!("pod serve: not built yet");
-    1
+    let manifest = match Manifest::load(manifest) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("{e}");
+            return 1;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("pod serve: cannot start the async runtime: {e}");
+            return 1;
+        }
+    };
+    let code = runtime.block_on(serve(
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        manifest,
+        resume,
+        max_message_bytes,
+    ));
+    // The blocking stdin read may still be parked after `shutdown`; do not wait for it.
+    runtime.shutdown_timeout(Duration::from_millis(50));
+    code
+}
+
+/// Serves one client on `input` / `output` (stdin / stdout, or in-memory pipes in tests).
+pub async fn serve<R, W>(
+    input: R,
+    output: W,
+    manifest: Manifest,
+    resume: Option<String>,
+    max_message_bytes: usize,
+) -> u8
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let transport = transport::start(input, output, max_message_bytes);
+    let conn = Connection::new(manifest, resume, transport.outbox.clone());
+    let dispatcher = Dispatcher::new(methods::module(conn.clone()), transport.outbox.clone());
+    let mut frames = transport.frames;
+    let mut end = ResolvedBy::Disconnect;
+    while let Some(frame) = frames.recv().await {
+        handle(&dispatcher, frame, max_message_bytes).await;
+        if conn.is_shutting_down() {
+            end = ResolvedBy::Shutdown;
+            break;
+        }
+    }
+    tracing::info!("closing ({end:?})");
+    let wind_down = async {
+        conn.close(end);
+        dispatcher.tracker().close();
+        if tokio::time::timeout(WIND_DOWN_BUDGET, dispatcher.tracker().wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("the turn did not end within {WIND_DOWN_BUDGET:?}");
+        }
+        conn.flush();
+    };
+    tokio::pin!(wind_down);
+    // After `shutdown` the client may still send: every request gets -32005 until exit.
+    let mut reading = end == ResolvedBy::Shutdown;
+    loop {
+        tokio::select! {
+            () = &mut wind_down => break,
+            frame = frames.recv(), if reading => match frame {
+                Some(frame) => handle(&dispatcher, frame, max_message_bytes).await,
+                None => reading = false,
+            },
+        }
+    }
+    transport.writer.finish(WRITER_BUDGET).await;
+    0
+}
+
+async fn handle(dispatcher: &Dispatcher, frame: Frame, max: usize) {
+    match frame {
+        Frame::Message(text) => dispatcher.handle(&text).await,
+        Frame::TooLarge => dispatcher.reject(
+            INVALID_REQUEST,
+            &format!("invalid request: message larger than {max} bytes"),
+        ),
+        Frame::InvalidUtf8 => dispatcher.reject(PARSE_ERROR, "parse error: message is not UTF-8"),
+        Frame::BadHeader(why) => dispatcher.reject(PARSE_ERROR, &format!("parse error: {why}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    #[tokio::test]
+    async fn serves_in_memory_and_exits_zero_at_eof() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pod.toml");
+        std::fs::write(
+            &path,
+            "[pod]\nname = \"t\"\n[model]\nprovider = \"offline\"\n",
+        )
+        .unwrap();
+        let manifest = Manifest::load(&path).unwrap();
+        let (client, server) = tokio::io::duplex(64 * 1024);
+        let (server_read, server_write) = tokio::io::split(server);
+        let served = tokio::spawn(serve(server_read, server_write, manifest, None, 4096));
+        let (client_read, mut client_write) = tokio::io::split(client);
+        client_write
+            .write_all(
+                concat!(
+                    r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#,
+                    "\n",
+                    r#"{"jsonrpc":"2.0","id":2,"method":"run","params":{"input":[{"type":"text","text":"hi"}]}}"#,
+                    "\n"
+                )
+                .as_bytes(),
+            )
+            .await
+            .unwrap();
+        let mut lines = BufReader::new(client_read).lines();
+        let mut kinds = Vec::new();
+        while let Some(line) = lines.next_line().await.unwrap() {
+            let v: Value = serde_json::from_str(&line).unwrap();
+            kinds.push(
+                v["params"]["type"]
+                    .as_str()
+                    .map(String::from)
+                    .unwrap_or(v["id"].to_string()),
+            );
+            if v["id"] == 2 {
+                assert_eq!(v["result"]["stopReason"], "end_turn");
+                break;
+            }
+        }
+        assert_eq!(kinds.first().map(String::as_str), Some("1"));
+        assert_eq!(&kinds[kinds.len() - 3..], ["turnEnded", "status", "2"]);
+        client_write.shutdown().await.unwrap();
+        let code = tokio::time::timeout(Duration::from_secs(5), served).await;
+        assert_eq!(code.unwrap().unwrap(), 0);
+    }
 }

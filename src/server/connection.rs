@@ -1,0 +1,155 @@
+//! The state of one client connection: initialized or not, the pod once opened, the running
+//! turn's cancel token, and whether `shutdown` was called.
+//!
+//! Owns: the lifecycle rules of `protocol.md` (`-32001` before `initialize`, `-32002` on a second
+//! one, `-32003` while a turn runs, `-32005` after `shutdown`) and closing everything down on
+//! shutdown or disconnect.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio_util::sync::CancellationToken;
+
+use super::error::MethodError;
+use super::transport::Outbox;
+use crate::manifest::Manifest;
+use crate::pod::{Approvals, Approver, Pod, PodOptions};
+use crate::protocol::ResolvedBy;
+
+/// The pod of an initialized connection and, when the client approves, its pending requests.
+#[derive(Clone)]
+pub struct Opened {
+    pub pod: Arc<Pod>,
+    pub approvals: Option<Approvals>,
+}
+
+pub struct Connection {
+    manifest: Manifest,
+    resume: Option<String>,
+    out: Outbox,
+    opened: Mutex<Option<Opened>>,
+    turn: Mutex<Option<CancellationToken>>,
+    shutting_down: AtomicBool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Poisoning means a panic elsewhere; the guarded values stay meaningful.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Connection {
+    pub fn new(manifest: Manifest, resume: Option<String>, out: Outbox) -> Arc<Connection> {
+        Arc::new(Connection {
+            manifest,
+            resume,
+            out,
+            opened: Mutex::new(None),
+            turn: Mutex::new(None),
+            shutting_down: AtomicBool::new(false),
+        })
+    }
+
+    pub fn outbox(&self) -> &Outbox {
+        &self.out
+    }
+
+    fn check_not_shutting_down(&self) -> Result<(), MethodError> {
+        if self.shutting_down.load(Ordering::SeqCst) {
+            return Err(MethodError::ShuttingDown);
+        }
+        Ok(())
+    }
+
+    /// The pod, for every method but `initialize`.
+    pub fn opened(&self) -> Result<Opened, MethodError> {
+        self.check_not_shutting_down()?;
+        lock(&self.opened)
+            .clone()
+            .ok_or(MethodError::NotInitialized)
+    }
+
+    /// Fails unless `initialize` may run now.
+    pub fn check_can_initialize(&self) -> Result<(), MethodError> {
+        self.check_not_shutting_down()?;
+        if lock(&self.opened).is_some() {
+            return Err(MethodError::AlreadyInitialized);
+        }
+        Ok(())
+    }
+
+    /// Opens the pod (new or resumed session). `approval`: the client answers asks.
+    pub fn open(&self, approval: bool) -> Result<Opened, MethodError> {
+        self.check_can_initialize()?;
+        let approvals = approval.then(Approvals::new);
+        let approver = match &approvals {
+            Some(a) => Approver::Client(a.clone()),
+            None => Approver::FailClosed,
+        };
+        let options = PodOptions {
+            resume: self.resume.clone(),
+            approver,
+        };
+        let pod = Pod::open(self.manifest.clone(), options)
+            .map_err(|e| MethodError::Internal(format!("cannot open the pod: {e}")))?;
+        let opened = Opened { pod, approvals };
+        *lock(&self.opened) = Some(opened.clone());
+        Ok(opened)
+    }
+
+    /// Claims the turn slot; the token cancels the turn.
+    pub fn begin_turn(&self) -> Result<CancellationToken, MethodError> {
+        let mut turn = lock(&self.turn);
+        if turn.is_some() {
+            return Err(MethodError::TurnInProgress);
+        }
+        let token = CancellationToken::new();
+        *turn = Some(token.clone());
+        Ok(token)
+    }
+
+    pub fn end_turn(&self) {
+        *lock(&self.turn) = None;
+    }
+
+    /// Cancels the running turn; false when none runs.
+    pub fn cancel_turn(&self) -> bool {
+        match lock(&self.turn).as_ref() {
+            Some(token) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// After this, every request is answered `-32005`.
+    pub fn begin_shutdown(&self) {
+        self.shutting_down.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::SeqCst)
+    }
+
+    /// Resolves every pending permission request as denied by `by` (later ones at once) and
+    /// cancels the running turn.
+    pub fn close(&self, by: ResolvedBy) {
+        if let Some(approvals) = lock(&self.opened)
+            .as_ref()
+            .and_then(|o| o.approvals.clone())
+        {
+            approvals.close(by);
+        }
+        self.cancel_turn();
+    }
+
+    /// Flushes the session log (before exit).
+    pub fn flush(&self) {
+        let opened = lock(&self.opened).clone();
+        if let Some(opened) = opened {
+            if let Err(e) = opened.pod.flush() {
+                tracing::error!("session log: {e}");
+            }
+        }
+    }
+}

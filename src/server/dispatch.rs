@@ -1,0 +1,507 @@
+//! JSON-RPC 2.0 message handling on top of a `jsonrpsee` [`Methods`] table.
+//!
+//! Owns: classifying each incoming text (parse error, invalid request, notification, batch,
+//! request), calling the registered method with the request's params, echoing the client's id
+//! exactly (strings, numbers of any size), and the order rule: a request is started only after the
+//! one before it has finished, or has *detached* (see [`detach`]): `run` detaches once its turn
+//! is under way, so `cancel` and `permissionReply` are served while it runs.
+//!
+//! Must not touch: method semantics (the `methods` module) and bytes (the `transport`). jsonrpsee
+//! ships no stdio server and its `raw_json_request` takes neither notifications nor batches, so
+//! this thin layer is ours.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex};
+
+use futures::FutureExt;
+use jsonrpsee::types::{Id, Params};
+use jsonrpsee::{ConnectionId, Extensions, MethodCallback, Methods};
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tokio_util::task::TaskTracker;
+
+use super::transport::Outbox;
+use crate::protocol::{INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR};
+
+/// How a started call let the dispatcher go on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Started {
+    Done,
+    Detached,
+}
+
+/// Put in each call's [`Extensions`]; fired once, by [`detach`] or when the call ends.
+#[derive(Clone)]
+struct Detach(Arc<Mutex<Option<oneshot::Sender<Started>>>>);
+
+impl Detach {
+    fn fire(&self, how: Started) {
+        let sender = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(tx) = sender {
+            let _ = tx.send(how);
+        }
+    }
+}
+
+/// Called by a long-running method (`run`) once the state change that later requests must see has
+/// happened: the dispatcher then serves the next message while this call goes on.
+pub fn detach(extensions: &Extensions) {
+    if let Some(d) = extensions.get::<Detach>() {
+        d.fire(Started::Detached);
+    }
+}
+
+/// A JSON-RPC error response text.
+pub fn error_response(id: Option<&RawValue>, code: i32, message: &str) -> String {
+    let error = serde_json::json!({ "code": code, "message": message });
+    let id = id.map(RawValue::get).unwrap_or("null");
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{error}}}"#)
+}
+
+/// Deserializes a member that is present, even when it is `null` (plain `Option` would read a
+/// `null` id as absent, turning a request into a notification).
+fn present<'de, D: Deserializer<'de>>(de: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(de).map(Some)
+}
+
+/// The members of a request object we look at; others are ignored.
+#[derive(Deserialize)]
+struct RawRequest<'a> {
+    #[serde(borrow, default, deserialize_with = "present")]
+    jsonrpc: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    method: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    params: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+}
+
+/// One message (or batch element), classified.
+enum Entry<'a> {
+    Invalid {
+        id: Option<&'a RawValue>,
+        message: String,
+    },
+    Notification {
+        method: String,
+        params: Option<&'a RawValue>,
+    },
+    Request {
+        id: &'a RawValue,
+        method: String,
+        params: Option<&'a RawValue>,
+    },
+}
+
+fn first_byte(raw: &RawValue) -> u8 {
+    raw.get().bytes().next().unwrap_or(b' ')
+}
+
+fn classify(raw: &RawValue) -> Entry<'_> {
+    let invalid = |id, message: &str| Entry::Invalid {
+        id,
+        message: format!("invalid request: {message}"),
+    };
+    if first_byte(raw) != b'{' {
+        return invalid(None, "not an object");
+    }
+    let Ok(req) = serde_json::from_str::<RawRequest>(raw.get()) else {
+        return invalid(None, "not an object");
+    };
+    // A usable id is echoed even when the rest is invalid; any other id reads as null.
+    let id = req
+        .id
+        .filter(|id| matches!(first_byte(id), b'"' | b'-' | b'0'..=b'9' | b'n'));
+    if req.id.is_some() && id.is_none() {
+        return invalid(None, "id must be a string, a number or null");
+    }
+    match req.jsonrpc.map(|v| serde_json::from_str::<&str>(v.get())) {
+        Some(Ok("2.0")) => {}
+        _ => return invalid(id, "jsonrpc must be \"2.0\""),
+    }
+    let method = match req.method.map(|m| serde_json::from_str::<String>(m.get())) {
+        Some(Ok(m)) => m,
+        _ => return invalid(id, "method must be a string"),
+    };
+    if let Some(p) = req.params {
+        if !matches!(first_byte(p), b'{' | b'[') {
+            return invalid(id, "params must be an object or an array");
+        }
+    }
+    match id {
+        Some(id) => Entry::Request {
+            id,
+            method,
+            params: req.params,
+        },
+        None => Entry::Notification {
+            method,
+            params: req.params,
+        },
+    }
+}
+
+/// The response text for a method's answer, with the client's id put back.
+fn render(id: &RawValue, answer: &RawValue) -> String {
+    #[derive(Deserialize)]
+    struct Body<'a> {
+        #[serde(borrow, default, deserialize_with = "present")]
+        result: Option<&'a RawValue>,
+        #[serde(borrow, default, deserialize_with = "present")]
+        error: Option<&'a RawValue>,
+    }
+    let id = id.get();
+    match serde_json::from_str::<Body>(answer.get()) {
+        Ok(Body {
+            result: Some(r), ..
+        }) => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{}}}"#, r.get()),
+        Ok(Body { error: Some(e), .. }) => {
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{}}}"#, e.get())
+        }
+        _ => format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32603,"message":"internal error: malformed method answer"}}}}"#
+        ),
+    }
+}
+
+/// A batch element's answer: known at once, or when its call ends (`None`: a notification).
+enum Answer {
+    Now(String),
+    Later(JoinHandle<Option<String>>),
+}
+
+/// Classifies messages and runs requests on a method table; answers go to an [`Outbox`].
+pub struct Dispatcher {
+    methods: Methods,
+    out: Outbox,
+    tracker: TaskTracker,
+}
+
+impl Dispatcher {
+    pub fn new(methods: impl Into<Methods>, out: Outbox) -> Dispatcher {
+        Dispatcher {
+            methods: methods.into(),
+            out,
+            tracker: TaskTracker::new(),
+        }
+    }
+
+    /// Every call still running (a detached `run`, a batch waiting for it).
+    pub fn tracker(&self) -> &TaskTracker {
+        &self.tracker
+    }
+
+    /// Answers a message the transport could not hand over (too large, not UTF-8, bad header).
+    pub fn reject(&self, code: i32, message: &str) {
+        self.out.send(error_response(None, code, message));
+    }
+
+    /// Handles one incoming message. Returns once it is answered or its call has detached.
+    pub async fn handle(&self, text: &str) {
+        let raw = match serde_json::from_str::<&RawValue>(text) {
+            Ok(raw) => raw,
+            Err(e) => return self.reject(PARSE_ERROR, &format!("parse error: {e}")),
+        };
+        if first_byte(raw) == b'[' {
+            return self.batch(raw).await;
+        }
+        match classify(raw) {
+            Entry::Invalid { id, message } => {
+                self.out.send(error_response(id, INVALID_REQUEST, &message))
+            }
+            Entry::Notification { method, params } => {
+                if let Some((started, _)) = self.start(&method, params, None, false) {
+                    let _ = started.await;
+                }
+            }
+            Entry::Request { id, method, params } => {
+                match self.start(&method, params, Some(id), true) {
+                    Some((started, _)) => {
+                        let _ = started.await;
+                    }
+                    None => self.out.send(method_not_found(id, &method)),
+                }
+            }
+        }
+    }
+
+    async fn batch(&self, raw: &RawValue) {
+        let elements: Vec<&RawValue> = match serde_json::from_str(raw.get()) {
+            Ok(e) => e,
+            Err(e) => return self.reject(PARSE_ERROR, &format!("parse error: {e}")),
+        };
+        if elements.is_empty() {
+            return self.reject(INVALID_REQUEST, "invalid request: empty batch");
+        }
+        let mut answers: Vec<Answer> = Vec::new();
+        let mut detached = false;
+        for element in elements {
+            let answer = match classify(element) {
+                Entry::Invalid { id, message } => {
+                    Some(error_response(id, INVALID_REQUEST, &message))
+                }
+                Entry::Notification { method, params } => {
+                    if let Some((started, task)) = self.start(&method, params, None, false) {
+                        detached |= started.await == Ok(Started::Detached);
+                        answers.push(Answer::Later(task));
+                    }
+                    None
+                }
+                Entry::Request { id, method, params } => {
+                    match self.start(&method, params, Some(id), false) {
+                        Some((started, task)) => {
+                            detached |= started.await == Ok(Started::Detached);
+                            answers.push(Answer::Later(task));
+                            None
+                        }
+                        None => Some(method_not_found(id, &method)),
+                    }
+                }
+            };
+            answers.extend(answer.map(Answer::Now));
+        }
+        let out = self.out.clone();
+        let collect = async move {
+            let mut texts = Vec::new();
+            for answer in answers {
+                match answer {
+                    Answer::Now(text) => texts.push(text),
+                    Answer::Later(task) => texts.extend(task.await.ok().flatten()),
+                }
+            }
+            // An all-notification batch gets no output at all.
+            if !texts.is_empty() {
+                out.send(format!("[{}]", texts.join(",")));
+            }
+        };
+        if detached {
+            self.tracker.spawn(collect);
+        } else {
+            collect.await;
+        }
+    }
+
+    /// Starts a call. `None` when no such method exists. With `send`, the task writes the answer
+    /// itself before reporting `Done`; otherwise it returns the text (none for a notification).
+    fn start(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        id: Option<&RawValue>,
+        send: bool,
+    ) -> Option<(oneshot::Receiver<Started>, JoinHandle<Option<String>>)> {
+        let (tx, started) = oneshot::channel();
+        let detach = Detach(Arc::new(Mutex::new(Some(tx))));
+        let mut extensions = Extensions::new();
+        extensions.insert(detach.clone());
+        let params = Params::new(params.map(RawValue::get)).into_owned();
+        let call = match self.methods.method(method)? {
+            MethodCallback::Async(cb) => cb(
+                Id::Number(0),
+                params,
+                ConnectionId(0),
+                usize::MAX,
+                extensions,
+            ),
+            MethodCallback::Sync(cb) => {
+                let response = cb(Id::Number(0), params, usize::MAX, extensions);
+                Box::pin(async move { response })
+            }
+            MethodCallback::Subscription(_) | MethodCallback::Unsubscription(_) => return None,
+        };
+        let id = id.map(RawValue::to_owned);
+        let out = self.out.clone();
+        let task = self.tracker.spawn(async move {
+            let text = match AssertUnwindSafe(call).catch_unwind().await {
+                Ok(response) => id.map(|id| render(&id, response.as_json())),
+                Err(_) => {
+                    tracing::error!("method panicked");
+                    id.map(|id| error_response(Some(&id), INTERNAL_ERROR, "internal error"))
+                }
+            };
+            if send {
+                if let Some(text) = &text {
+                    out.send(text.clone());
+                }
+            }
+            detach.fire(Started::Done);
+            text
+        });
+        Some((started, task))
+    }
+}
+
+fn method_not_found(id: &RawValue, method: &str) -> String {
+    error_response(
+        Some(id),
+        METHOD_NOT_FOUND,
+        &format!("method not found: {method}"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jsonrpsee::RpcModule;
+    use serde_json::{json, Value};
+    use tokio::sync::mpsc::UnboundedReceiver;
+
+    fn dispatcher() -> (Dispatcher, UnboundedReceiver<String>) {
+        let mut module = RpcModule::new(());
+        module
+            .register_method("subtract", |params, _, _| {
+                let [a, b]: [i64; 2] = params.parse().unwrap_or([0, 0]);
+                a - b
+            })
+            .unwrap();
+        module
+            .register_async_method("slow", |_, _, ext| async move {
+                detach(&ext);
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                "slow done"
+            })
+            .unwrap();
+        let (out, rx) = Outbox::channel();
+        (Dispatcher::new(module, out), rx)
+    }
+
+    async fn exchange(text: &str) -> Vec<Value> {
+        let (d, mut rx) = dispatcher();
+        d.handle(text).await;
+        d.tracker.close();
+        d.tracker.wait().await;
+        drop(d);
+        let mut out = Vec::new();
+        while let Some(t) = rx.recv().await {
+            out.push(serde_json::from_str(&t).unwrap());
+        }
+        out
+    }
+
+    fn err(id: Value, code: i32) -> (Value, i64) {
+        (id, code as i64)
+    }
+
+    fn codes(v: &Value) -> (Value, i64) {
+        (v["id"].clone(), v["error"]["code"].as_i64().unwrap_or(0))
+    }
+
+    #[tokio::test]
+    async fn requests_echo_their_id_exactly() {
+        let out =
+            exchange(r#"{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":"a1"}"#).await;
+        assert_eq!(out, vec![json!({"jsonrpc":"2.0","id":"a1","result":19})]);
+        let (d, mut rx) = dispatcher();
+        d.handle(r#"{"jsonrpc":"2.0","method":"subtract","params":[1,1],"id":123456789012345678901234567890}"#)
+            .await;
+        assert_eq!(
+            rx.recv().await.unwrap(),
+            r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"result":0}"#
+        );
+    }
+
+    #[tokio::test]
+    async fn malformed_messages_get_the_standard_errors() {
+        let cases = [
+            (
+                r#"{"jsonrpc":"2.0","method":"foobar,"params":"bar","baz]"#,
+                err(json!(null), PARSE_ERROR),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","method":1,"params":"bar"}"#,
+                err(json!(null), INVALID_REQUEST),
+            ),
+            (
+                r#"{"method":"subtract","id":1}"#,
+                err(json!(1), INVALID_REQUEST),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","method":"subtract","id":{"a":1}}"#,
+                err(json!(null), INVALID_REQUEST),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","method":"subtract","params":5,"id":2}"#,
+                err(json!(2), INVALID_REQUEST),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","method":"foobar","id":"1"}"#,
+                err(json!("1"), METHOD_NOT_FOUND),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","method":"foobar","id":null}"#,
+                err(json!(null), METHOD_NOT_FOUND),
+            ),
+            ("[]", err(json!(null), INVALID_REQUEST)),
+            ("17", err(json!(null), INVALID_REQUEST)),
+        ];
+        for (text, want) in cases {
+            let out = exchange(text).await;
+            assert_eq!(out.len(), 1, "{text}");
+            assert_eq!(codes(&out[0]), want, "{text}");
+        }
+    }
+
+    #[tokio::test]
+    async fn notifications_get_nothing() {
+        assert!(
+            exchange(r#"{"jsonrpc":"2.0","method":"subtract","params":[1,2]}"#)
+                .await
+                .is_empty()
+        );
+        assert!(exchange(r#"{"jsonrpc":"2.0","method":"nope"}"#)
+            .await
+            .is_empty());
+        assert!(exchange(r#"[{"jsonrpc":"2.0","method":"subtract","params":[1,2]},{"jsonrpc":"2.0","method":"nope"}]"#).await.is_empty());
+    }
+
+    #[tokio::test]
+    async fn batches_answer_each_request_in_order() {
+        let out = exchange(
+            r#"[{"jsonrpc":"2.0","method":"subtract","params":[5,1],"id":"1"},
+                {"jsonrpc":"2.0","method":"subtract","params":[7]},
+                {"foo":"boo"},
+                {"jsonrpc":"2.0","method":"foo.get","params":{"name":"myself"},"id":"5"},
+                1]"#,
+        )
+        .await;
+        assert_eq!(out.len(), 1);
+        let items = out[0].as_array().unwrap();
+        let got: Vec<_> = items
+            .iter()
+            .map(|v| {
+                (
+                    v["id"].clone(),
+                    v.get("result").cloned(),
+                    v["error"]["code"].as_i64(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (json!("1"), Some(json!(4)), None),
+                (json!(null), None, Some(-32600)),
+                (json!("5"), None, Some(-32601)),
+                (json!(null), None, Some(-32600)),
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_detached_call_lets_the_next_message_through_first() {
+        let (d, mut rx) = dispatcher();
+        d.handle(r#"{"jsonrpc":"2.0","method":"slow","id":1}"#)
+            .await;
+        d.handle(r#"{"jsonrpc":"2.0","method":"subtract","params":[2,1],"id":2}"#)
+            .await;
+        let first: Value = serde_json::from_str(&rx.recv().await.unwrap()).unwrap();
+        let second: Value = serde_json::from_str(&rx.recv().await.unwrap()).unwrap();
+        assert_eq!(
+            (first["id"].clone(), second["id"].clone()),
+            (json!(2), json!(1))
+        );
+    }
+}

@@ -1,0 +1,198 @@
+//! Running one turn in its own task and streaming its events to the client.
+//!
+//! Owns: the order rule between a turn's events and its `run` response (the response is produced
+//! only after the turn's last event is queued), and surviving a panic in the turn: the client
+//! still gets a `toolResult` for every open call, `turnEnded` with `stopReason: "error"`,
+//! `status: idle`, and a normal `run` result, and stdout stays clean.
+
+use std::future::Future;
+
+use serde::Serialize;
+use tokio::sync::mpsc;
+
+use super::transport::Outbox;
+use crate::pod::RunError;
+use crate::protocol::{Event, PodState, RunResult, StopReason, Usage, EVENT_METHOD};
+
+/// The text of the synthetic result of a call whose turn failed.
+pub const TURN_FAILED_TEXT: &str = "internal error: the turn failed before this call finished";
+
+#[derive(Serialize)]
+struct Notification<'a> {
+    jsonrpc: &'static str,
+    method: &'static str,
+    params: &'a Event,
+}
+
+/// The `event` notification text for `event`.
+pub fn notification(event: &Event) -> Option<String> {
+    let message = Notification {
+        jsonrpc: "2.0",
+        method: EVENT_METHOD,
+        params: event,
+    };
+    match serde_json::to_string(&message) {
+        Ok(text) => Some(text),
+        Err(e) => {
+            tracing::error!("cannot serialize event: {e}");
+            None
+        }
+    }
+}
+
+/// What the events of a turn told so far: enough to close it if the turn dies.
+#[derive(Default)]
+struct Seen {
+    turn_id: Option<String>,
+    open_calls: Vec<String>,
+}
+
+impl Seen {
+    fn note(&mut self, event: &Event) {
+        match event {
+            Event::TurnStarted { turn_id } => self.turn_id = Some(turn_id.clone()),
+            Event::ToolCall { call_id, .. } => self.open_calls.push(call_id.clone()),
+            Event::ToolResult { call_id, .. } => self.open_calls.retain(|c| c != call_id),
+            _ => {}
+        }
+    }
+
+    /// The events that end a turn that died, in protocol order.
+    fn closing_events(&self, turn_id: &str, error: &str) -> Vec<Event> {
+        let mut events: Vec<Event> = self
+            .open_calls
+            .iter()
+            .map(|call_id| Event::ToolResult {
+                turn_id: turn_id.to_string(),
+                call_id: call_id.clone(),
+                is_error: true,
+                content: TURN_FAILED_TEXT.to_string(),
+                denied_by: None,
+            })
+            .collect();
+        if self.turn_id.is_some() {
+            events.push(Event::TurnEnded {
+                turn_id: turn_id.to_string(),
+                stop_reason: StopReason::Error,
+                error: Some(error.to_string()),
+                usage: Usage::default(),
+            });
+        }
+        events.push(Event::Status {
+            state: PodState::Idle,
+        });
+        events
+    }
+}
+
+fn panic_text(e: tokio::task::JoinError) -> String {
+    if e.is_cancelled() {
+        return "the turn task was cancelled".into();
+    }
+    let payload = e.into_panic();
+    let detail = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    format!("internal error: the turn panicked: {detail}")
+}
+
+/// Spawns `turn`, forwards `events` (the receiving end of the sink `turn` owns) to `out` in
+/// order, and returns the turn's result once the last event is queued. `started` is called at the
+/// first event (the turn is under way) or when the turn ends without one.
+pub async fn drive<F>(
+    turn: F,
+    mut events: mpsc::UnboundedReceiver<Event>,
+    out: &Outbox,
+    started: impl FnOnce(),
+) -> Result<RunResult, RunError>
+where
+    F: Future<Output = Result<RunResult, RunError>> + Send + 'static,
+{
+    let task = tokio::spawn(turn);
+    let mut started = Some(started);
+    let mut seen = Seen::default();
+    // The channel closes when the turn's future is dropped: finished or panicked.
+    while let Some(event) = events.recv().await {
+        if let Some(f) = started.take() {
+            f();
+        }
+        seen.note(&event);
+        if let Some(text) = notification(&event) {
+            out.send(text);
+        }
+    }
+    if let Some(f) = started.take() {
+        f();
+    }
+    match task.await {
+        Ok(result) => result,
+        Err(e) => {
+            let error = panic_text(e);
+            tracing::error!("{error}");
+            let turn_id = seen
+                .turn_id
+                .clone()
+                .unwrap_or_else(|| format!("turn_{}", uuid::Uuid::new_v4().simple()));
+            for event in seen.closing_events(&turn_id, &error) {
+                if let Some(text) = notification(&event) {
+                    out.send(text);
+                }
+            }
+            Ok(RunResult {
+                turn_id,
+                stop_reason: StopReason::Error,
+                error: Some(error),
+                usage: Usage::default(),
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    #[tokio::test]
+    async fn a_panicking_turn_is_closed_and_answers_with_error() {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (out, mut written) = Outbox::channel();
+        let turn = async move {
+            let _ = tx.send(Event::TurnStarted {
+                turn_id: "t1".into(),
+            });
+            let _ = tx.send(Event::ToolCall {
+                turn_id: "t1".into(),
+                call_id: "c1".into(),
+                tool: "bash".into(),
+                input: Value::Null,
+            });
+            if tx.is_closed() {
+                return Err(RunError::EmptyInput);
+            }
+            panic!("boom");
+        };
+        let result = drive(turn, rx, &out, || {}).await.unwrap();
+        assert_eq!(result.stop_reason, StopReason::Error);
+        assert_eq!(result.turn_id, "t1");
+        assert!(result.error.unwrap_or_default().contains("boom"));
+        drop(out);
+        let mut types = Vec::new();
+        while let Some(text) = written.recv().await {
+            let v: Value = serde_json::from_str(&text).unwrap();
+            types.push(v["params"]["type"].as_str().unwrap_or("").to_string());
+        }
+        assert_eq!(
+            types,
+            [
+                "turnStarted",
+                "toolCall",
+                "toolResult",
+                "turnEnded",
+                "status"
+            ]
+        );
+    }
+}
