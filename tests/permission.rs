@@ -503,3 +503,15 @@ proptest! {
         prop_assert_eq!(f.bash(&cmd), Action::Deny, "{:?}", cmd);
     }
 }
+
+#[test]
+fn decisions_name_the_line_of_each_rule() {
+    let f = fixture("[permissions]\ndefault_action = \"allow\"\n\n[[permissions.rule]]\ntool = \"bash\"\npattern = \"rm *\"\naction = \"deny\"\n\n[[permissions.rule]]\ntool = \"bash\"\npattern = \"git *\"\naction = \"allow\"\n");
+    let d = f.decide("bash", json!({"command": "git status; rm x"}));
+    let lines: Vec<Option<usize>> = d
+        .subjects
+        .iter()
+        .map(|s| s.rule.as_ref().and_then(|r| r.line))
+        .collect();
+    assert_eq!(lines, [Some(9), Some(4)]);
+}

@@ -178,7 +178,7 @@ impl Manifest {
                             .unwrap_or_else(|| "*".into()),
                         action: r.action,
                         message: r.message.clone(),
-                        line: Some(rule_header_line(text, span)),
+                        line: Some(line_of(span)),
                     });
                     field_spans.push((
                         span,
@@ -212,7 +212,7 @@ impl Manifest {
         let mut hooks = Vec::new();
         for hook in raw.hooks.map(|h| h.pre_tool_call).unwrap_or_default() {
             let offset = hook.span().start;
-            let line = rule_header_line(text, offset);
+            let line = line_of(offset);
             let hook = hook.into_inner();
             let Some(program) = hook.command.first() else {
                 return Err(at(
@@ -380,17 +380,4 @@ fn key_offset(text: &str, section: &str, key: &str) -> usize {
         offset += line.len();
     }
     header_offset(text, section).unwrap_or(0)
-}
-
-/// The line of the `[[...]]` header that opens the array-of-tables entry holding `offset`.
-fn rule_header_line(text: &str, offset: usize) -> usize {
-    let before = text.get(..offset.min(text.len())).unwrap_or("");
-    let mut line = before.matches('\n').count() + 1;
-    for l in before.lines().rev() {
-        if l.trim_start().starts_with("[[") {
-            return line;
-        }
-        line -= 1;
-    }
-    line_col(text, offset).0
 }
