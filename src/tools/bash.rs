@@ -253,19 +253,11 @@ mod tests {
     use super::*;
     use serde_json::json;
     use std::time::Instant;
-    use tokio_util::sync::CancellationToken;
-
-    fn ctx(dir: &std::path::Path) -> ToolContext {
-        ToolContext {
-            workspace: dir.to_path_buf(),
-            cancel: CancellationToken::new(),
-        }
-    }
 
     #[tokio::test]
     async fn runs_in_workspace_and_reports_exit_code() {
         let dir = tempfile::tempdir().unwrap();
-        let c = ctx(dir.path());
+        let c = ToolContext::new(dir.path());
         let out = Bash.run(json!({"command": "echo hi; pwd"}), &c).await;
         assert!(!out.is_error, "{}", out.content);
         assert!(out.content.starts_with("hi\n"), "{}", out.content);
@@ -282,7 +274,7 @@ mod tests {
     #[tokio::test]
     async fn already_cancelled_runs_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        let c = ctx(dir.path());
+        let c = ToolContext::new(dir.path());
         c.cancel.cancel();
         let out = Bash.run(json!({"command": "touch ran"}), &c).await;
         assert!(out.is_error && out.content.contains("cancelled"));
@@ -293,7 +285,10 @@ mod tests {
     async fn stdin_is_closed() {
         let dir = tempfile::tempdir().unwrap();
         let out = Bash
-            .run(json!({"command": "cat; echo done"}), &ctx(dir.path()))
+            .run(
+                json!({"command": "cat; echo done"}),
+                &ToolContext::new(dir.path()),
+            )
             .await;
         assert_eq!(out.content, "done\nexit code: 0");
     }
@@ -305,7 +300,7 @@ mod tests {
         let out = Bash
             .run(
                 json!({"command": "echo started; sleep 2; touch late", "timeout_secs": 1}),
-                &ctx(dir.path()),
+                &ToolContext::new(dir.path()),
             )
             .await;
         assert!(out.is_error);
@@ -323,7 +318,7 @@ mod tests {
     #[tokio::test]
     async fn cancel_kills_the_process_group() {
         let dir = tempfile::tempdir().unwrap();
-        let c = ctx(dir.path());
+        let c = ToolContext::new(dir.path());
         let token = c.cancel.clone();
         let start = Instant::now();
         tokio::spawn(async move {
@@ -351,7 +346,7 @@ mod tests {
         let out = Bash
             .run(
                 json!({"command": "(sleep 2; touch late) & echo quick"}),
-                &ctx(dir.path()),
+                &ToolContext::new(dir.path()),
             )
             .await;
         assert_eq!(out.content, "quick\nexit code: 0");
@@ -366,7 +361,7 @@ mod tests {
         let out = Bash
             .run(
                 json!({"command": "echo FIRST; head -c 100000 /dev/zero | tr '\\0' x; echo; echo LAST"}),
-                &ctx(dir.path()),
+                &ToolContext::new(dir.path()),
             )
             .await;
         assert!(!out.is_error);
@@ -379,7 +374,7 @@ mod tests {
     #[tokio::test]
     async fn bad_input_names_the_field() {
         let dir = tempfile::tempdir().unwrap();
-        let c = ctx(dir.path());
+        let c = ToolContext::new(dir.path());
         let out = Bash.run(json!({}), &c).await;
         assert!(
             out.is_error && out.content.contains("command"),

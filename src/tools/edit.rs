@@ -111,14 +111,6 @@ mod tests {
     use super::*;
     use serde_json::json;
     use std::fs;
-    use tokio_util::sync::CancellationToken;
-
-    fn ctx(dir: &std::path::Path) -> ToolContext {
-        ToolContext {
-            workspace: dir.to_path_buf(),
-            cancel: CancellationToken::new(),
-        }
-    }
 
     #[tokio::test]
     async fn single_replacement() {
@@ -128,7 +120,7 @@ mod tests {
         let out = Edit
             .run(
                 json!({"path": "f.rs", "old": "fn b() {}", "new": "fn c() {}"}),
-                &ctx(dir.path()),
+                &ToolContext::new(dir.path()),
             )
             .await;
         assert!(!out.is_error, "{}", out.content);
@@ -146,7 +138,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("f.txt");
         fs::write(&p, "x = 1\nx = 1\nx = 1\n").unwrap();
-        let c = ctx(dir.path());
+        let c = ToolContext::new(dir.path());
 
         let out = Edit
             .run(json!({"path": "f.txt", "old": "y = 1", "new": "y = 2"}), &c)
@@ -181,7 +173,7 @@ mod tests {
     #[tokio::test]
     async fn bad_input_and_files() {
         let dir = tempfile::tempdir().unwrap();
-        let c = ctx(dir.path());
+        let c = ToolContext::new(dir.path());
         fs::write(dir.path().join("f"), "abc").unwrap();
         let out = Edit
             .run(json!({"path": "f", "old": "", "new": "x"}), &c)

@@ -71,14 +71,6 @@ mod tests {
     use super::*;
     use serde_json::json;
     use std::fs;
-    use tokio_util::sync::CancellationToken;
-
-    fn ctx(dir: &std::path::Path) -> ToolContext {
-        ToolContext {
-            workspace: dir.to_path_buf(),
-            cancel: CancellationToken::new(),
-        }
-    }
 
     fn entries(dir: &std::path::Path) -> Vec<String> {
         let mut v: Vec<String> = fs::read_dir(dir)
@@ -92,7 +84,7 @@ mod tests {
     #[tokio::test]
     async fn writes_atomically_with_parents() {
         let dir = tempfile::tempdir().unwrap();
-        let c = ctx(dir.path());
+        let c = ToolContext::new(dir.path());
         let out = FileWrite
             .run(json!({"path": "a/b/new.txt", "content": "héllo\n"}), &c)
             .await;
@@ -121,7 +113,7 @@ mod tests {
         let out = FileWrite
             .run(
                 json!({"path": "run.sh", "content": "new"}),
-                &ctx(dir.path()),
+                &ToolContext::new(dir.path()),
             )
             .await;
         assert!(!out.is_error);
@@ -132,7 +124,7 @@ mod tests {
     #[tokio::test]
     async fn errors() {
         let dir = tempfile::tempdir().unwrap();
-        let c = ctx(dir.path());
+        let c = ToolContext::new(dir.path());
         fs::create_dir(dir.path().join("d")).unwrap();
         let out = FileWrite
             .run(json!({"path": "d", "content": "x"}), &c)

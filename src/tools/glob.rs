@@ -141,13 +141,6 @@ mod tests {
     use serde_json::json;
     use std::fs;
 
-    fn ctx(dir: &Path) -> ToolContext {
-        ToolContext {
-            workspace: dir.to_path_buf(),
-            cancel: CancellationToken::new(),
-        }
-    }
-
     fn tree() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
@@ -171,7 +164,7 @@ mod tests {
     #[tokio::test]
     async fn matches_sorted_and_relative() {
         let dir = tree();
-        let c = ctx(dir.path());
+        let c = ToolContext::new(dir.path());
         let out = Glob.run(json!({"pattern": "**/*.rs"}), &c).await;
         assert!(!out.is_error, "{}", out.content);
         assert_eq!(out.content, "a.rs\nsrc/main.rs\nsrc/sub/lib.rs");
@@ -196,7 +189,7 @@ mod tests {
             fs::write(dir.path().join(format!("f{i:05}.txt")), "").unwrap();
         }
         let out = Glob
-            .run(json!({"pattern": "*.txt"}), &ctx(dir.path()))
+            .run(json!({"pattern": "*.txt"}), &ToolContext::new(dir.path()))
             .await;
         assert!(!out.is_error);
         let lines: Vec<&str> = out.content.lines().collect();
@@ -212,7 +205,7 @@ mod tests {
     #[tokio::test]
     async fn bad_input() {
         let dir = tree();
-        let c = ctx(dir.path());
+        let c = ToolContext::new(dir.path());
         let out = Glob.run(json!({"pattern": "a[b"}), &c).await;
         assert!(
             out.is_error && out.content.contains("not a valid glob"),

@@ -219,13 +219,6 @@ mod tests {
     use serde_json::json;
     use std::fs;
 
-    fn ctx(dir: &Path) -> ToolContext {
-        ToolContext {
-            workspace: dir.to_path_buf(),
-            cancel: CancellationToken::new(),
-        }
-    }
-
     fn tree() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
@@ -244,7 +237,9 @@ mod tests {
     #[tokio::test]
     async fn respects_gitignore_and_lists_relative_paths() {
         let dir = tree();
-        let out = Grep.run(json!({"pattern": "TODO"}), &ctx(dir.path())).await;
+        let out = Grep
+            .run(json!({"pattern": "TODO"}), &ToolContext::new(dir.path()))
+            .await;
         assert!(!out.is_error, "{}", out.content);
         assert_eq!(
             out.content,
@@ -253,7 +248,7 @@ mod tests {
         let out = Grep
             .run(
                 json!({"pattern": "(?i)todo", "path": "src/sub"}),
-                &ctx(dir.path()),
+                &ToolContext::new(dir.path()),
             )
             .await;
         assert_eq!(out.content, "src/sub/lib.rs:1:// todo later");
@@ -262,7 +257,7 @@ mod tests {
     #[tokio::test]
     async fn glob_filter() {
         let dir = tree();
-        let c = ctx(dir.path());
+        let c = ToolContext::new(dir.path());
         let out = Grep
             .run(json!({"pattern": "(?i)todo", "glob": "*.rs"}), &c)
             .await;
@@ -292,7 +287,10 @@ mod tests {
         let dir = tree();
         let abs = dir.path().join("src/main.rs").display().to_string();
         let out = Grep
-            .run(json!({"pattern": "main", "path": abs}), &ctx(dir.path()))
+            .run(
+                json!({"pattern": "main", "path": abs}),
+                &ToolContext::new(dir.path()),
+            )
             .await;
         assert_eq!(out.content, "src/main.rs:1:fn main() {");
     }
@@ -304,7 +302,9 @@ mod tests {
             .map(|i| format!("hit {i}\n"))
             .collect();
         fs::write(dir.path().join("many.txt"), body).unwrap();
-        let out = Grep.run(json!({"pattern": "hit"}), &ctx(dir.path())).await;
+        let out = Grep
+            .run(json!({"pattern": "hit"}), &ToolContext::new(dir.path()))
+            .await;
         assert!(!out.is_error);
         assert_eq!(out.content.lines().count(), MAX_MATCHES + 1);
         assert!(out.content.ends_with("to see more]"), "{}", out.content);
@@ -313,7 +313,7 @@ mod tests {
     #[tokio::test]
     async fn bad_input() {
         let dir = tree();
-        let c = ctx(dir.path());
+        let c = ToolContext::new(dir.path());
         let out = Grep.run(json!({"pattern": "fn ("}), &c).await;
         assert!(
             out.is_error && out.content.contains("not a valid regex"),

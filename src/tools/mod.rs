@@ -56,6 +56,16 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
 }
 
+impl ToolContext {
+    /// A context for `workspace` with a fresh, uncancelled token.
+    pub fn new(workspace: impl Into<PathBuf>) -> ToolContext {
+        ToolContext {
+            workspace: workspace.into(),
+            cancel: CancellationToken::new(),
+        }
+    }
+}
+
 #[async_trait]
 pub trait Tool: Send + Sync {
     fn name(&self) -> &'static str;

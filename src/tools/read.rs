@@ -210,21 +210,13 @@ fn read_lines(
 mod tests {
     use super::*;
     use serde_json::json;
-    use tokio_util::sync::CancellationToken;
-
-    fn ctx(dir: &Path) -> ToolContext {
-        ToolContext {
-            workspace: dir.to_path_buf(),
-            cancel: CancellationToken::new(),
-        }
-    }
 
     #[tokio::test]
     async fn whole_file_and_ranges() {
         let dir = tempfile::tempdir().unwrap();
         let body: String = (1..=10).map(|i| format!("line {i}\n")).collect();
         fs::write(dir.path().join("f.txt"), body).unwrap();
-        let c = ctx(dir.path());
+        let c = ToolContext::new(dir.path());
 
         let out = Read.run(json!({"path": "f.txt"}), &c).await;
         assert!(!out.is_error);
@@ -254,7 +246,7 @@ mod tests {
     #[tokio::test]
     async fn odd_files_are_errors() {
         let dir = tempfile::tempdir().unwrap();
-        let c = ctx(dir.path());
+        let c = ToolContext::new(dir.path());
         let out = Read.run(json!({"path": "nope.txt"}), &c).await;
         assert!(
             out.is_error && out.content.contains("not found"),
@@ -294,7 +286,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let body: String = (1..=20_000).map(|i| format!("line number {i}\n")).collect();
         fs::write(dir.path().join("big.txt"), body).unwrap();
-        let out = Read.run(json!({"path": "big.txt"}), &ctx(dir.path())).await;
+        let out = Read
+            .run(json!({"path": "big.txt"}), &ToolContext::new(dir.path()))
+            .await;
         assert!(!out.is_error);
         assert!(out.content.len() <= OUTPUT_CAP + 100);
         let note = out.content.lines().last().unwrap();
@@ -325,7 +319,7 @@ mod tests {
             f.seek(std::io::SeekFrom::Start(0)).unwrap();
             f.write_all(&b"hello\n".repeat(2000)).unwrap();
         }
-        let c = ctx(dir.path());
+        let c = ToolContext::new(dir.path());
         let out = Read.run(json!({"path": "huge.txt"}), &c).await;
         assert!(
             out.is_error && out.content.contains("offset"),
@@ -339,7 +333,7 @@ mod tests {
     #[tokio::test]
     async fn bad_input_names_the_field() {
         let dir = tempfile::tempdir().unwrap();
-        let c = ctx(dir.path());
+        let c = ToolContext::new(dir.path());
         for (input, field) in [
             (json!({}), "path"),
             (json!({"path": 3}), "`path`"),
