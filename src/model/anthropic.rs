@@ -42,8 +42,6 @@ pub struct Anthropic {
     url: String,
     model: String,
     key: String,
-    system: Option<String>,
-    max_tokens: u32,
 }
 
 impl std::fmt::Debug for Anthropic {
@@ -66,25 +64,18 @@ impl Anthropic {
             url: format!("{}/v1/messages", http::base_url(config, DEFAULT_BASE_URL)),
             model,
             key,
-            system: config.system.clone(),
-            max_tokens: config.max_tokens,
         })
     }
 
     /// The request body (public to the crate for tests).
     pub(crate) fn body(&self, request: &ModelRequest<'_>) -> Value {
-        let max_tokens = if request.max_tokens > 0 {
-            request.max_tokens
-        } else {
-            self.max_tokens
-        };
         let mut body = json!({
             "model": self.model,
-            "max_tokens": max_tokens,
+            "max_tokens": request.max_tokens,
             "stream": true,
             "messages": messages(request.messages),
         });
-        if let Some(system) = request.system.or(self.system.as_deref()) {
+        if let Some(system) = request.system {
             if !system.is_empty() {
                 body["system"] = json!(system);
             }

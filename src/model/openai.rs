@@ -53,8 +53,6 @@ pub struct OpenAi {
     url: String,
     model: String,
     key: Option<String>,
-    system: Option<String>,
-    max_tokens: u32,
 }
 
 impl std::fmt::Debug for OpenAi {
@@ -84,24 +82,14 @@ impl OpenAi {
             ),
             model,
             key,
-            system: config.system.clone(),
-            max_tokens: config.max_tokens,
         })
     }
 
     pub(crate) fn body(&self, request: &ModelRequest<'_>) -> Value {
-        let max_tokens = if request.max_tokens > 0 {
-            request.max_tokens
-        } else {
-            self.max_tokens
-        };
-        let system = request
-            .system
-            .or(self.system.as_deref())
-            .filter(|s| !s.is_empty());
+        let system = request.system.filter(|s| !s.is_empty());
         let mut body = json!({
             "model": self.model,
-            "max_tokens": max_tokens,
+            "max_tokens": request.max_tokens,
             "stream": true,
             "stream_options": {"include_usage": true},
             "messages": messages(system, request.messages),
