@@ -314,3 +314,39 @@ async fn the_documented_example_hook_works() {
     );
     assert_eq!(results[2].denied_by, None, "{results:?}");
 }
+
+/// Cancelling the turn while a hook runs ends the call at once (the hook is killed), instead of
+/// waiting out the hook's timeout.
+#[tokio::test]
+async fn cancel_does_not_wait_for_a_slow_hook() {
+    let tmp = tempfile::tempdir().unwrap();
+    let hook = script(tmp.path(), "slow.sh", "sleep 20\necho '{\"action\":\"continue\"}'");
+    let f = fixture(&format!(
+        "[[hooks.pre_tool_call]]\ncommand = [\"{}\"]\ntimeout_secs = 30\n",
+        hook.display()
+    ));
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let cancel = CancellationToken::new();
+    let canceller = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            cancel.cancel();
+        })
+    };
+    let started = std::time::Instant::now();
+    let input = vec![InputItem::Text {
+        text: "!git status".into(),
+    }];
+    let result = f.pod.run(input, &tx, cancel).await.unwrap();
+    canceller.await.unwrap();
+    assert_eq!(result.stop_reason, pod::protocol::StopReason::Cancelled);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "the turn waited for the hook"
+    );
+    let cancelled = f.pod.history().iter().any(|i| {
+        matches!(i, Item::ToolResult { is_error: true, content, .. } if content.starts_with("cancelled"))
+    });
+    assert!(cancelled);
+}
