@@ -112,6 +112,8 @@ impl Pod {
             if let Err(e) = state.log.sync() {
                 tracing::error!("session log: {e}");
             }
+            // Cleared before `turnEnded` goes out, so a client may start the next turn as soon
+            // as it sees it; the guard above only covers a panic.
             state.turn_running = false;
         }
         turn.emit(Event::TurnEnded {
