@@ -137,6 +137,8 @@ class PodClient:
         self.initialize_result: dict[str, Any] | None = None
         self.returncode: int | None = None
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=200)
+        # Exceptions raised by the approver or by its replies (e.g. -32004 after a timeout).
+        self.approval_errors: list[BaseException] = []
         self._callbacks: list[EventCallback] = [on_event] if on_event else []
         self._streams: set[EventStream] = set()
         self._pending: dict[int, asyncio.Future[Any]] = {}
@@ -359,14 +361,19 @@ class PodClient:
 
     async def _auto_reply(self, event: Event) -> None:
         assert self.approver is not None
-        outcome = self.approver(event)
-        if inspect.isawaitable(outcome):
-            outcome = await outcome
-        decision, message = outcome
+        try:
+            outcome = self.approver(event)
+            if inspect.isawaitable(outcome):
+                outcome = await outcome
+            decision, message = outcome
+        except Exception as err:  # a broken approver fails closed instead of leaving the call pending
+            self.approval_errors.append(err)
+            decision, message = "deny", f"approver failed: {err}"
         try:
             await self.reply(event["requestId"], decision, message)
-        except (PodError, PodConnectionError):
-            pass  # already resolved (timeout, cancel) or the pod went away
+        except (PodError, PodConnectionError) as err:
+            # Already resolved (timeout, cancel) or the pod went away: kept for inspection.
+            self.approval_errors.append(err)
 
     def _spawn(self, awaitable: Awaitable[Any]) -> None:
         async def wrap() -> None:

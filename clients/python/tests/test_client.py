@@ -222,6 +222,18 @@ decision = "allow_session"
         grants = [i for i in await pod.history() if i["type"] == "sessionGrant"]
         self.assertEqual(grants, [{"type": "sessionGrant", "tool": "bash", "subjects": ["mkdir granted"]}])
 
+    async def test_a_failing_approver_denies_instead_of_hanging(self) -> None:
+        def broken(event):
+            raise RuntimeError("policy store offline")
+
+        pod, events = await self.client(approver=broken)
+        await self.run_turn(pod, "!touch nope.txt")
+        self.assertFalse(self.ws.path("nope.txt").exists())
+        [result] = of_type(events, "toolResult")
+        self.assertEqual(result["deniedBy"], "approval")
+        self.assertIn("policy store offline", result["content"])
+        self.assertEqual([str(e) for e in pod.approval_errors], ["policy store offline"])
+
     async def test_allow_once_asks_again(self) -> None:
         pod, events = await self.policy_client()
         await self.run_turn(pod, "!touch twice.txt")

@@ -125,6 +125,8 @@ export class PodClient {
   /** The last lines the pod wrote to stderr (its logs), for diagnostics. */
   readonly stderrTail: string[] = [];
   initializeResult: P.InitializeResult | undefined;
+  /** Errors thrown by the approver or by its replies (e.g. -32004 after a timeout). */
+  readonly approvalErrors: unknown[] = [];
   private readonly handlers = new Set<(event: P.Event) => void>();
   private closed = false;
   private readonly gone: Promise<never>;
@@ -172,11 +174,19 @@ export class PodClient {
     this.gone.catch(() => {}); // only matters to requests racing it
     if (approver) {
       this.onEvent("permissionRequest", async (request) => {
-        const { decision, message } = await approver(request);
+        let answer: { decision: P.ReplyDecision; message?: string };
         try {
-          await this.permissionReply({ requestId: request.requestId, decision, message });
-        } catch {
-          // Already resolved (timeout, cancel) or the pod went away: nothing to answer.
+          answer = await approver(request);
+        } catch (err) {
+          // A broken approver fails closed instead of leaving the call pending.
+          this.approvalErrors.push(err);
+          answer = { decision: "deny", message: `approver failed: ${err instanceof Error ? err.message : String(err)}` };
+        }
+        try {
+          await this.permissionReply({ requestId: request.requestId, ...answer });
+        } catch (err) {
+          // Already resolved (timeout, cancel) or the pod went away: kept for inspection.
+          this.approvalErrors.push(err);
         }
       });
     }

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
+import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
 import { test } from "node:test";
 import { ErrorCodes, PodClient, PodError } from "../src/client";
 import { MANIFEST_RULES, POD_BIN, ofType, startPod, within, workspace } from "./helpers";
@@ -138,6 +139,20 @@ test("allow_session from an approver: the identical call later resolves by sessi
   assert.deepEqual(ofType(events, "toolResult").map((r) => r.isError), [false, false]);
 });
 
+test("an approver that throws denies the call instead of leaving it pending", async (t) => {
+  const ws = workspace(t);
+  const { pod, events } = startPod(t, ws, () => {
+    throw new Error("policy store offline");
+  });
+  await within(pod.initialize());
+  assert.equal((await within(pod.run("!touch nope.txt"))).stopReason, "end_turn");
+  assert.equal(existsSync(ws.file("nope.txt")), false);
+  const [toolResult] = ofType(events, "toolResult");
+  assert.equal(toolResult.deniedBy, "approval");
+  assert.match(toolResult.content, /policy store offline/);
+  assert.equal(pod.approvalErrors.length, 1);
+});
+
 test("cancel while a request is pending: resolved by cancel, run answers cancelled", async (t) => {
   const ws = workspace(t);
   const { pod, events } = startPod(t, ws);
@@ -182,4 +197,38 @@ test("a pod that cannot start rejects requests instead of hanging", async (t) =>
   await assert.rejects(within(pod.initialize()));
   assert.notEqual(await within(pod.exited), 0);
   assert.ok(pod.stderrTail.join("\n").includes("/nonexistent/pod.toml"), pod.stderrTail.join("\n"));
+});
+
+test("the wire uses Content-Length framing both ways", async (t) => {
+  const ws = workspace(t);
+  // A wrapper that records both directions of the pod's stdio.
+  const wrapper = path.join(ws.dir, "recording-pod.sh");
+  writeFileSync(
+    wrapper,
+    `#!/usr/bin/env bash\ntee "${ws.dir}/in.log" | "${POD_BIN}" "$@" | tee "${ws.dir}/out.log"\n`,
+  );
+  chmodSync(wrapper, 0o755);
+  const pod = PodClient.spawn({ podBin: wrapper, manifest: ws.manifest, cwd: ws.dir });
+  t.after(() => pod.dispose());
+  await within(pod.initialize());
+  await within(pod.run("framed"));
+  assert.equal(await within(pod.dispose()), 0);
+  const sent = readFileSync(ws.file("in.log"), "utf8");
+  const received = readFileSync(ws.file("out.log"), "utf8");
+  for (const wire of [sent, received]) {
+    assert.match(wire, /^Content-Length: \d+\r\n\r\n\{/);
+    // Every message is framed: body lengths add up to the whole stream.
+    let rest = Buffer.from(wire, "utf8");
+    let messages = 0;
+    while (rest.length > 0) {
+      const text = rest.toString("latin1");
+      const m = /^Content-Length: (\d+)\r\n(?:[^\r\n]+\r\n)*\r\n/.exec(text);
+      assert.ok(m, `unframed bytes: ${text.slice(0, 80)}`);
+      const body = rest.subarray(m[0].length, m[0].length + Number(m[1]));
+      assert.equal(JSON.parse(body.toString("utf8")).jsonrpc, "2.0");
+      rest = rest.subarray(m[0].length + Number(m[1]));
+      messages += 1;
+    }
+    assert.ok(messages >= 3, `only ${messages} messages`);
+  }
 });
