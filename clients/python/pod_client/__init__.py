@@ -1,0 +1,20 @@
+"""Python client for ``pod serve``: JSON-RPC 2.0 over stdio, with a scripted approval policy."""
+
+from .client import PROTOCOL_VERSION, EventStream, PodClient, default_pod_bin, text_input
+from .errors import PodConnectionError, PodError
+from .policy import Policy, PolicyError, Rule, Verdict
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "EventStream",
+    "PodClient",
+    "PodConnectionError",
+    "PodError",
+    "Policy",
+    "PolicyError",
+    "Rule",
+    "Verdict",
+    "default_pod_bin",
+    "text_input",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,108 @@
+"""``python -m pod_client run --manifest pod.toml --policy p.toml "prompt"``.
+
+Runs one turn against ``pod serve``, answering every ``permissionRequest`` with the policy, and
+prints the assistant text, each tool call and result, and each permission decision. Exit code: 0
+when the turn ends with ``end_turn``, 1 for any other stop reason, 2 for usage or policy errors,
+3 when the pod fails (JSON-RPC error or connection lost).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import Any, TextIO
+
+from .client import PodClient
+from .errors import PodConnectionError, PodError
+from .policy import Policy, PolicyError
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    text = text.replace("\n", "\\n")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class Printer:
+    """Turns events into readable lines. Text deltas are printed as they come; every other line
+    starts on a fresh line."""
+
+    def __init__(self, out: TextIO, policy: Policy | None) -> None:
+        self.out = out
+        self.policy = policy
+        self.mid_line = False
+
+    def line(self, text: str) -> None:
+        if self.mid_line:
+            self.out.write("\n")
+            self.mid_line = False
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "textDelta":
+            text = event.get("text", "")
+            self.out.write(text)
+            self.out.flush()
+            self.mid_line = not text.endswith("\n") if text else self.mid_line
+        elif kind == "toolCall":
+            self.line(f"[tool call] {event.get('callId')} {event.get('tool')} {_short(event.get('input'))}")
+        elif kind == "permissionRequest":
+            self.line(f"[permission request] {event.get('callId')} {event.get('reason')}")
+            if self.policy is not None:
+                verdict = self.policy.evaluate(event)
+                for tool, subject, decision, rule in verdict.subjects:
+                    why = f'rule {rule.index} ({rule.tool} "{rule.pattern}")' if rule else "default"
+                    self.line(f"[policy] {tool} `{subject}`: {decision} by {why}")
+                extra = f" ({verdict.message})" if verdict.message else ""
+                self.line(f"[decision] {verdict.decision}{extra}")
+        elif kind == "permissionResolved":
+            self.line(f"[permission resolved] {event.get('callId')} {event.get('decision')} by {event.get('by')}")
+        elif kind == "toolResult":
+            status = "error" if event.get("isError") else "ok"
+            denied = f" deniedBy={event['deniedBy']}" if event.get("deniedBy") else ""
+            self.line(f"[tool result] {event.get('callId')} {status}{denied}: {_short(event.get('content', ''))}")
+        elif kind == "turnEnded":
+            self.line(f"[turn ended] {event.get('stopReason')}")
+
+
+async def run_command(args: argparse.Namespace, out: TextIO) -> int:
+    policy = Policy.load(args.policy) if args.policy else None
+    printer = Printer(out, policy)
+    client = PodClient(args.manifest, pod_bin=args.pod_bin, on_event=printer, approver=policy)
+    async with client:
+        await client.initialize(approval=policy is not None)
+        result = await client.run(" ".join(args.prompt))
+    if result.get("error"):
+        printer.line(f"[error] {result['error']}")
+    return 0 if result.get("stopReason") == "end_turn" else 1
+
+
+def main(argv: list[str] | None = None, out: TextIO = sys.stdout) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pod_client", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run one turn, auto-answering approvals with a policy file")
+    run.add_argument("--manifest", default="pod.toml", help="the pod manifest (default: pod.toml)")
+    run.add_argument(
+        "--policy",
+        help="TOML policy answering permission requests; without it the client does not advertise "
+        "approval and every ask fails closed in the pod",
+    )
+    run.add_argument("--pod-bin", help="the pod binary (default: $POD_BIN, else the repo's target/debug/pod)")
+    run.add_argument("prompt", nargs="+", help="the user message (several words are joined by spaces)")
+    args = parser.parse_args(argv)
+    try:
+        return asyncio.run(run_command(args, out))
+    except PolicyError as err:
+        print(f"error: policy: {err}", file=sys.stderr)
+        return 2
+    except (PodError, PodConnectionError, OSError) as err:
+        print(f"error: pod: {err}", file=sys.stderr)
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())
