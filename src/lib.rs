@@ -5,7 +5,9 @@
 //! chain) -> `permission` / hooks -> `tools` -> `session` log; `model` providers sit beside the
 //! turn. See `docs/architecture.md`.
 
+pub mod chat;
 pub mod cli;
+pub mod conformance;
 pub mod client;
 pub mod hooks;
 pub mod logging;
