@@ -564,7 +564,10 @@ fn call_summary(tool: &str, input: &serde_json::Value) -> String {
 fn subject_line(s: &SubjectDecision) -> String {
     let rule = match &s.rule {
         Some(rule) => {
-            let at = rule.line.map(|l| format!(" at line {l}")).unwrap_or_default();
+            let at = rule
+                .line
+                .map(|l| format!(" at line {l}"))
+                .unwrap_or_default();
             format!("rule {} ({} {:?}){at}", rule.index, rule.tool, rule.pattern)
         }
         None => "the default action".to_string(),
@@ -586,7 +589,10 @@ fn indent_block(content: &str) -> String {
                 out.push_str(line);
             }
             if many.len() > RESULT_LINES {
-                out.push_str(&format!("\n    ... ({} more lines)", many.len() - RESULT_LINES));
+                out.push_str(&format!(
+                    "\n    ... ({} more lines)",
+                    many.len() - RESULT_LINES
+                ));
             }
             out
         }
@@ -629,6 +635,7 @@ mod tests {
     fn the_example_points_at_the_workspace_and_keeps_its_lines() {
         let text = example_manifest_for(Path::new("/tmp/x \"y\"")).unwrap();
         assert_eq!(text.lines().count(), EXAMPLE_MANIFEST.lines().count());
-        assert!(text.contains(r#"workspace = "/tmp/x \"y\"""#), "{text}");
+        let parsed: toml::Table = toml::from_str(&text).unwrap();
+        assert_eq!(parsed["pod"]["workspace"].as_str(), Some("/tmp/x \"y\""));
     }
 }

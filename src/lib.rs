@@ -7,8 +7,8 @@
 
 pub mod chat;
 pub mod cli;
-pub mod conformance;
 pub mod client;
+pub mod conformance;
 pub mod hooks;
 pub mod logging;
 pub mod manifest;

@@ -48,7 +48,10 @@ fn a_denied_command_shows_the_denial_and_eof_exits_zero() {
     let out = chat(&ws, "!rm -rf build\n");
     let text = stdout(&out);
     assert!(out.status.success(), "{text}");
-    assert!(text.contains("[call call_1_0] bash: rm -rf build"), "{text}");
+    assert!(
+        text.contains("[call call_1_0] bash: rm -rf build"),
+        "{text}"
+    );
     assert!(
         text.contains("[result call_1_0] ERROR, denied by permission"),
         "{text}"
@@ -72,7 +75,10 @@ fn an_ask_answered_yes_runs_the_call() {
     assert!(text.contains("bash `touch made.txt`: ask by "), "{text}");
     assert!(text.contains("  reason: approval required"), "{text}");
     assert!(text.contains(&format!("{PROMPT}y\n")), "{text}");
-    assert!(text.contains("[permission call_1_0] allow by client"), "{text}");
+    assert!(
+        text.contains("[permission call_1_0] allow by client"),
+        "{text}"
+    );
     assert!(text.contains("[result call_1_0] ok"), "{text}");
     assert!(ws.path("made.txt").exists());
 }
@@ -83,9 +89,14 @@ fn no_with_a_message_puts_the_message_in_the_result() {
     let out = chat(&ws, "!touch risky.txt\nn too risky\n");
     let text = stdout(&out);
     assert!(out.status.success(), "{text}");
-    assert!(text.contains("[permission call_1_0] deny by client"), "{text}");
     assert!(
-        text.contains("[result call_1_0] ERROR, denied by approval: permission denied by the user: too risky"),
+        text.contains("[permission call_1_0] deny by client"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "[result call_1_0] ERROR, denied by approval: permission denied by the user: too risky"
+        ),
         "{text}"
     );
     assert!(!ws.path("risky.txt").exists());

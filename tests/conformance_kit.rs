@@ -15,7 +15,10 @@ fn conformance(pod_cmd: &str, filter: Option<&str>) -> Output {
 }
 
 fn real_pod() -> String {
-    format!("'{}' serve --manifest {{manifest}}", env!("CARGO_BIN_EXE_pod"))
+    format!(
+        "'{}' serve --manifest {{manifest}}",
+        env!("CARGO_BIN_EXE_pod")
+    )
 }
 
 fn fake(script: &str) -> String {
@@ -59,7 +62,11 @@ fn the_kit_catches_a_pod_that_reorders_tool_results() {
     assert!(text.contains("arrived before"), "{text}");
     // The same fake passes a requirement it does not break: the failure is specific.
     let out = conformance(&fake("reorder_results.py"), Some("POD-PERM-003"));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 #[test]

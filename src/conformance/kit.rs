@@ -86,7 +86,10 @@ pub enum Step {
     Send(String),
     /// `expect [@label] JSON`: the first not-yet-matched message matching JSON, within the
     /// timeout; `@label` names it for `order` and placeholders.
-    Expect { label: Option<String>, pattern: String },
+    Expect {
+        label: Option<String>,
+        pattern: String,
+    },
     /// `none [MS] JSON`: no not-yet-matched message matches JSON, for MS milliseconds (500).
     None { window_ms: u64, pattern: String },
     /// `order @a @b ...`: the labelled messages arrived in this order.
@@ -135,10 +138,7 @@ struct RawRequirement {
 /// embedded copy; file-name order for a folder).
 pub fn load(dir: Option<&Path>) -> Result<Vec<Requirement>, KitError> {
     let (files, manifests) = match dir {
-        None => (
-            owned(EMBEDDED_REQUIREMENTS),
-            owned(EMBEDDED_MANIFESTS),
-        ),
+        None => (owned(EMBEDDED_REQUIREMENTS), owned(EMBEDDED_MANIFESTS)),
         Some(dir) => (
             read_dir(&dir.join("requirements"))?,
             read_dir(&dir.join("manifests"))?,

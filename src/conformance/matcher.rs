@@ -115,7 +115,10 @@ mod tests {
         assert!(!matches(&json!({"result": "<absent>"}), &msg));
         assert!(!matches(&json!({"id": 2}), &msg));
         assert!(matches(&json!({"id": 1.0}), &msg));
-        assert!(!matches(&json!([{"id": 2}, {"id": 1}]), &json!([{"id": 1}, {"id": 2}])));
+        assert!(!matches(
+            &json!([{"id": 2}, {"id": 1}]),
+            &json!([{"id": 1}, {"id": 2}])
+        ));
         assert!(matches(
             &json!(["<unordered>", {"id": 2}, {"id": 1}]),
             &json!([{"id": 1}, {"id": 2}])
@@ -128,7 +131,10 @@ mod tests {
             &json!(["<subsequence>", {"id": 3}, {"id": 1}]),
             &json!([{"id": 1}, {"id": 2}, {"id": 3}])
         ));
-        assert!(!matches(&json!([{"id": 1}]), &json!([{"id": 1}, {"id": 2}])));
+        assert!(!matches(
+            &json!([{"id": 1}]),
+            &json!([{"id": 1}, {"id": 2}])
+        ));
         assert!(!matches(&json!({"id": null}), &json!([])));
     }
 
@@ -139,8 +145,11 @@ mod tests {
             let (label, path) = name.split_once('.').unwrap_or((name, ""));
             lookup_path(captured.get(label)?, path).cloned()
         };
-        let text = fill(r#"{"requestId": "{{r.params.requestId}}", "n": {{r.params.n}}}"#, &lookup)
-            .unwrap();
+        let text = fill(
+            r#"{"requestId": "{{r.params.requestId}}", "n": {{r.params.n}}}"#,
+            &lookup,
+        )
+        .unwrap();
         assert_eq!(
             serde_json::from_str::<Value>(&text).unwrap(),
             json!({"requestId": "perm_\"1", "n": 3})

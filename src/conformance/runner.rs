@@ -94,7 +94,11 @@ pub fn run(requirement: &Requirement, pod_cmd: &str) -> Result<(), String> {
         .steps
         .iter()
         .enumerate()
-        .try_for_each(|(i, step)| session.step(step).map_err(|why| format!("step {}: {why}", i + 1)));
+        .try_for_each(|(i, step)| {
+            session
+                .step(step)
+                .map_err(|why| format!("step {}: {why}", i + 1))
+        });
     session.end();
     result
 }
