@@ -5,8 +5,10 @@
 //! chain) -> `permission` / hooks -> `tools` -> `session` log; `model` providers sit beside the
 //! turn. See `docs/architecture.md`.
 
+pub mod chat;
 pub mod cli;
 pub mod client;
+pub mod conformance;
 pub mod hooks;
 pub mod logging;
 pub mod manifest;

@@ -32,6 +32,25 @@ enum Command {
         #[arg(long, default_value_t = pod::server::DEFAULT_MAX_MESSAGE)]
         max_message_bytes: usize,
     },
+    /// Chat with a pod in the terminal: spawns `pod serve` and answers its approval requests.
+    Chat {
+        /// The manifest to serve; without it, the bundled example with the current directory
+        /// as its workspace.
+        #[arg(long)]
+        manifest: Option<PathBuf>,
+    },
+    /// Run the conformance kit against a pod command; exit 1 when a MUST requirement fails.
+    Conformance {
+        /// The pod to test, run with `sh -c`; `{manifest}` is replaced by the manifest's path.
+        #[arg(long)]
+        pod_cmd: String,
+        /// Run only the requirements whose id contains this text.
+        #[arg(long)]
+        filter: Option<String>,
+        /// Read the kit from this folder instead of the copy built into the binary.
+        #[arg(long)]
+        kit: Option<PathBuf>,
+    },
     /// Validate a manifest and lint its rules; exit 1 on errors.
     Check { manifest: PathBuf },
     /// Print the decision for one tool call and the rule that decided each subject.
@@ -65,6 +84,12 @@ fn main() -> ExitCode {
             resume,
             max_message_bytes,
         } => pod::server::main(&manifest, resume, max_message_bytes),
+        Command::Chat { manifest } => pod::chat::main(manifest.as_deref()),
+        Command::Conformance {
+            pod_cmd,
+            filter,
+            kit,
+        } => pod::conformance::main(&pod_cmd, filter.as_deref(), kit.as_deref()),
         Command::Check { manifest } => pod::cli::check(&manifest),
         Command::Explain {
             manifest,

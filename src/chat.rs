@@ -1,0 +1,641 @@
+//! `pod chat`: an interactive terminal client. It spawns `pod serve` (this same executable) as a
+//! child and speaks the protocol to it like any other client.
+//!
+//! Owns: the child process, the terminal dialogue (user messages, streamed text, tool calls and
+//! results, approval prompts, Ctrl-C) and the bundled example manifest. Must not touch: the
+//! server, the engine or the protocol types; everything goes over the wire.
+//!
+//! Transport: it reuses [`crate::client`] (the jsonrpsee client on NDJSON stdio) rather than a
+//! hand-written loop, so the chat is also a running test of the public Rust client: requests
+//! (`run`, `permissionReply`, `cancel`, `shutdown`) are concurrent `ClientT::request` calls, events
+//! arrive through [`crate::client::events`]. A `run` answers only after its turn's last event, so
+//! a turn is over once its response has arrived and `turnEnded` has been printed.
+//!
+//! Input is line-oriented in every case: a background thread reads stdin lines; each line at the
+//! idle prompt is one user message; while a permission request is shown, the next line is its
+//! answer (`y`, `a`, `n [message]`). On a terminal the prompts (`you>`) are printed too. EOF quits
+//! cleanly: `shutdown`, then the child exits (it is killed if it does not within two seconds).
+//! Ctrl-C during a turn sends `cancel`; a second Ctrl-C in the same turn (or one at the idle
+//! prompt) quits. The child runs in its own process group so the terminal's Ctrl-C reaches only
+//! the chat, which decides what to do with it.
+//!
+//! Without `--manifest` the chat uses `examples/pod.toml` (embedded): it is written to a fresh
+//! temporary folder with `workspace` set to the current directory (line numbers unchanged), so
+//! `!ls` lists the user's files, and the folder is removed at exit. Sessions are logged where
+//! `pod serve` logs them: `<workspace>/.pod/sessions/`.
+
+use std::collections::VecDeque;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use jsonrpsee::core::client::{Client, ClientT, Subscription};
+use serde::Serialize;
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use crate::client::{connect, events, JsonParams};
+use crate::protocol::{
+    CancelResult, EmptyResult, Event, InitializeResult, PermissionRequest, ReplyDecision,
+    RunResult, StopReason, SubjectDecision,
+};
+
+/// The example manifest bundled into the binary, used when `--manifest` is not given.
+pub const EXAMPLE_MANIFEST: &str = include_str!("../examples/pod.toml");
+
+/// How long quitting waits for `shutdown`'s answer and then for the child to exit.
+const QUIT_WAIT: Duration = Duration::from_secs(2);
+
+/// Longest tool result shown, in lines.
+const RESULT_LINES: usize = 20;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ChatError {
+    #[error("cannot find this executable to start `pod serve`: {0}")]
+    CurrentExe(std::io::Error),
+    #[error("cannot read the current directory: {0}")]
+    CurrentDir(std::io::Error),
+    #[error("cannot write the bundled example manifest to {path}: {source}")]
+    Example {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the bundled example manifest has no `workspace = ...` line")]
+    ExampleWorkspace,
+    #[error("cannot start `pod serve`: {0}")]
+    Spawn(std::io::Error),
+    #[error("`pod serve` has no {0} pipe")]
+    Pipe(&'static str),
+    #[error("{0}")]
+    Params(#[from] serde_json::Error),
+    #[error("{method}: {source}")]
+    Rpc {
+        method: &'static str,
+        source: jsonrpsee::core::client::Error,
+    },
+    #[error("the pod closed the connection")]
+    Closed,
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+/// `pod chat`: runs the dialogue; returns the process exit code.
+pub fn main(manifest: Option<&Path>) -> u8 {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("pod chat: {}", ChatError::Runtime(e));
+            return 1;
+        }
+    };
+    let code = match runtime.block_on(chat(manifest)) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("pod chat: {e}");
+            1
+        }
+    };
+    // The stdin reader thread may still be parked in a read; do not wait for it.
+    runtime.shutdown_timeout(Duration::from_millis(50));
+    code
+}
+
+/// A temporary folder holding the bundled manifest; removed on drop.
+struct ExampleDir(PathBuf);
+
+impl Drop for ExampleDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The example manifest with its `workspace` line pointing at `workspace` (a TOML string).
+pub fn example_manifest_for(workspace: &Path) -> Result<String, ChatError> {
+    let quoted = toml::Value::String(workspace.display().to_string()).to_string();
+    let mut replaced = false;
+    let lines: Vec<String> = EXAMPLE_MANIFEST
+        .lines()
+        .map(|line| {
+            if !replaced && line.trim_start().starts_with("workspace") && line.contains('=') {
+                replaced = true;
+                format!("workspace = {quoted}")
+            } else {
+                line.to_string()
+            }
+        })
+        .collect();
+    if !replaced {
+        return Err(ChatError::ExampleWorkspace);
+    }
+    Ok(lines.join("\n") + "\n")
+}
+
+fn write_example() -> Result<(ExampleDir, PathBuf), ChatError> {
+    let cwd = std::env::current_dir().map_err(ChatError::CurrentDir)?;
+    let text = example_manifest_for(&cwd)?;
+    let dir = std::env::temp_dir().join(format!("pod-chat-{}", uuid::Uuid::new_v4().simple()));
+    let path = dir.join("pod.toml");
+    let io = |source| ChatError::Example {
+        path: path.clone(),
+        source,
+    };
+    std::fs::create_dir_all(&dir).map_err(io)?;
+    let guard = ExampleDir(dir);
+    std::fs::write(&path, text).map_err(io)?;
+    Ok((guard, path))
+}
+
+/// One line of user input, or the end of it.
+enum Input {
+    Line(String),
+    Eof,
+}
+
+/// Reads stdin lines on a plain thread (a parked blocking read must not hold up exit).
+fn spawn_stdin_reader() -> mpsc::UnboundedReceiver<Input> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        let stdin = std::io::stdin();
+        let mut line = String::new();
+        loop {
+            line.clear();
+            match stdin.read_line(&mut line) {
+                Ok(0) | Err(_) => {
+                    let _ = tx.send(Input::Eof);
+                    return;
+                }
+                Ok(_) => {
+                    let text = line.trim_end_matches(['\n', '\r']).to_string();
+                    if tx.send(Input::Line(text)).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    rx
+}
+
+/// What ended a turn or the dialogue.
+#[derive(Debug, PartialEq, Eq)]
+enum Next {
+    Continue,
+    Quit,
+}
+
+struct Chat {
+    client: Arc<Client>,
+    events: Subscription<Event>,
+    input: mpsc::UnboundedReceiver<Input>,
+    tty: bool,
+    /// Text printed without a final newline yet (streamed deltas).
+    mid_line: bool,
+}
+
+async fn chat(manifest: Option<&Path>) -> Result<(), ChatError> {
+    let (_example, manifest) = match manifest {
+        Some(path) => (None, path.to_path_buf()),
+        None => {
+            let (dir, path) = write_example()?;
+            (Some(dir), path)
+        }
+    };
+    let exe = std::env::current_exe().map_err(ChatError::CurrentExe)?;
+    let mut child = tokio::process::Command::new(exe)
+        .arg("serve")
+        .arg("--manifest")
+        .arg(&manifest)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(ChatError::Spawn)?;
+    let stdin = child.stdin.take().ok_or(ChatError::Pipe("stdin"))?;
+    let stdout = child.stdout.take().ok_or(ChatError::Pipe("stdout"))?;
+    let client = Arc::new(connect(stdin, stdout));
+    let events = events(&client).await.map_err(|source| ChatError::Rpc {
+        method: "event subscription",
+        source,
+    })?;
+    let mut chat = Chat {
+        client,
+        events,
+        input: spawn_stdin_reader(),
+        tty: std::io::stdin().is_terminal(),
+        mid_line: false,
+    };
+    let result = chat.dialogue().await;
+    chat.quit().await;
+    match tokio::time::timeout(QUIT_WAIT, child.wait()).await {
+        Ok(_) => {}
+        Err(_) => {
+            let _ = child.kill().await;
+        }
+    }
+    result
+}
+
+impl Chat {
+    async fn request<T: serde::de::DeserializeOwned>(
+        &self,
+        method: &'static str,
+        params: serde_json::Value,
+    ) -> Result<T, ChatError> {
+        request(&self.client, method, params).await
+    }
+
+    async fn dialogue(&mut self) -> Result<(), ChatError> {
+        let init: InitializeResult = self
+            .request(
+                "initialize",
+                json!({
+                    "protocolVersion": crate::protocol::PROTOCOL_VERSION,
+                    "clientInfo": {"name": "pod chat", "version": env!("CARGO_PKG_VERSION")},
+                    "capabilities": {"approval": {}},
+                }),
+            )
+            .await?;
+        self.banner(&init);
+        let mut ctrl_c = Box::pin(tokio::signal::ctrl_c());
+        loop {
+            if self.tty {
+                print!("you> ");
+                flush();
+            }
+            let line = tokio::select! {
+                input = self.input.recv() => input.unwrap_or(Input::Eof),
+                _ = &mut ctrl_c => {
+                    self.say("");
+                    return Ok(());
+                }
+            };
+            ctrl_c = Box::pin(tokio::signal::ctrl_c());
+            let text = match line {
+                Input::Eof => return Ok(()),
+                Input::Line(text) => text,
+            };
+            if text.trim().is_empty() {
+                continue;
+            }
+            if !self.tty {
+                self.say(&format!("you> {text}"));
+            }
+            if self.turn(text).await? == Next::Quit {
+                return Ok(());
+            }
+        }
+    }
+
+    fn banner(&mut self, init: &InitializeResult) {
+        let p = &init.permissions;
+        let permissions = if p.enabled {
+            let default = p.default_action.map(|a| a.to_string()).unwrap_or_default();
+            format!("{} rules, default {default}", p.rules)
+        } else {
+            "off".to_string()
+        };
+        self.say(&format!(
+            "pod chat: {} {}, session {}, {} tools, permissions: {permissions}",
+            init.pod_info.name,
+            init.pod_info.version,
+            init.session.id,
+            init.tools.len()
+        ));
+        self.say(
+            "One message per line (with the offline model, `!cmd` runs a shell command). \
+             Ctrl-C cancels a turn, Ctrl-D quits.",
+        );
+    }
+
+    /// Runs one turn: starts `run`, renders its events, answers permission requests.
+    async fn turn(&mut self, text: String) -> Result<Next, ChatError> {
+        let client = self.client.clone();
+        let run = tokio::spawn(async move {
+            request::<RunResult>(
+                &client,
+                "run",
+                json!({"input": [{"type": "text", "text": text}]}),
+            )
+            .await
+        });
+        tokio::pin!(run);
+        let mut run_result: Option<RunResult> = None;
+        let mut turn_ended = false;
+        let mut pending: VecDeque<PermissionRequest> = VecDeque::new();
+        let mut asked: Option<String> = None;
+        let mut cancelled = false;
+        let mut ctrl_c = Box::pin(tokio::signal::ctrl_c());
+        while run_result.is_none() || !turn_ended {
+            if asked.is_none() {
+                if let Some(request) = pending.front() {
+                    self.show_request(request);
+                    asked = Some(request.request_id.clone());
+                }
+            }
+            tokio::select! {
+                biased;
+                event = self.events.next() => match event {
+                    Some(Ok(event)) => {
+                        if let Event::TurnEnded { .. } = event {
+                            turn_ended = true;
+                        }
+                        self.show_event(event, &mut pending, &mut asked);
+                    }
+                    Some(Err(e)) => self.say(&format!("(unreadable event: {e})")),
+                    None => return Err(ChatError::Closed),
+                },
+                result = &mut run, if run_result.is_none() => {
+                    match result {
+                        Ok(Ok(result)) => {
+                            if let Some(error) = &result.error {
+                                self.say(&format!("(turn error: {error})"));
+                            }
+                            run_result = Some(result);
+                        }
+                        Ok(Err(e)) => return Err(e),
+                        Err(_) => return Err(ChatError::Closed),
+                    }
+                }
+                input = self.input.recv(), if asked.is_some() => {
+                    let Some(Input::Line(line)) = input else {
+                        self.say("");
+                        return Ok(Next::Quit);
+                    };
+                    if !self.tty {
+                        self.say(&line);
+                    }
+                    match parse_answer(&line) {
+                        Some((decision, message)) => {
+                            let Some(request) = pending.pop_front() else { continue };
+                            asked = None;
+                            let mut params = json!({
+                                "requestId": request.request_id,
+                                "decision": decision,
+                            });
+                            if let Some(message) = message {
+                                params["message"] = json!(message);
+                            }
+                            // A request resolved meanwhile (timeout) answers -32004: say so.
+                            if let Err(e) = self
+                                .request::<EmptyResult>("permissionReply", params)
+                                .await
+                            {
+                                self.say(&format!("(reply not taken: {e})"));
+                            }
+                        }
+                        None => {
+                            self.say("answer y (yes once), a (always this session) or n [message]");
+                            asked = None;
+                        }
+                    }
+                }
+                _ = &mut ctrl_c => {
+                    ctrl_c = Box::pin(tokio::signal::ctrl_c());
+                    if cancelled {
+                        self.say("^C again: quitting");
+                        return Ok(Next::Quit);
+                    }
+                    cancelled = true;
+                    self.say("^C: cancelling the turn (Ctrl-C again quits)");
+                    let _: CancelResult = self.request("cancel", json!({})).await?;
+                }
+            }
+        }
+        self.end_line();
+        Ok(Next::Continue)
+    }
+
+    fn show_event(
+        &mut self,
+        event: Event,
+        pending: &mut VecDeque<PermissionRequest>,
+        asked: &mut Option<String>,
+    ) {
+        match event {
+            Event::TextDelta { text, .. } => {
+                print!("{text}");
+                flush();
+                self.mid_line = !text.ends_with('\n');
+            }
+            Event::ToolCall {
+                call_id,
+                tool,
+                input,
+                ..
+            } => self.say(&format!("[call {call_id}] {}", call_summary(&tool, &input))),
+            Event::ToolResult {
+                call_id,
+                is_error,
+                content,
+                denied_by,
+                ..
+            } => {
+                let head = match (is_error, denied_by) {
+                    (false, _) => "ok".to_string(),
+                    (true, Some(by)) => format!("ERROR, denied by {}", wire(&by)),
+                    (true, None) => "ERROR".to_string(),
+                };
+                self.say(&format!(
+                    "[result {call_id}] {head}{}",
+                    indent_block(&content)
+                ));
+            }
+            Event::PermissionRequest(request) => pending.push_back(request),
+            Event::PermissionResolved {
+                request_id,
+                call_id,
+                decision,
+                by,
+                ..
+            } => {
+                // A request resolved without our answer (timeout, cancel, grant) is no longer asked.
+                if let Some(at) = pending.iter().position(|r| r.request_id == request_id) {
+                    pending.remove(at);
+                    if asked.as_deref() == Some(request_id.as_str()) {
+                        *asked = None;
+                    }
+                }
+                self.say(&format!(
+                    "[permission {call_id}] {} by {}",
+                    wire(&decision),
+                    wire(&by)
+                ));
+            }
+            Event::TurnEnded {
+                stop_reason, error, ..
+            } => {
+                self.end_line();
+                if stop_reason != StopReason::EndTurn {
+                    let why = error.map(|e| format!(": {e}")).unwrap_or_default();
+                    self.say(&format!("(turn ended: {}{why})", wire(&stop_reason)));
+                }
+            }
+            Event::TurnStarted { .. } | Event::Status { .. } => {}
+        }
+    }
+
+    fn show_request(&mut self, request: &PermissionRequest) {
+        self.say(&format!(
+            "[approval needed {}] {}",
+            request.call_id,
+            call_summary(&request.tool, &request.input)
+        ));
+        for subject in &request.subjects {
+            self.say(&format!("  {}", subject_line(subject)));
+        }
+        self.say(&format!("  reason: {}", request.reason));
+        if let Some(expires) = &request.expires_at {
+            self.say(&format!("  expires: {expires}"));
+        }
+        print!("[y]es once / [a]lways this session / [n]o (+ optional message): ");
+        flush();
+        self.mid_line = true;
+        if !self.tty {
+            // Line-oriented use echoes the answer on the same line.
+            self.mid_line = false;
+        }
+    }
+
+    /// Ends the dialogue: `shutdown` (answered before the pod exits), bounded in time.
+    async fn quit(&mut self) {
+        self.end_line();
+        let shutdown = self.request::<EmptyResult>("shutdown", json!({}));
+        let _ = tokio::time::timeout(QUIT_WAIT, shutdown).await;
+    }
+
+    fn say(&mut self, line: &str) {
+        self.end_line();
+        println!("{line}");
+    }
+
+    fn end_line(&mut self) {
+        if self.mid_line {
+            println!();
+            self.mid_line = false;
+        }
+    }
+}
+
+async fn request<T: serde::de::DeserializeOwned>(
+    client: &Client,
+    method: &'static str,
+    params: serde_json::Value,
+) -> Result<T, ChatError> {
+    client
+        .request(method, JsonParams::new(&params)?)
+        .await
+        .map_err(|source| ChatError::Rpc { method, source })
+}
+
+/// `y` / `yes`, `a` / `always`, `n` / `no` optionally followed by a message for the model.
+fn parse_answer(line: &str) -> Option<(ReplyDecision, Option<String>)> {
+    let line = line.trim();
+    let (word, rest) = line
+        .split_once(char::is_whitespace)
+        .map(|(w, r)| (w, r.trim()))
+        .unwrap_or((line, ""));
+    match word.to_ascii_lowercase().as_str() {
+        "y" | "yes" => Some((ReplyDecision::AllowOnce, None)),
+        "a" | "always" => Some((ReplyDecision::AllowSession, None)),
+        "n" | "no" => Some((
+            ReplyDecision::Deny,
+            (!rest.is_empty()).then(|| rest.to_string()),
+        )),
+        _ => None,
+    }
+}
+
+/// `bash: ls -l` for shell commands, `read {"path":"a"}` for other tools.
+fn call_summary(tool: &str, input: &serde_json::Value) -> String {
+    match input.get("command").and_then(|c| c.as_str()) {
+        Some(command) if tool == "bash" => format!("bash: {command}"),
+        _ => format!("{tool} {input}"),
+    }
+}
+
+fn subject_line(s: &SubjectDecision) -> String {
+    let rule = match &s.rule {
+        Some(rule) => {
+            let at = rule
+                .line
+                .map(|l| format!(" at line {l}"))
+                .unwrap_or_default();
+            format!("rule {} ({} {:?}){at}", rule.index, rule.tool, rule.pattern)
+        }
+        None => "the default action".to_string(),
+    };
+    let opaque = if s.opaque { " [opaque]" } else { "" };
+    format!("{} `{}`: {} by {rule}{opaque}", s.tool, s.subject, s.action)
+}
+
+/// A result's content after its status: one line inline, more lines indented below.
+fn indent_block(content: &str) -> String {
+    let lines: Vec<&str> = content.lines().collect();
+    match lines.as_slice() {
+        [] => String::new(),
+        [one] => format!(": {one}"),
+        many => {
+            let mut out = String::new();
+            for line in many.iter().take(RESULT_LINES) {
+                out.push_str("\n    ");
+                out.push_str(line);
+            }
+            if many.len() > RESULT_LINES {
+                out.push_str(&format!(
+                    "\n    ... ({} more lines)",
+                    many.len() - RESULT_LINES
+                ));
+            }
+            out
+        }
+    }
+}
+
+/// The wire spelling of an enum value (`allow_once`, `session_grant`, ...).
+fn wire<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => "?".to_string(),
+    }
+}
+
+fn flush() {
+    let _ = std::io::stdout().flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_parse() {
+        assert_eq!(parse_answer("y"), Some((ReplyDecision::AllowOnce, None)));
+        assert_eq!(
+            parse_answer(" A "),
+            Some((ReplyDecision::AllowSession, None))
+        );
+        assert_eq!(
+            parse_answer("n too risky"),
+            Some((ReplyDecision::Deny, Some("too risky".into())))
+        );
+        assert_eq!(parse_answer("no"), Some((ReplyDecision::Deny, None)));
+        assert_eq!(parse_answer("maybe"), None);
+    }
+
+    #[test]
+    fn the_example_points_at_the_workspace_and_keeps_its_lines() {
+        let text = example_manifest_for(Path::new("/tmp/x \"y\"")).unwrap();
+        assert_eq!(text.lines().count(), EXAMPLE_MANIFEST.lines().count());
+        let parsed: toml::Table = toml::from_str(&text).unwrap();
+        assert_eq!(parsed["pod"]["workspace"].as_str(), Some("/tmp/x \"y\""));
+    }
+}

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Runs the conformance kit against our pod (from the repository root, after `cargo build`).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+exec target/debug/pod conformance --kit tests/conformance \
+  --pod-cmd 'target/debug/pod serve --manifest {manifest}'
