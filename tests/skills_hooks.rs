@@ -320,7 +320,11 @@ async fn the_documented_example_hook_works() {
 #[tokio::test]
 async fn cancel_does_not_wait_for_a_slow_hook() {
     let tmp = tempfile::tempdir().unwrap();
-    let hook = script(tmp.path(), "slow.sh", "sleep 20\necho '{\"action\":\"continue\"}'");
+    let hook = script(
+        tmp.path(),
+        "slow.sh",
+        "sleep 20\necho '{\"action\":\"continue\"}'",
+    );
     let f = fixture(&format!(
         "[[hooks.pre_tool_call]]\ncommand = [\"{}\"]\ntimeout_secs = 30\n",
         hook.display()
