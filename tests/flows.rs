@@ -1,8 +1,5 @@
 //! The seeds' flows end to end over real pipes with the offline model (`!cmd` lines become bash
 //! calls), each transcript checked against protocol.md "Rules the events obey".
-//!
-//! Until the built-in tools land, an allowed call ends in an "unknown tool" error result; the
-//! assertions about a tool's effect run only when `initialize` lists the tool.
 
 mod common;
 
@@ -89,10 +86,9 @@ fn ask_allow_once_runs_the_call() {
     assert!(result.get("deniedBy").is_none(), "{result}");
     let response = pod.response(&json!(run));
     assert_eq!(response["result"]["stopReason"], "end_turn");
-    if has_tool(&init, "bash") {
-        assert_eq!(result["isError"], false);
-        assert!(ws.path("made.txt").exists());
-    }
+    assert!(has_tool(&init, "bash"), "{init}");
+    assert_eq!(result["isError"], false, "{result}");
+    assert!(ws.path("made.txt").exists());
     // The run response came after the turn's last events.
     let last: Vec<&str> = pod
         .events
@@ -401,4 +397,48 @@ fn shutdown_while_pending_answers_first_then_resolves_and_exits() {
     let log = common::read(&ws.session_logs()[0]);
     assert!(log.contains("\"shutdown\""), "{log}");
     check_event_rules(&pod.events, true);
+}
+
+/// A `run` that activates a skill: its `allowed-tools` restrict every call of that turn over the
+/// wire (`deniedBy: "skill"`), the manifest still decides what the skill lists, and the next turn
+/// without the skill is unrestricted.
+#[test]
+fn a_skill_restricts_its_turn_over_the_wire() {
+    let ws = Workspace::with_manifest(
+        "[skills]\ndirectories = [\"skills\"]\n[permissions]\ndefault_action = \"allow\"\n\
+         [[permissions.rule]]\ntool = \"bash\"\npattern = \"git push *\"\naction = \"deny\"\n",
+    );
+    std::fs::create_dir_all(ws.path("skills/notes")).unwrap();
+    std::fs::write(
+        ws.path("skills/notes/SKILL.md"),
+        "---\nname: notes\ndescription: Writes notes.\nallowed-tools: Bash(echo *) Bash(git *)\n---\nWrite notes.\n",
+    )
+    .unwrap();
+    let (mut pod, _) = start(&ws, false);
+    let with_skill = json!({"input": [
+        {"type": "skill", "name": "notes"},
+        {"type": "text", "text": "!echo hi\n!touch x\n!git push origin main"},
+    ]});
+    assert_eq!(pod.call("run", with_skill)["stopReason"], "end_turn");
+    let results: Vec<Value> = pod
+        .events
+        .iter()
+        .filter(|e| e["type"] == "toolResult")
+        .cloned()
+        .collect();
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert_eq!(results[0]["isError"], false);
+    assert_eq!(results[1]["deniedBy"], "skill");
+    assert!(results[1]["content"]
+        .as_str()
+        .unwrap_or("")
+        .contains("denied by skill \"notes\""));
+    assert_eq!(results[2]["deniedBy"], "permission");
+    assert!(!ws.path("x").exists());
+
+    assert_eq!(pod.call("run", text("!touch x"))["stopReason"], "end_turn");
+    assert!(ws.path("x").exists(), "the next turn was still restricted");
+    let history = pod.call("history", json!({}));
+    assert_eq!(items_of(&history, "skillActivated").len(), 1);
+    check_event_rules(&pod.events, false);
 }

@@ -1,7 +1,6 @@
 //! Skills and user hooks through the runtime, in process: a pod built from a manifest in a
 //! temporary folder, the offline model (`!cmd` is a bash call, `@tool {json}` a call of `tool`),
-//! and the history the turn records. The built-in tools may not run on this branch, so allowed
-//! calls are recognised by having no `deniedBy`.
+//! and the history the turn records. Allowed calls are recognised by having no `deniedBy`.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
