@@ -27,7 +27,11 @@ const POD: &str = env!("CARGO_BIN_EXE_pod");
 
 fn main() {
     if let Some(mode) = std::env::var_os("POD_BENCH_ECHO") {
-        echo(mode == "batch");
+        if mode == "tokio" {
+            echo_tokio();
+        } else {
+            echo(mode == "batch");
+        }
         return;
     }
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -140,6 +144,42 @@ fn echo(batch: bool) {
     let _ = out.flush();
 }
 
+/// The echo on tokio's stdin / stdout (a current-thread runtime, a flush per line): what the
+/// blocking-thread hops of tokio's stdio cost before pod does anything.
+fn echo_tokio() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    #[derive(Deserialize)]
+    struct Req<'a> {
+        #[serde(borrow)]
+        id: Option<&'a RawValue>,
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let mut input = tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin());
+        let mut out = tokio::io::stdout();
+        let mut line = String::new();
+        loop {
+            line.clear();
+            match input.read_line(&mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let id = serde_json::from_str::<Req>(line.trim_end())
+                .ok()
+                .and_then(|r| r.id)
+                .map_or("null", RawValue::get);
+            let text = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{}}}}\n");
+            if out.write_all(text.as_bytes()).await.is_err() || out.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+    rt.shutdown_timeout(Duration::from_millis(10));
+}
+
 // ---------------------------------------------------------------------------------------------
 // A workspace and a peer process over real pipes
 
@@ -220,10 +260,10 @@ impl Peer {
         Peer::spawn(c)
     }
 
-    /// The echo floor; `batch`: flush only when the input buffer is drained.
-    fn echo(batch: bool) -> Peer {
+    /// The echo floor in `mode`: `line`, `batch` or `tokio`.
+    fn echo(mode: &str) -> Peer {
         let mut c = Command::new(std::env::current_exe().expect("current_exe"));
-        c.env("POD_BENCH_ECHO", if batch { "batch" } else { "line" });
+        c.env("POD_BENCH_ECHO", mode);
         Peer::spawn(c)
     }
 
@@ -319,17 +359,20 @@ fn protocol(runs: usize) {
     println!("\n## 1. protocol overhead: `history` on an empty session, NDJSON over pipes");
     let ws = Workspace::new(&manifest("default_action = \"ask\""), "");
     let (seq, pipe) = (20_000, 100_000);
-    let (mut pod, mut line, mut batch) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut pod, mut line, mut batch, mut tokio) = (vec![], vec![], vec![], vec![]);
     for _ in 0..runs {
         let mut p = Peer::pod(&ws, &[]);
         p.initialize(false);
         pod.push(wire(&mut p, seq, pipe));
         p.close();
-        let mut e = Peer::echo(false);
+        let mut e = Peer::echo("line");
         line.push(wire(&mut e, seq, pipe));
         e.close();
-        let mut e = Peer::echo(true);
+        let mut e = Peer::echo("batch");
         batch.push(wire(&mut e, seq, pipe));
+        e.close();
+        let mut e = Peer::echo("tokio");
+        tokio.push(wire(&mut e, seq, pipe));
         e.close();
     }
     let col = |v: &[Wire], f: fn(&Wire) -> f64| v.iter().map(f).collect::<Vec<f64>>();
@@ -338,6 +381,7 @@ fn protocol(runs: usize) {
         ("pod", &pod),
         ("echo (flush per line)", &line),
         ("echo (batched flush)", &batch),
+        ("echo on tokio stdio", &tokio),
     ] {
         println!("  {name:<22} p50 {}", summary(&col(v, |w| w.p50), "µs", 1));
         println!("  {name:<22} p99 {}", summary(&col(v, |w| w.p99), "µs", 1));
@@ -353,6 +397,7 @@ fn protocol(runs: usize) {
         ("pod", &pod),
         ("echo (flush per line)", &line),
         ("echo (batched flush)", &batch),
+        ("echo on tokio stdio", &tokio),
     ] {
         println!("  {name:<22} {}", summary(&col(v, |w| w.rps), "req/s", 0));
     }
@@ -593,7 +638,7 @@ fn startup(runs: usize) {
             }
             p.close();
             let t = Instant::now();
-            let mut e = Peer::echo(false);
+            let mut e = Peer::echo("line");
             e.send(&history(0));
             e.recv();
             t_echo.push(us(t.elapsed()) / 1000.0);
