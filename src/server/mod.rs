@@ -60,15 +60,21 @@ pub fn main(manifest: &Path, resume: Option<String>, max_message_bytes: usize) -
             return 1;
         }
     };
+    // Spawned, not run as the `block_on` future itself: a current-thread runtime polls that
+    // future only after its run queue drains (an `epoll_wait` each time), which would cost a
+    // syscall and a separate stdout write per request.
     let code = runtime.block_on(async {
-        serve(
+        let served = tokio::spawn(serve(
             stdio::stdin(),
             stdio::stdout(),
             manifest,
             resume,
             max_message_bytes,
-        )
-        .await
+        ));
+        served.await.unwrap_or_else(|e| {
+            eprintln!("pod serve: the server task failed: {e}");
+            1
+        })
     });
     // With a terminal or file as stdin, a blocking read may still be parked after `shutdown`;
     // do not wait for it.
