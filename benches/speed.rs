@@ -11,6 +11,9 @@
 //! `POD_BENCH_ECHO=batch` flushes only when its input buffer is drained, so pipelined requests are
 //! answered in batches: the ceiling of what any stdio server could do, reported beside it.
 //!
+//! `POD_BENCH_POD=/path/to/pod` measures another build of pod in the process-level sections
+//! (protocol, turn, approval, start-up, `--resume`) for before/after comparisons.
+//!
 //! Under `cargo test --all-targets` (no `--bench` argument) it only checks that it starts.
 
 use std::fmt::Write as _;
@@ -23,7 +26,10 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-const POD: &str = env!("CARGO_BIN_EXE_pod");
+/// The pod under test: this build's, or `POD_BENCH_POD` (e.g. an older build, for before/after).
+fn pod_binary() -> std::ffi::OsString {
+    std::env::var_os("POD_BENCH_POD").unwrap_or_else(|| env!("CARGO_BIN_EXE_pod").into())
+}
 
 fn main() {
     if let Some(mode) = std::env::var_os("POD_BENCH_ECHO") {
@@ -53,6 +59,7 @@ fn main() {
         "pod speed bench: {} cores, {runs} runs per measurement, medians (min..max of runs)",
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
+    println!("pod: {}", pod_binary().to_string_lossy());
     if on("protocol") {
         protocol(runs);
     }
@@ -251,7 +258,7 @@ impl Peer {
     }
 
     fn pod(ws: &Workspace, extra: &[&str]) -> Peer {
-        let mut c = Command::new(POD);
+        let mut c = Command::new(pod_binary());
         c.arg("serve")
             .arg("--manifest")
             .arg(ws.path().join("pod.toml"))
