@@ -1,10 +1,9 @@
 //! `pod serve`: the pod's JSON-RPC 2.0 server on stdin/stdout (`shared/spec/protocol.md`).
 //!
 //! Data flows: [`stdio`] (stdin/stdout as non-blocking pipes) -> [`transport`] (framing, the one
-//! stdout writer) -> [`dispatch`] (JSON-RPC
-//! classification, calls on a jsonrpsee method table) -> [`methods`] (the six methods) ->
-//! [`connection`] (lifecycle) and the [`Pod`](crate::pod::Pod); a `run` drives its turn through
-//! [`turn`], whose events go back out through the same writer.
+//! stdout writer) -> [`dispatch`] (JSON-RPC classification, calls on a jsonrpsee method table) ->
+//! [`methods`] (the six methods) -> [`connection`] (lifecycle) and the [`Pod`](crate::pod::Pod); a
+//! `run` drives its turn through [`turn`], whose events go back out through the same writer.
 //!
 //! Invariants: stdout is written only by the transport's writer; a `run` response follows the
 //! turn's last event; stdin EOF and `shutdown` both end with pending requests resolved, the turn
