@@ -304,13 +304,17 @@ impl Pod {
                     .check(&call.name, &decision)
                     .map_err(|text| Denial::new(DeniedBy::Skill, text)),
                 Check::Permission => {
-                    let (verdict, item) = self.permission_hook(turn, call, &decision).await;
+                    // Boxed (as is the hook below): the state of an await lives in this future,
+                    // and a response's calls are all created up front, so a large inline state
+                    // (18 KB before) was allocated and copied per call.
+                    let (verdict, item) =
+                        Box::pin(self.permission_hook(turn, call, &decision)).await;
                     decision_item = item;
                     verdict
                 }
                 // Dropping a hook's future on cancel kills its process group.
                 Check::User(hook) => tokio::select! {
-                    verdict = hook.check(&call.id, &call.name, &call.input, &decision) => {
+                    verdict = Box::pin(hook.check(&call.id, &call.name, &call.input, &decision)) => {
                         verdict.map_err(|text| Denial::new(DeniedBy::Hook, text))
                     }
                     () = turn.cancel.cancelled() => return Outcome {

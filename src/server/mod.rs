@@ -1,9 +1,9 @@
 //! `pod serve`: the pod's JSON-RPC 2.0 server on stdin/stdout (`shared/spec/protocol.md`).
 //!
-//! Data flows: [`transport`] (framing, the one stdout writer) -> [`dispatch`] (JSON-RPC
-//! classification, calls on a jsonrpsee method table) -> [`methods`] (the six methods) ->
-//! [`connection`] (lifecycle) and the [`Pod`](crate::pod::Pod); a `run` drives its turn through
-//! [`turn`], whose events go back out through the same writer.
+//! Data flows: [`stdio`] (stdin/stdout as non-blocking pipes) -> [`transport`] (framing, the one
+//! stdout writer) -> [`dispatch`] (JSON-RPC classification, calls on a jsonrpsee method table) ->
+//! [`methods`] (the six methods) -> [`connection`] (lifecycle) and the [`Pod`](crate::pod::Pod); a
+//! `run` drives its turn through [`turn`], whose events go back out through the same writer.
 //!
 //! Invariants: stdout is written only by the transport's writer; a `run` response follows the
 //! turn's last event; stdin EOF and `shutdown` both end with pending requests resolved, the turn
@@ -14,6 +14,7 @@ pub mod dispatch;
 pub mod error;
 pub mod methods;
 pub mod params;
+pub mod stdio;
 pub mod transport;
 pub mod turn;
 
@@ -46,7 +47,10 @@ pub fn main(manifest: &Path, resume: Option<String>, max_message_bytes: usize) -
             return 1;
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    // One thread: every request and event passes a few channels between tasks, and on a
+    // multi-threaded runtime each hop can be a cross-thread wake-up (measured: 3x slower).
+    // Tools that block run on tokio's blocking pool either way.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
@@ -56,14 +60,24 @@ pub fn main(manifest: &Path, resume: Option<String>, max_message_bytes: usize) -
             return 1;
         }
     };
-    let code = runtime.block_on(serve(
-        tokio::io::stdin(),
-        tokio::io::stdout(),
-        manifest,
-        resume,
-        max_message_bytes,
-    ));
-    // The blocking stdin read may still be parked after `shutdown`; do not wait for it.
+    // Spawned, not run as the `block_on` future itself: a current-thread runtime polls that
+    // future only after its run queue drains (an `epoll_wait` each time), which would cost a
+    // syscall and a separate stdout write per request.
+    let code = runtime.block_on(async {
+        let served = tokio::spawn(serve(
+            stdio::stdin(),
+            stdio::stdout(),
+            manifest,
+            resume,
+            max_message_bytes,
+        ));
+        served.await.unwrap_or_else(|e| {
+            eprintln!("pod serve: the server task failed: {e}");
+            1
+        })
+    });
+    // With a terminal or file as stdin, a blocking read may still be parked after `shutdown`;
+    // do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(50));
     code
 }

@@ -38,6 +38,10 @@ pub enum Frame {
     BadHeader(String),
 }
 
+/// Bytes asked of stdin per read: each read of stdin is a hop to a blocking thread, so pipelined
+/// requests should come in large chunks.
+const READ_BUFFER: usize = 64 * 1024;
+
 /// Longest header line accepted in LSP framing.
 const MAX_HEADER_LINE: usize = 8 * 1024;
 
@@ -53,7 +57,7 @@ pub struct FrameReader<R> {
 impl<R: AsyncRead + Unpin> FrameReader<R> {
     pub fn new(input: R, max: usize) -> FrameReader<R> {
         FrameReader {
-            input: BufReader::new(input),
+            input: BufReader::with_capacity(READ_BUFFER, input),
             framing: Arc::new(OnceLock::new()),
             max,
         }
@@ -208,26 +212,35 @@ fn text_frame(bytes: Vec<u8>) -> Frame {
     }
 }
 
+/// Appends one message in `framing` to `buf`.
+pub fn encode_message(buf: &mut Vec<u8>, framing: Framing, text: &str) {
+    match framing {
+        Framing::Lines => {
+            // Compact serde_json output never holds a raw newline, so a line is a message.
+            buf.extend_from_slice(text.as_bytes());
+            buf.push(b'\n');
+        }
+        Framing::Headers => {
+            buf.extend_from_slice(format!("Content-Length: {}\r\n\r\n", text.len()).as_bytes());
+            buf.extend_from_slice(text.as_bytes());
+        }
+    }
+}
+
 /// Writes one message in `framing` and flushes.
 pub async fn write_message<W: AsyncWrite + Unpin>(
     out: &mut W,
     framing: Framing,
     text: &str,
 ) -> io::Result<()> {
-    match framing {
-        Framing::Lines => {
-            // Compact serde_json output never holds a raw newline, so a line is a message.
-            out.write_all(text.as_bytes()).await?;
-            out.write_all(b"\n").await?;
-        }
-        Framing::Headers => {
-            let header = format!("Content-Length: {}\r\n\r\n", text.len());
-            out.write_all(header.as_bytes()).await?;
-            out.write_all(text.as_bytes()).await?;
-        }
-    }
+    let mut buf = Vec::with_capacity(text.len() + 32);
+    encode_message(&mut buf, framing, text);
+    out.write_all(&buf).await?;
     out.flush().await
 }
+
+/// The writer gathers what is already queued into one write of at most about this many bytes.
+const WRITE_BATCH: usize = 256 * 1024;
 
 /// The sending side of the writer: every response and event goes through here.
 #[derive(Clone, Debug)]
@@ -265,6 +278,7 @@ impl Writer {
         let (finish, mut finished) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             let (mut broken, mut finishing) = (false, false);
+            let mut buf = Vec::new();
             loop {
                 let next = if finishing {
                     queue.recv().await
@@ -285,9 +299,28 @@ impl Writer {
                     continue;
                 }
                 let framing = framing.get().copied().unwrap_or(Framing::Lines);
-                if let Err(e) = write_message(&mut out, framing, &text).await {
+                // One write and one flush for everything queued so far: on stdout each is a hop
+                // to a blocking thread, so a message per write would cap the message rate.
+                buf.clear();
+                encode_message(&mut buf, framing, &text);
+                // Let the tasks that are ready run first: under load they queue more messages.
+                tokio::task::yield_now().await;
+                while buf.len() < WRITE_BATCH {
+                    match queue.try_recv() {
+                        Ok(text) => encode_message(&mut buf, framing, &text),
+                        Err(_) => break,
+                    }
+                }
+                let written = match out.write_all(&buf).await {
+                    Ok(()) => out.flush().await,
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = written {
                     tracing::warn!("stdout: {e}; dropping further output");
                     broken = true;
+                }
+                if buf.capacity() > 4 * WRITE_BATCH {
+                    buf = Vec::new();
                 }
             }
         });

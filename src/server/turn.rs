@@ -5,6 +5,7 @@
 //! still gets a `toolResult` for every open call, `turnEnded` with `stopReason: "error"`,
 //! `status: idle`, and a normal `run` result, and stdout stays clean.
 
+use std::collections::VecDeque;
 use std::future::Future;
 
 use serde::Serialize;
@@ -44,15 +45,21 @@ pub fn notification(event: &Event) -> Option<String> {
 #[derive(Default)]
 struct Seen {
     turn_id: Option<String>,
-    open_calls: Vec<String>,
+    open_calls: VecDeque<String>,
 }
 
 impl Seen {
     fn note(&mut self, event: &Event) {
         match event {
             Event::TurnStarted { turn_id } => self.turn_id = Some(turn_id.clone()),
-            Event::ToolCall { call_id, .. } => self.open_calls.push(call_id.clone()),
-            Event::ToolResult { call_id, .. } => self.open_calls.retain(|c| c != call_id),
+            Event::ToolCall { call_id, .. } => self.open_calls.push_back(call_id.clone()),
+            // Results come in call order, so the answered call is almost always the oldest.
+            Event::ToolResult { call_id, .. } => match self.open_calls.front() {
+                Some(first) if first == call_id => {
+                    self.open_calls.pop_front();
+                }
+                _ => self.open_calls.retain(|c| c != call_id),
+            },
             _ => {}
         }
     }
