@@ -15,7 +15,7 @@ use crate::pod::RunError;
 use crate::protocol::{Event, PodState, RunResult, StopReason, Usage, EVENT_METHOD};
 
 /// The text of the synthetic result of a call whose turn failed.
-pub const TURN_FAILED_TEXT: &str = "internal error: the turn failed before this call finished";
+pub const TURN_FAILED_TEXT: &str = crate::pod::TURN_FAILED_TEXT;
 
 #[derive(Serialize)]
 struct Notification<'a> {

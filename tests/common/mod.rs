@@ -312,6 +312,22 @@ impl PodProcess {
         }
     }
 
+    /// The pod's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The pod's resident set size in KiB (`VmRSS` of `/proc/<pid>/status`).
+    pub fn rss_kib(&self) -> u64 {
+        rss_kib(self.child.id())
+    }
+
+    /// SIGKILL, then reap: the pod gets no chance to flush anything.
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// Every event of one turn.
     pub fn turn_events(&self, turn_id: &str) -> Vec<Value> {
         self.events
@@ -489,4 +505,14 @@ pub fn items_of<'a>(history: &'a Value, kind: &str) -> Vec<&'a Value> {
 /// Path helper for reading a session log's text.
 pub fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
+}
+
+/// `VmRSS` of a process in KiB (0 when it cannot be read).
+pub fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
 }
