@@ -312,6 +312,22 @@ impl PodProcess {
         }
     }
 
+    /// Files whatever arrives during `d` (events and replies); never fails.
+    pub fn pump_for(&mut self, d: Duration) {
+        let deadline = Instant::now() + d;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            match self.incoming.recv_timeout(left) {
+                Ok(Ok(m)) => self.file(m),
+                Ok(Err(e)) => panic!("pod wrote something that is not a protocol message: {e}"),
+                Err(_) => return,
+            }
+        }
+    }
+
     /// The pod's process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
