@@ -123,3 +123,17 @@ proptest! {
         harness::frontmatter(&data);
     }
 }
+
+/// Reproducers the fuzzers found, replayed through the same harness.
+#[test]
+fn fuzz_regressions() {
+    let started = std::time::Instant::now();
+    // shell: unclosed `(` runs made brush-parser backtrack exponentially (>10 s for 36 bytes).
+    harness::shell(b"((((0((((((0(((((\0(((({(\0(((({");
+    harness::shell("(".repeat(64).as_bytes());
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
