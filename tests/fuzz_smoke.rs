@@ -131,6 +131,8 @@ fn fuzz_regressions() {
     // shell: unclosed `(` runs made brush-parser backtrack exponentially (>10 s for 36 bytes).
     harness::shell(b"((((0((((((0(((((\0(((({(\0(((({");
     harness::shell("(".repeat(64).as_bytes());
+    // shell: brush-parser panics on an io-number over i32 (caught by `permission::shell`).
+    harness::shell(b"44444444444444444444444444444444444<4444W[,$[r\x01");
     assert!(
         started.elapsed() < std::time::Duration::from_secs(5),
         "{:?}",
