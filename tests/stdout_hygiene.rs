@@ -132,6 +132,11 @@ provider = "offline"
 enabled = ["bash", "read"]
 [permissions]
 default_action = "allow"
+
+[[permissions.rule]]
+tool = "bash"
+pattern = "echo ask*"
+action = "ask"
 "#,
     );
     std::fs::write(ws.path("a.txt"), "hello\n").unwrap_or_default();
@@ -182,6 +187,35 @@ default_action = "allow"
     assert!(ended
         .iter()
         .any(|e| e["turnId"] == turn_id && e["stopReason"] == "error"));
+
+    // A tool panics while another call of the same response waits for approval: the request
+    // gets its one `permissionResolved` (denied, by cancel) and a late reply is `-32004`.
+    let r = pod.call(
+        "run",
+        text("!echo ask me\n@read {\"path\":\"POD_TEST_PANIC:tool\"}"),
+    );
+    assert_eq!(r["stopReason"], "error", "{r}");
+    let turn_id = r["turnId"].as_str().unwrap_or("").to_string();
+    let events = pod.events();
+    let request = events
+        .iter()
+        .find(|e| e["type"] == "permissionRequest" && e["turnId"] == turn_id)
+        .cloned()
+        .unwrap_or_else(|| panic!("no permissionRequest in {events:#?}"));
+    let resolved: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "permissionResolved" && e["requestId"] == request["requestId"])
+        .collect();
+    assert_eq!(resolved.len(), 1, "{events:#?}");
+    assert_eq!(resolved[0]["decision"], "deny");
+    assert_eq!(resolved[0]["by"], "cancel");
+    let id = pod.send(
+        "permissionReply",
+        json!({"requestId": request["requestId"], "decision": "allow_once"}),
+    );
+    let late = pod.until_response(id);
+    assert_eq!(late["error"]["code"], -32004, "{late}");
+    assert_eq!(late["error"]["data"]["state"], "resolved", "{late}");
 
     // And the connection still runs turns, with tools.
     let r = pod.call("run", text("@read {\"path\":\"a.txt\"}"));

@@ -44,8 +44,9 @@ pub const TURN_FAILED_TEXT: &str = "internal error: the turn failed before this 
 
 /// Clears the pod's `turn_running` flag when the turn ends, normally or by panic. On a panic it
 /// also closes the turn in history: every call of the turn without a result gets an error result,
-/// then `turnEnded` (`error`), the log is synced, and the model's view is rebuilt from history so
-/// the next turn never sends a provider a tool call without its result.
+/// then `turnEnded` (`error`), the log is synced, the model's view is rebuilt from history so
+/// the next turn never sends a provider a tool call without its result, and the turn's pending
+/// permission requests are marked resolved.
 struct RunningGuard<'a>(&'a Pod, String);
 
 impl Drop for RunningGuard<'_> {
@@ -101,6 +102,11 @@ impl RunningGuard<'_> {
             tracing::error!("session log: {e}");
         }
         state.messages = messages_from_items(&state.items);
+        drop(state);
+        // One turn runs at a time, so every pending request is this turn's.
+        if let Approver::Client(approvals) = &self.0.approver {
+            approvals.finish_all();
+        }
     }
 }
 
