@@ -133,8 +133,19 @@ fn fuzz_regressions() {
     harness::shell("(".repeat(64).as_bytes());
     // shell: brush-parser panics on an io-number over i32 (caught by `permission::shell`).
     harness::shell(b"44444444444444444444444444444444444<4444W[,$[r\x01");
+    // shell: a here-doc with an empty delimiter then a comment at the end looped forever.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        harness::shell(b"''<<''&#mfe");
+        harness::shell(b"cat <<\"\" #x");
+        let _ = tx.send(());
+    });
     assert!(
-        started.elapsed() < std::time::Duration::from_secs(5),
+        rx.recv_timeout(std::time::Duration::from_secs(5)).is_ok(),
+        "the empty here-doc delimiter case hangs"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
         "{:?}",
         started.elapsed()
     );
