@@ -21,4 +21,5 @@ pub mod scope;
 pub mod server;
 pub mod session;
 pub mod skills;
+pub mod testing;
 pub mod tools;

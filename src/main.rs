@@ -78,6 +78,8 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     pod::logging::init(cli.log_level.as_deref());
+    // Test-only fault injection (`POD_TEST_PANIC=1`) is decided once, at start-up.
+    pod::testing::panics_armed();
     let code = match cli.command {
         Command::Serve {
             manifest,

@@ -118,7 +118,10 @@ impl Offline {
                     .collect();
                 response(summary.join("\n"), Vec::new())
             }
-            Some(Message::User { text }) => parse_user_text(text, messages.len()),
+            Some(Message::User { text }) => {
+                crate::testing::maybe_panic(text, crate::testing::MODEL_MARKER);
+                parse_user_text(text, messages.len())
+            }
             _ => response(String::new(), Vec::new()),
         }
     }

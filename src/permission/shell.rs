@@ -25,6 +25,11 @@ const MAX_DEPTH: usize = 24;
 /// Maximum bracket nesting handed to the (recursive) parser; deeper input is a parse error, so
 /// that adversarial input cannot exhaust the stack.
 const MAX_BRACKET_NESTING: usize = 100;
+/// Maximum `(` nesting handed to the parser. brush-parser's PEG grammar backtracks exponentially
+/// on unclosed `(` runs (`((((((((((((((((((((0` takes seconds, each further `(` doubles it;
+/// found by `fuzz/` target `shell`), so deeper input is a parse error (the call fails closed)
+/// instead of a hang in the permission check. No real command line nests parentheses this deep.
+const MAX_PAREN_NESTING: usize = 12;
 
 /// Everything a command line would run or touch, as permission subjects.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -148,6 +153,28 @@ fn panic_message(e: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
+/// Whether `s` nests brackets deeper than the parser is trusted with (ignoring quoting, so this
+/// over-estimates only).
+fn too_deep(s: &str) -> bool {
+    bracket_nesting(s) > MAX_BRACKET_NESTING || paren_nesting(s) > MAX_PAREN_NESTING
+}
+
+/// Maximum nesting of `(` in raw text, ignoring quoting (over-estimates only).
+fn paren_nesting(s: &str) -> usize {
+    let (mut depth, mut max) = (0usize, 0usize);
+    for c in s.chars() {
+        match c {
+            '(' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            ')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
 /// Maximum nesting of `(`/`{`/`[` in raw text, ignoring quoting (over-estimates only).
 fn bracket_nesting(s: &str) -> usize {
     let (mut depth, mut max) = (0usize, 0usize);
@@ -165,9 +192,20 @@ fn bracket_nesting(s: &str) -> usize {
 }
 
 fn parse_program(s: &str) -> Result<ast::Program, String> {
-    if bracket_nesting(s) > MAX_BRACKET_NESTING {
+    if too_deep(s) {
         return Err("nesting too deep".to_string());
     }
+    // brush-parser's tokenizer never returns (and grows a string until memory runs out) on a
+    // here-document whose delimiter unquotes to nothing followed by a comment at the very end of
+    // the input: `cat <<'' #x` (found by the `shell` fuzz target). A final newline, which does
+    // not change what the script runs, lets it finish.
+    let owned;
+    let s = if s.ends_with('\n') {
+        s
+    } else {
+        owned = format!("{s}\n");
+        owned.as_str()
+    };
     let r = std::panic::catch_unwind(|| {
         let mut p = brush_parser::Parser::new(std::io::BufReader::new(s.as_bytes()), &opts());
         p.parse_program()
@@ -180,7 +218,7 @@ fn parse_program(s: &str) -> Result<ast::Program, String> {
 }
 
 fn parse_word(s: &str, heredoc: bool) -> Result<Vec<WordPieceWithSource>, String> {
-    if bracket_nesting(s) > MAX_BRACKET_NESTING {
+    if too_deep(s) {
         return Err("nesting too deep".to_string());
     }
     let r = std::panic::catch_unwind(|| {
@@ -1732,6 +1770,75 @@ mod tests {
         fn never_panics_shellish(s in "[a-z $(){}`'\"\\\\;&|<>=*?\\[\\]#~!\n-]{0,60}") {
             let _ = extract(&s);
         }
+    }
+
+    /// `extract` on another thread; fails instead of hanging the test run.
+    fn extract_within(s: &str, limit: std::time::Duration) -> ShellSubjects {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let owned = s.to_string();
+        std::thread::spawn(move || {
+            let _ = tx.send(extract(&owned));
+        });
+        rx.recv_timeout(limit)
+            .unwrap_or_else(|_| panic!("extract({s:?}) did not return within {limit:?}"))
+    }
+
+    /// Regression (found by the `shell` fuzz target): brush-parser's tokenizer looped forever,
+    /// growing memory, on a here-doc with an empty delimiter followed by a comment at the end.
+    #[test]
+    fn empty_heredoc_delimiter_then_comment_does_not_hang() {
+        let limit = std::time::Duration::from_secs(5);
+        for s in [
+            "''<<''&#mfe",
+            "cat <<'' #x",
+            "cat <<\"\" #x",
+            "cat <<-'' #x",
+            "cat <<'''' #x",
+            "bash -c \"cat <<'' #x\"",
+        ] {
+            let e = extract_within(s, limit);
+            assert!(!e.commands.is_empty(), "{s:?}: {e:?}");
+        }
+        let e = extract_within("cat <<'' #x", limit);
+        assert!(
+            e.commands.iter().any(|c| c.text.starts_with("cat")),
+            "{e:?}"
+        );
+    }
+
+    /// Regression (found by the `shell` fuzz target): unclosed `(` runs made brush-parser
+    /// backtrack exponentially; 36 bytes took over 10 s. Now a parse error, at once.
+    #[test]
+    fn unclosed_paren_runs_do_not_hang_the_parser() {
+        let started = std::time::Instant::now();
+        let fuzz_case = "((((0((((((0(((((\0(((({(\0(((({";
+        for s in [
+            fuzz_case.to_string(),
+            "(".repeat(40) + "0",
+            "echo x; ".to_string() + &"(".repeat(30),
+        ] {
+            let e = extract(&s);
+            assert!(
+                e.commands
+                    .iter()
+                    .any(|c| matches!(c.opaque, Some(Opaque::ParseError(_)))),
+                "{s:?}: {e:?}"
+            );
+        }
+        // Twelve levels still parse (and quickly).
+        let nested = extract(&format!("{}ls x{}", "(ls y;".repeat(12), ")".repeat(12)));
+        assert!(
+            nested
+                .commands
+                .iter()
+                .any(|c| c.text == "ls x" && c.opaque.is_none()),
+            "{nested:?}"
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "took {:?}",
+            started.elapsed()
+        );
     }
 
     #[test]

@@ -167,6 +167,17 @@ impl Approvals {
         }
     }
 
+    /// Marks every pending request resolved without answering it (its waiter is gone: the turn
+    /// panicked); a late reply then gets `-32004` `resolved`. Returns their ids.
+    pub fn finish_all(&self) -> Vec<String> {
+        let mut registry = self.lock();
+        let ids: Vec<String> = registry.pending.drain().map(|(id, _)| id).collect();
+        for id in &ids {
+            registry.resolved.insert(id.clone());
+        }
+        ids
+    }
+
     pub fn pending_count(&self) -> usize {
         self.lock().pending.len()
     }

@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::mpsc;
 
 pub use approval::{Answer, Approvals, Approver, ReplyError};
+pub use turn::TURN_FAILED_TEXT;
 
 use crate::hooks::UserHook;
 use crate::manifest::Manifest;

@@ -39,12 +39,74 @@ impl Turn<'_> {
     }
 }
 
-/// Clears the pod's `turn_running` flag when the turn ends, normally or by panic.
-struct RunningGuard<'a>(&'a Pod);
+/// The content of the synthetic result that closes a call whose turn panicked.
+pub const TURN_FAILED_TEXT: &str = "internal error: the turn failed before this call finished";
+
+/// Clears the pod's `turn_running` flag when the turn ends, normally or by panic. On a panic it
+/// also closes the turn in history: every call of the turn without a result gets an error result,
+/// then `turnEnded` (`error`), the log is synced, the model's view is rebuilt from history so
+/// the next turn never sends a provider a tool call without its result, and the turn's pending
+/// permission requests are marked resolved.
+struct RunningGuard<'a>(&'a Pod, String);
 
 impl Drop for RunningGuard<'_> {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.close_after_panic();
+        }
         self.0.state().turn_running = false;
+    }
+}
+
+impl RunningGuard<'_> {
+    fn close_after_panic(&self) {
+        let turn_id = &self.1;
+        let mut state = self.0.state();
+        let answered: std::collections::HashSet<String> = state
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                Item::ToolResult { call_id, .. } => Some(call_id.clone()),
+                _ => None,
+            })
+            .collect();
+        let mut closing: Vec<Item> = state
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                Item::ToolCall {
+                    turn_id: t,
+                    call_id,
+                    ..
+                } if t == turn_id && !answered.contains(call_id) => Some(Item::ToolResult {
+                    turn_id: turn_id.clone(),
+                    call_id: call_id.clone(),
+                    is_error: true,
+                    content: TURN_FAILED_TEXT.to_string(),
+                    denied_by: None,
+                }),
+                _ => None,
+            })
+            .collect();
+        closing.push(Item::TurnEnded {
+            turn_id: turn_id.clone(),
+            stop_reason: StopReason::Error,
+        });
+        for item in closing {
+            if let Err(e) = state.log.append(&item) {
+                tracing::error!("session log: {e}");
+            }
+            state.items.push(item);
+        }
+        if let Err(e) = state.log.sync() {
+            tracing::error!("session log: {e}");
+        }
+        state.messages = messages_from_items(&state.items);
+        drop(state);
+        // One turn runs at a time, so every pending request is this turn's.
+        if let Approver::Client(approvals) = &self.0.approver {
+            approvals.finish_all();
+        }
     }
 }
 
@@ -89,10 +151,11 @@ impl Pod {
             }
             state.turn_running = true;
         }
+        let turn_id = format!("turn_{}", uuid::Uuid::new_v4().simple());
         // Clears `turn_running` even if the turn panics, so the pod can run the next turn.
-        let _running = RunningGuard(self);
+        let _running = RunningGuard(self, turn_id.clone());
         let turn = Turn {
-            id: format!("turn_{}", uuid::Uuid::new_v4().simple()),
+            id: turn_id,
             events,
             cancel,
             skill,
@@ -357,6 +420,9 @@ impl Pod {
             workspace: self.manifest.workspace.clone(),
             cancel: turn.cancel.child_token(),
         };
+        if crate::testing::panics_armed() {
+            crate::testing::maybe_panic(&call.input.to_string(), crate::testing::TOOL_MARKER);
+        }
         let output = if tool.concurrent() {
             tool.run(call.input.clone(), &ctx).await
         } else {

@@ -64,7 +64,8 @@ fn initialize(params: &Params<'_>, conn: &Connection) -> Result<InitializeResult
     if version != PROTOCOL_VERSION {
         return Err(MethodError::UnsupportedProtocolVersion(version));
     }
-    let client: Option<PeerInfo> = fields.optional("clientInfo").ok().flatten();
+    // Optional, but a present `clientInfo` of the wrong shape is a -32602 naming it.
+    let client: Option<PeerInfo> = fields.optional("clientInfo")?;
     // A malformed capabilities object means "no capabilities", never an error.
     let capabilities: ClientCapabilities = fields
         .optional("capabilities")

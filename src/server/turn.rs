@@ -13,10 +13,12 @@ use tokio::sync::mpsc;
 
 use super::transport::Outbox;
 use crate::pod::RunError;
-use crate::protocol::{Event, PodState, RunResult, StopReason, Usage, EVENT_METHOD};
+use crate::protocol::{
+    Event, PodState, Resolution, ResolvedBy, RunResult, StopReason, Usage, EVENT_METHOD,
+};
 
 /// The text of the synthetic result of a call whose turn failed.
-pub const TURN_FAILED_TEXT: &str = "internal error: the turn failed before this call finished";
+pub const TURN_FAILED_TEXT: &str = crate::pod::TURN_FAILED_TEXT;
 
 #[derive(Serialize)]
 struct Notification<'a> {
@@ -46,6 +48,8 @@ pub fn notification(event: &Event) -> Option<String> {
 struct Seen {
     turn_id: Option<String>,
     open_calls: VecDeque<String>,
+    /// Permission requests sent and not resolved: (request id, call id).
+    open_requests: Vec<(String, String)>,
 }
 
 impl Seen {
@@ -60,23 +64,37 @@ impl Seen {
                 }
                 _ => self.open_calls.retain(|c| c != call_id),
             },
+            Event::PermissionRequest(r) => self
+                .open_requests
+                .push((r.request_id.clone(), r.call_id.clone())),
+            Event::PermissionResolved { request_id, .. } => {
+                self.open_requests.retain(|(r, _)| r != request_id)
+            }
             _ => {}
         }
     }
 
     /// The events that end a turn that died, in protocol order.
     fn closing_events(&self, turn_id: &str, error: &str) -> Vec<Event> {
+        // Every request gets its one `permissionResolved` (denied, as a cancel would).
         let mut events: Vec<Event> = self
-            .open_calls
+            .open_requests
             .iter()
-            .map(|call_id| Event::ToolResult {
+            .map(|(request_id, call_id)| Event::PermissionResolved {
+                request_id: request_id.clone(),
                 turn_id: turn_id.to_string(),
                 call_id: call_id.clone(),
-                is_error: true,
-                content: TURN_FAILED_TEXT.to_string(),
-                denied_by: None,
+                decision: Resolution::Deny,
+                by: ResolvedBy::Cancel,
             })
             .collect();
+        events.extend(self.open_calls.iter().map(|call_id| Event::ToolResult {
+            turn_id: turn_id.to_string(),
+            call_id: call_id.clone(),
+            is_error: true,
+            content: TURN_FAILED_TEXT.to_string(),
+            denied_by: None,
+        }));
         if self.turn_id.is_some() {
             events.push(Event::TurnEnded {
                 turn_id: turn_id.to_string(),

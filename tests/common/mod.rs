@@ -312,6 +312,38 @@ impl PodProcess {
         }
     }
 
+    /// Files whatever arrives during `d` (events and replies); never fails.
+    pub fn pump_for(&mut self, d: Duration) {
+        let deadline = Instant::now() + d;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            match self.incoming.recv_timeout(left) {
+                Ok(Ok(m)) => self.file(m),
+                Ok(Err(e)) => panic!("pod wrote something that is not a protocol message: {e}"),
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// The pod's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The pod's resident set size in KiB (`VmRSS` of `/proc/<pid>/status`).
+    pub fn rss_kib(&self) -> u64 {
+        rss_kib(self.child.id())
+    }
+
+    /// SIGKILL, then reap: the pod gets no chance to flush anything.
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// Every event of one turn.
     pub fn turn_events(&self, turn_id: &str) -> Vec<Value> {
         self.events
@@ -489,4 +521,14 @@ pub fn items_of<'a>(history: &'a Value, kind: &str) -> Vec<&'a Value> {
 /// Path helper for reading a session log's text.
 pub fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
+}
+
+/// `VmRSS` of a process in KiB (0 when it cannot be read).
+pub fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
 }
