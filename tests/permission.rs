@@ -515,3 +515,25 @@ fn decisions_name_the_line_of_each_rule() {
         .collect();
     assert_eq!(lines, [Some(9), Some(4)]);
 }
+
+/// bash runs the lines before a syntax error, so the raw text of an unparsed command must never
+/// be allowed by a rule that happens to match it (`git *` matching `git status; rm -rf x; )`).
+#[test]
+fn an_unparsed_command_is_never_allowed() {
+    let allowlist = "[permissions]\ndefault_action = \"deny\"\n[[permissions.rule]]\ntool = \"bash\"\npattern = \"git *\"\naction = \"allow\"\n";
+    let f = fixture(allowlist);
+    for cmd in [
+        "git status; rm -rf x; )",
+        "git status\nrm -rf x\n)",
+        "git log $(rm x",
+        "git status; ((((((((((((((((x",
+    ] {
+        let d = f.decide("bash", json!({ "command": cmd }));
+        assert_eq!(d.decision, Action::Ask, "{cmd:?}: {d:?}");
+        assert!(d.subjects.iter().all(|s| s.opaque), "{cmd:?}");
+    }
+    // Under a default allow it asks too; a deny rule that matches the raw text still denies.
+    let f = fixture(BYPASS_RULES);
+    assert_eq!(f.bash("git status; )"), Action::Ask);
+    assert_eq!(f.bash("rm -rf x; )"), Action::Deny);
+}

@@ -188,27 +188,46 @@ impl Rules {
                 .iter()
                 .find(|r| r.tool.matches(&subject.tool) && r.pattern.matches(&subject.text)),
         };
-        let (action, rule, mut note) = match (rule, &subject.problem) {
+        let (action, rule, note) = match (rule, &subject.problem) {
             (_, Some(Problem::Invalid(why))) => (Action::Deny, None, Some(why.clone())),
-            (Some(rule), _) => (rule.spec.action, Some(rule.reference()), None),
+            // The raw text of a command that did not parse holds every command of the line
+            // (bash runs the lines before a syntax error), so no rule or default may allow it:
+            // matching it would be the raw-string glob the engine exists to avoid.
+            (rule, Some(Problem::Unparsed(why))) => {
+                let action = rule.map_or(self.default_action, |r| r.spec.action);
+                let note = if action == Action::Allow {
+                    format!("{why}: an unparsed command is never allowed, so it asks")
+                } else {
+                    why.clone()
+                };
+                (
+                    action.max(Action::Ask),
+                    rule.map(Rule::reference),
+                    Some(note),
+                )
+            }
+            (Some(rule), problem) => (
+                rule.spec.action,
+                Some(rule.reference()),
+                problem.as_ref().map(Problem::describe),
+            ),
             (None, Some(Problem::Opaque(why))) if self.default_action == Action::Allow => (
                 Action::Ask,
                 None,
                 Some(format!("{why}: a default never allows it, so it asks")),
             ),
-            (None, _) => (self.default_action, None, None),
+            (None, problem) => (
+                self.default_action,
+                None,
+                problem.as_ref().map(Problem::describe),
+            ),
         };
-        if note.is_none() {
-            if let Some(Problem::Opaque(why)) = &subject.problem {
-                note = Some(why.clone());
-            }
-        }
         SubjectDecision {
             tool: subject.tool,
             subject: subject.text,
             action,
             rule,
-            opaque: matches!(subject.problem, Some(Problem::Opaque(_))),
+            opaque: subject.problem.as_ref().is_some_and(Problem::is_opaque),
             note,
         }
     }
@@ -253,7 +272,7 @@ impl Policy {
                     subject: s.text,
                     action: Action::Allow,
                     rule: None,
-                    opaque: matches!(s.problem, Some(Problem::Opaque(_))),
+                    opaque: s.problem.as_ref().is_some_and(Problem::is_opaque),
                     note: Some("no [permissions] section: the layer is off".into()),
                 })
                 .collect(),
@@ -272,8 +291,22 @@ impl Policy {
 enum Problem {
     /// Its effect cannot be read statically: a default never allows it.
     Opaque(String),
+    /// The command line did not parse: nothing allows it (at best it asks).
+    Unparsed(String),
     /// The input is malformed for this tool: denied whatever the rules say (fail closed).
     Invalid(String),
+}
+
+impl Problem {
+    fn describe(&self) -> String {
+        match self {
+            Problem::Opaque(why) | Problem::Unparsed(why) | Problem::Invalid(why) => why.clone(),
+        }
+    }
+
+    fn is_opaque(&self) -> bool {
+        matches!(self, Problem::Opaque(_) | Problem::Unparsed(_))
+    }
 }
 
 /// One thing the rules are matched against.
@@ -357,7 +390,10 @@ fn shell_subjects(tool: &str, command: &str, workspace: &Path) -> Vec<Subject> {
     let parsed = shell::extract(command);
     let mut out = Vec::new();
     for cmd in parsed.commands {
-        let problem = cmd.opaque.as_ref().map(|o| Problem::Opaque(o.describe()));
+        let problem = cmd.opaque.as_ref().map(|o| match o {
+            shell::Opaque::ParseError(_) => Problem::Unparsed(o.describe()),
+            _ => Problem::Opaque(o.describe()),
+        });
         if let Some(path_form) = cmd.path_form {
             out.push(Subject {
                 tool: tool.to_string(),
