@@ -260,6 +260,24 @@ impl Policy {
     /// allowed and no rule is named.
     pub fn decide(&self, tool: &str, input: &serde_json::Value) -> Decision {
         let subjects = subjects(tool, SubjectKind::of(tool), input, &self.workspace);
+        self.decide_subjects(subjects)
+    }
+
+    /// The decision for a call whose subjects could not be extracted (the runtime gave up on a
+    /// parse): one unparsed subject, the input's JSON, which nothing allows.
+    pub fn unparsed(&self, tool: &str, input: &serde_json::Value, why: &str) -> Decision {
+        let text = match input.get("command").and_then(|c| c.as_str()) {
+            Some(command) => command.trim().to_string(),
+            None => sorted_json(input),
+        };
+        self.decide_subjects(vec![Subject {
+            tool: tool.to_string(),
+            text,
+            problem: Some(Problem::Unparsed(why.to_string())),
+        }])
+    }
+
+    fn decide_subjects(&self, subjects: Vec<Subject>) -> Decision {
         let subjects: Vec<SubjectDecision> = match &self.rules {
             Some(rules) => subjects
                 .into_iter()

@@ -70,7 +70,8 @@ struct State {
 
 pub struct Pod {
     manifest: Manifest,
-    policy: Policy,
+    /// Shared with the blocking thread that parses shell commands.
+    policy: Arc<Policy>,
     scope: Scope,
     toolbox: Toolbox,
     tool_infos: Vec<ToolInfo>,
@@ -111,7 +112,7 @@ impl Pod {
         }
         let messages = turn::messages_from_items(&items);
         Ok(Arc::new(Pod {
-            policy: manifest.policy(),
+            policy: Arc::new(manifest.policy()),
             scope: Scope::new(&manifest.workspace, &manifest.writable),
             tool_infos: toolbox.info(),
             toolbox,

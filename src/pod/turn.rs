@@ -12,12 +12,16 @@ use tokio_util::sync::CancellationToken;
 use super::checks::{self, Check, Denial};
 use super::{Answer, Approver, EventSink, Pod, RunError};
 use crate::model::{Message, ModelError, ModelRequest, ToolCall, ToolResult};
+use crate::permission::SubjectKind;
 use crate::protocol::{
     Action, DecidedBy, Decision, DeniedBy, Event, InputItem, Item, PermissionRequest, PodState,
     ReplyDecision, Resolution, ResolvedBy, RunResult, StopReason, Usage,
 };
 use crate::skills::Skill;
 use crate::tools::{ToolContext, ToolOutput};
+
+/// How long parsing one shell command may take before it counts as unparsed.
+const PARSE_LIMIT: Duration = Duration::from_secs(1);
 
 /// What one turn shares between its calls.
 struct Turn<'a> {
@@ -346,7 +350,7 @@ impl Pod {
         if turn.cancel.is_cancelled() {
             return cancelled();
         }
-        let decision = self.policy.decide(&call.name, &call.input);
+        let decision = self.decide(call).await;
         let mut chain = Vec::new();
         if let Some(skill) = &turn.skill {
             chain.push(Check::Skill(skill));
@@ -433,6 +437,29 @@ impl Pod {
             output,
             denied_by: None,
             decision: decision_item,
+        }
+    }
+
+    /// The permission layer's decision for a call. Shell commands are parsed on a blocking
+    /// thread under [`PARSE_LIMIT`]: a hostile command line that makes the parser crawl must
+    /// neither stall the pod (the server runs on one thread) nor be waited for; past the limit
+    /// the command counts as unparsed, which nothing allows.
+    async fn decide(&self, call: &ToolCall) -> Decision {
+        if SubjectKind::of(&call.name) != SubjectKind::Shell {
+            return self.policy.decide(&call.name, &call.input);
+        }
+        let (policy, name, input) = (self.policy.clone(), call.name.clone(), call.input.clone());
+        let parse = tokio::task::spawn_blocking(move || policy.decide(&name, &input));
+        match tokio::time::timeout(PARSE_LIMIT, parse).await {
+            Ok(Ok(decision)) => decision,
+            Ok(Err(_)) | Err(_) => self.policy.unparsed(
+                &call.name,
+                &call.input,
+                &format!(
+                    "the command line could not be parsed within {} s",
+                    PARSE_LIMIT.as_secs()
+                ),
+            ),
         }
     }
 
