@@ -476,3 +476,34 @@ fn a_command_the_parser_crawls_on_is_given_up_on() {
         Some(false)
     );
 }
+
+/// An opaque command (`eval ...`) is offered only a one-time answer: `allow_session` would
+/// approve code nobody can read for the rest of the session. Sending it anyway is -32602 and the
+/// request stays pending; a decision that is offered then settles it.
+#[test]
+fn a_decision_not_offered_is_refused_and_the_request_stays_pending() {
+    let ws = Workspace::with_manifest("[permissions]\ndefault_action = \"allow\"\n");
+    let (mut pod, _) = start(&ws, true);
+    let run = pod.start("run", text("!eval 'touch z'"));
+    let request = pod.wait_event_type("permissionRequest");
+    assert_eq!(request["options"], json!(["allow_once", "deny"]));
+    let r = reply(&mut pod, &request, "allow_session", None);
+    assert_eq!(code(&r), -32602, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("not offered"),
+        "{r}"
+    );
+    assert_eq!(
+        reply(&mut pod, &request, "allow_once", None)["result"],
+        json!({})
+    );
+    assert_eq!(
+        pod.response(&json!(run))["result"]["stopReason"],
+        "end_turn"
+    );
+    assert!(ws.path("z").exists());
+    check_event_rules(&pod.events, true);
+}

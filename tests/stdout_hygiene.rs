@@ -137,6 +137,11 @@ default_action = "allow"
 tool = "bash"
 pattern = "echo ask*"
 action = "ask"
+
+[[permissions.rule]]
+tool = "read"
+pattern = "ask*"
+action = "ask"
 "#,
     );
     std::fs::write(ws.path("a.txt"), "hello\n").unwrap_or_default();
@@ -189,10 +194,12 @@ action = "ask"
         .any(|e| e["turnId"] == turn_id && e["stopReason"] == "error"));
 
     // A tool panics while another call of the same response waits for approval: the request
-    // gets its one `permissionResolved` (denied, by cancel) and a late reply is `-32004`.
+    // gets its one `permissionResolved` (denied, by cancel) and a late reply is `-32004`. The
+    // asking call is a `read` (decided at once, in call order) rather than a `bash` call, whose
+    // command is parsed on another thread and may still be parsing when the panic ends the turn.
     let r = pod.call(
         "run",
-        text("!echo ask me\n@read {\"path\":\"POD_TEST_PANIC:tool\"}"),
+        text("@read {\"path\":\"ask.txt\"}\n@read {\"path\":\"POD_TEST_PANIC:tool\"}"),
     );
     assert_eq!(r["stopReason"], "error", "{r}");
     let turn_id = r["turnId"].as_str().unwrap_or("").to_string();

@@ -531,11 +531,22 @@ impl Pod {
             }
             Approver::Client(approvals) => approvals,
         };
-        let options = vec![
-            ReplyDecision::AllowOnce,
-            ReplyDecision::AllowSession,
-            ReplyDecision::Deny,
-        ];
+        // A session grant is keyed by exact subject text; for a subject whose effect cannot be
+        // read (`eval ...`, `python -c ...`, an unparsed line) "always" would approve code nobody
+        // can see, so only a one-time answer is offered.
+        let options = if decision
+            .subjects
+            .iter()
+            .any(|s| s.action == Action::Ask && s.opaque)
+        {
+            vec![ReplyDecision::AllowOnce, ReplyDecision::Deny]
+        } else {
+            vec![
+                ReplyDecision::AllowOnce,
+                ReplyDecision::AllowSession,
+                ReplyDecision::Deny,
+            ]
+        };
         let timeout = rules.ask_timeout();
         let expires_at = timeout.and_then(|t| {
             let at = time::OffsetDateTime::now_utc() + t;
