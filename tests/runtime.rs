@@ -51,6 +51,51 @@ async fn run(pod: &Arc<Pod>, input: &str) -> (RunResult, Vec<Event>) {
     (result, events)
 }
 
+/// A pod whose asks go to `approvals`, new or resuming `resume`.
+fn approving_pod(manifest: &Manifest, approvals: &Approvals, resume: Option<String>) -> Arc<Pod> {
+    Pod::open(
+        manifest.clone(),
+        PodOptions {
+            resume,
+            approver: Approver::Client(approvals.clone()),
+        },
+    )
+    .unwrap()
+}
+
+/// Runs one turn to the end, answering every permission request with `decision` and `message`;
+/// returns the result and every event.
+async fn run_answering(
+    pod: &Arc<Pod>,
+    approvals: &Approvals,
+    input: &str,
+    decision: ReplyDecision,
+    message: Option<&str>,
+) -> (RunResult, Vec<Event>) {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let turn = {
+        let (pod, input) = (pod.clone(), input.to_string());
+        tokio::spawn(async move { pod.run(text(&input), &tx, CancellationToken::new()).await })
+    };
+    let mut events = Vec::new();
+    while let Some(e) = rx.recv().await {
+        if let Event::PermissionRequest(req) = &e {
+            approvals
+                .reply(&req.request_id, decision, message.map(str::to_string))
+                .unwrap();
+        }
+        events.push(e);
+    }
+    (turn.await.unwrap().unwrap(), events)
+}
+
+fn requests(events: &[Event]) -> usize {
+    events
+        .iter()
+        .filter(|e| matches!(e, Event::PermissionRequest(_)))
+        .count()
+}
+
 fn tool_results(items: &[Item]) -> Vec<(String, bool, String, Option<DeniedBy>)> {
     items
         .iter()
@@ -149,38 +194,17 @@ action = "allow"
     );
     std::fs::write(f.ws.join("victim"), "x").unwrap();
     let approvals = Approvals::new();
-    let pod = Pod::open(
-        f.manifest.clone(),
-        PodOptions {
-            resume: None,
-            approver: Approver::Client(approvals.clone()),
-        },
+    let pod = approving_pod(&f.manifest, &approvals, None);
+    let (result, events) = run_answering(
+        &pod,
+        &approvals,
+        "!rm victim\n!echo allowed\n!touch approved\n!sleep 0.4; echo slow",
+        ReplyDecision::AllowOnce,
+        None,
     )
-    .unwrap();
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let turn = {
-        let pod = pod.clone();
-        tokio::spawn(async move {
-            pod.run(
-                text("!rm victim\n!echo allowed\n!touch approved\n!sleep 0.4; echo slow"),
-                &tx,
-                CancellationToken::new(),
-            )
-            .await
-        })
-    };
-    let mut events = Vec::new();
-    while let Some(e) = rx.recv().await {
-        if let Event::PermissionRequest(req) = &e {
-            assert_eq!(req.tool, "bash");
-            approvals
-                .reply(&req.request_id, ReplyDecision::AllowOnce, None)
-                .unwrap();
-        }
-        events.push(e);
-    }
-    let result = turn.await.unwrap().unwrap();
+    .await;
     assert_eq!(result.stop_reason, StopReason::EndTurn);
+    assert_eq!(requests(&events), 1);
 
     let call_ids: Vec<String> = events
         .iter()
@@ -244,34 +268,15 @@ action = "allow"
     );
     std::fs::create_dir(f.ws.join("out")).unwrap();
     let approvals = Approvals::new();
-    let pod = Pod::open(
-        f.manifest.clone(),
-        PodOptions {
-            resume: None,
-            approver: Approver::Client(approvals.clone()),
-        },
+    let pod = approving_pod(&f.manifest, &approvals, None);
+    run_answering(
+        &pod,
+        &approvals,
+        "!rm x\n!ls\n@file_write {\"path\": \"elsewhere.txt\", \"content\": \"x\"}\n@file_write {\"path\": \"out/ok.txt\", \"content\": \"x\"}",
+        ReplyDecision::Deny,
+        Some("not now"),
     )
-    .unwrap();
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let turn = {
-        let pod = pod.clone();
-        tokio::spawn(async move {
-            pod.run(
-                text("!rm x\n!ls\n@file_write {\"path\": \"elsewhere.txt\", \"content\": \"x\"}\n@file_write {\"path\": \"out/ok.txt\", \"content\": \"x\"}"),
-                &tx,
-                CancellationToken::new(),
-            )
-            .await
-        })
-    };
-    while let Some(e) = rx.recv().await {
-        if let Event::PermissionRequest(req) = &e {
-            approvals
-                .reply(&req.request_id, ReplyDecision::Deny, Some("not now".into()))
-                .unwrap();
-        }
-    }
-    turn.await.unwrap().unwrap();
+    .await;
     let r = tool_results(&pod.history());
     assert_eq!(r[0].3, Some(DeniedBy::Permission));
     assert_eq!(r[1].3, Some(DeniedBy::Approval));
@@ -381,43 +386,12 @@ async fn resume_after_a_torn_write_closes_orphans() {
 async fn session_grants_answer_later_asks_and_survive_resume() {
     let f = fixture("[permissions]\ndefault_action = \"ask\"\n");
     let approvals = Approvals::new();
-    let options = |a: &Approvals| PodOptions {
-        resume: None,
-        approver: Approver::Client(a.clone()),
-    };
-    let pod = Pod::open(f.manifest.clone(), options(&approvals)).unwrap();
-    let answer = |pod: Arc<Pod>, approvals: Approvals, input: &'static str| async move {
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let turn =
-            tokio::spawn(async move { pod.run(text(input), &tx, CancellationToken::new()).await });
-        let mut events = Vec::new();
-        while let Some(e) = rx.recv().await {
-            if let Event::PermissionRequest(req) = &e {
-                approvals
-                    .reply(&req.request_id, ReplyDecision::AllowSession, None)
-                    .unwrap();
-            }
-            events.push(e);
-        }
-        turn.await.unwrap().unwrap();
-        events
-    };
-    let first = answer(pod.clone(), approvals.clone(), "!echo hi").await;
-    assert_eq!(
-        first
-            .iter()
-            .filter(|e| matches!(e, Event::PermissionRequest(_)))
-            .count(),
-        1
-    );
-    let second = answer(pod.clone(), approvals.clone(), "!echo hi").await;
-    assert_eq!(
-        second
-            .iter()
-            .filter(|e| matches!(e, Event::PermissionRequest(_)))
-            .count(),
-        0
-    );
+    let pod = approving_pod(&f.manifest, &approvals, None);
+    let grant = ReplyDecision::AllowSession;
+    let (_, first) = run_answering(&pod, &approvals, "!echo hi", grant, None).await;
+    assert_eq!(requests(&first), 1);
+    let (_, second) = run_answering(&pod, &approvals, "!echo hi", grant, None).await;
+    assert_eq!(requests(&second), 0);
     assert!(second.iter().any(|e| matches!(
         e,
         Event::PermissionResolved {
@@ -426,34 +400,15 @@ async fn session_grants_answer_later_asks_and_survive_resume() {
         }
     )));
     // A different command still asks.
-    let third = answer(pod.clone(), approvals.clone(), "!echo other").await;
-    assert_eq!(
-        third
-            .iter()
-            .filter(|e| matches!(e, Event::PermissionRequest(_)))
-            .count(),
-        1
-    );
+    let (_, third) = run_answering(&pod, &approvals, "!echo other", grant, None).await;
+    assert_eq!(requests(&third), 1);
 
     let id = pod.session_id().to_string();
     drop(pod);
     let approvals = Approvals::new();
-    let resumed = Pod::open(
-        f.manifest.clone(),
-        PodOptions {
-            resume: Some(id),
-            approver: Approver::Client(approvals.clone()),
-        },
-    )
-    .unwrap();
-    let after = answer(resumed, approvals, "!echo hi").await;
-    assert_eq!(
-        after
-            .iter()
-            .filter(|e| matches!(e, Event::PermissionRequest(_)))
-            .count(),
-        0
-    );
+    let resumed = approving_pod(&f.manifest, &approvals, Some(id));
+    let (_, after) = run_answering(&resumed, &approvals, "!echo hi", grant, None).await;
+    assert_eq!(requests(&after), 0);
 }
 
 /// Cancel while a call waits for approval: the request resolves by cancel, the call gets a
@@ -462,14 +417,7 @@ async fn session_grants_answer_later_asks_and_survive_resume() {
 async fn cancel_resolves_pending_asks_and_closes_every_call() {
     let f = fixture("[permissions]\ndefault_action = \"ask\"\n");
     let approvals = Approvals::new();
-    let pod = Pod::open(
-        f.manifest.clone(),
-        PodOptions {
-            resume: None,
-            approver: Approver::Client(approvals.clone()),
-        },
-    )
-    .unwrap();
+    let pod = approving_pod(&f.manifest, &approvals, None);
     let (tx, mut rx) = mpsc::unbounded_channel();
     let cancel = CancellationToken::new();
     let turn = {
