@@ -487,3 +487,83 @@ async fn max_steps_ends_the_turn() {
     assert_eq!(result.stop_reason, StopReason::MaxSteps);
     assert_eq!(tool_results(&pod.history()).len(), 3);
 }
+
+/// An `allow_session` answer also settles the other asks of the same turn that it covers: the
+/// second identical call resolves by `session_grant` without a reply of its own, and a late reply
+/// to it is refused as already resolved.
+#[tokio::test]
+async fn a_session_grant_settles_other_pending_asks_it_covers() {
+    let f = fixture("[permissions]\ndefault_action = \"ask\"\n");
+    let approvals = Approvals::new();
+    let pod = approving_pod(&f.manifest, &approvals, None);
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let turn = {
+        let pod = pod.clone();
+        tokio::spawn(async move {
+            pod.run(
+                text("!echo same\n!echo same\n!echo other"),
+                &tx,
+                CancellationToken::new(),
+            )
+            .await
+        })
+    };
+    let mut events = Vec::new();
+    // (request id, command), in the order the requests arrive (calls ask concurrently).
+    let mut asked: Vec<(String, String)> = Vec::new();
+    let collect = async {
+        while let Some(e) = rx.recv().await {
+            if let Event::PermissionRequest(req) = &e {
+                let command = req.input["command"].as_str().unwrap_or("").to_string();
+                asked.push((req.request_id.clone(), command));
+                // Once all three wait: `allow_session` for one `echo same`, `allow_once` for
+                // `echo other`, and nothing for the other `echo same`.
+                if asked.len() == 3 {
+                    let same = asked.iter().position(|(_, c)| c == "echo same").unwrap();
+                    let other = asked.iter().position(|(_, c)| c == "echo other").unwrap();
+                    approvals
+                        .reply(&asked[same].0, ReplyDecision::AllowSession, None)
+                        .unwrap();
+                    approvals
+                        .reply(&asked[other].0, ReplyDecision::AllowOnce, None)
+                        .unwrap();
+                }
+            }
+            events.push(e);
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), collect)
+        .await
+        .expect("the turn did not end: the covered ask was not settled by the grant");
+    let result = tokio::time::timeout(Duration::from_secs(5), turn)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(result.stop_reason, StopReason::EndTurn);
+    let by_grant: Vec<&Event> = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                Event::PermissionResolved {
+                    by: ResolvedBy::SessionGrant,
+                    ..
+                }
+            )
+        })
+        .collect();
+    assert_eq!(by_grant.len(), 1, "{events:#?}");
+    let Event::PermissionResolved { request_id, .. } = by_grant[0] else {
+        unreachable!()
+    };
+    let covered = asked.iter().find(|(id, _)| id == request_id).unwrap();
+    assert_eq!(covered.1, "echo same");
+    assert_eq!(
+        approvals.reply(request_id, ReplyDecision::Deny, None),
+        Err(pod::pod::ReplyError::AlreadyResolved(request_id.clone()))
+    );
+    let r = tool_results(&pod.history());
+    assert_eq!(r.len(), 3);
+    assert!(r.iter().all(|r| !r.1), "{r:?}");
+}

@@ -31,6 +31,9 @@ struct Turn<'a> {
     skill: Option<Skill>,
     /// Permission requests waiting for an answer; drives the `status` events.
     pending: AtomicUsize,
+    /// Bumped on every `allow_session` grant, so that other asks of the turn still waiting can
+    /// see whether the new grant answers them too.
+    grants: tokio::sync::watch::Sender<u64>,
 }
 
 impl Turn<'_> {
@@ -164,6 +167,7 @@ impl Pod {
             cancel,
             skill,
             pending: AtomicUsize::new(0),
+            grants: tokio::sync::watch::Sender::new(0),
         };
         turn.status(PodState::Running);
         turn.emit(Event::TurnStarted {
@@ -574,13 +578,24 @@ impl Pod {
                 None => std::future::pending().await,
             }
         };
+        tokio::pin!(sleep);
+        let mut answer = answer;
+        let mut grants = turn.grants.subscribe();
         // Biased: an answer already delivered (e.g. `disconnect` just before the turn is
         // cancelled) wins over a cancel that became ready at the same time.
-        let settled: Result<Answer, ResolvedBy> = tokio::select! {
-            biased;
-            answer = answer => answer.map_err(|_| ResolvedBy::Disconnect),
-            () = sleep => Err(ResolvedBy::Timeout),
-            () = turn.cancel.cancelled() => Err(ResolvedBy::Cancel),
+        let settled: Result<Answer, ResolvedBy> = loop {
+            tokio::select! {
+                biased;
+                answer = &mut answer => break answer.map_err(|_| ResolvedBy::Disconnect),
+                () = &mut sleep => break Err(ResolvedBy::Timeout),
+                () = turn.cancel.cancelled() => break Err(ResolvedBy::Cancel),
+                // Another ask of this turn was answered `allow_session`: it may cover this one.
+                Ok(()) = grants.changed() => {
+                    if self.state().grants.covers(decision) {
+                        break Err(ResolvedBy::SessionGrant);
+                    }
+                }
+            }
         };
         approvals.finish(&request_id);
         let (resolution, by, verdict) = match settled {
@@ -594,6 +609,7 @@ impl Pod {
                     for (tool, subjects) in granted {
                         self.record(Item::SessionGrant { tool, subjects });
                     }
+                    turn.grants.send_modify(|version| *version += 1);
                     (Resolution::Allow, ResolvedBy::Client, Ok(()))
                 }
                 ReplyDecision::Deny => (
@@ -602,6 +618,7 @@ impl Pod {
                     Err(checks::refused_text(message.as_deref())),
                 ),
             },
+            Err(ResolvedBy::SessionGrant) => (Resolution::Allow, ResolvedBy::SessionGrant, Ok(())),
             Ok(Answer::Closed(by)) | Err(by) => {
                 let text = match by {
                     ResolvedBy::Timeout => {
