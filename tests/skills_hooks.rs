@@ -98,7 +98,7 @@ async fn active_skill_allows_listed_calls_and_denies_the_rest() {
     .await
     .unwrap();
     assert_eq!(results.len(), 5, "{results:?}");
-    // listed: not denied by any check (the tool itself may be a placeholder on this branch)
+    // listed: not denied by any check
     assert_eq!(results[0].denied_by, None, "{results:?}");
     assert_eq!(results[1].denied_by, None, "{results:?}");
     // outside the list

@@ -417,8 +417,7 @@ fn read_headed(out: &mut impl BufRead) -> Result<Option<String>, String> {
     String::from_utf8(body).map(Some).map_err(|e| e.to_string())
 }
 
-/// Whether the built-in tools are available in this build (they are once the tools work lands;
-/// until then every allowed call ends with an "unknown tool" error result).
+/// Whether `initialize` lists the tool `name`.
 pub fn has_tool(init: &Value, name: &str) -> bool {
     init["tools"]
         .as_array()
