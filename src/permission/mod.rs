@@ -499,7 +499,10 @@ fn shell_subjects(tool: &str, command: &str, workspace: &Path) -> Vec<Subject> {
         let paths = path::subjects(&redirect.path, workspace);
         // /proc/self, /dev/fd, ...: resolved in the shell's process, not the pod's.
         let per_process = |p: &str| {
-            p == "/dev/stdin" || p.starts_with("/proc/") || p.starts_with("/dev/fd/") || p == "/proc"
+            p == "/dev/stdin"
+                || p.starts_with("/proc/")
+                || p.starts_with("/dev/fd/")
+                || p == "/proc"
         };
         if per_process(&redirect.path) || paths.iter().any(|p| per_process(p)) {
             out.push(Subject::new(

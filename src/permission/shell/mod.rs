@@ -24,7 +24,7 @@ mod walk;
 mod tests;
 
 /// Longest command line analyzed; longer ones are unparsed (never allowed).
-pub const MAX_COMMAND_BYTES: usize = 4 * 1024 * 1024;
+pub const MAX_COMMAND_BYTES: usize = 1024 * 1024;
 
 /// Everything a command line would run or touch, as permission subjects.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -110,9 +110,7 @@ impl Opaque {
             Opaque::DynamicCommandWord => "the command word is an expansion".to_string(),
             Opaque::Eval => "eval runs a string as a command".to_string(),
             Opaque::DynamicScript => "the script or program text is not a literal".to_string(),
-            Opaque::InlineCode => {
-                "an interpreter runs code given on its command line".to_string()
-            }
+            Opaque::InlineCode => "an interpreter runs code given on its command line".to_string(),
             Opaque::StdinScript => {
                 "a shell or interpreter reads its script from stdin or a descriptor".to_string()
             }

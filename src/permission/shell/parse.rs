@@ -42,7 +42,7 @@ pub struct Budget {
 impl Budget {
     /// The budget for a command line of `len` bytes: linear in its length.
     pub fn for_input(len: usize) -> Budget {
-        let steps = (len as u64).saturating_mul(32).saturating_add(65_536);
+        let steps = (len as u64).saturating_mul(16).saturating_add(65_536);
         Budget {
             left: Cell::new(steps),
             exhausted: Cell::new(false),
@@ -91,14 +91,25 @@ pub fn parse(src: &str, budget: &Budget, depth: usize) -> Result<Parsed, ParseEr
 
 /// The reserved words of bash.
 const RESERVED: &[&str] = &[
-    "if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "while", "until", "for", "in",
-    "function", "select", "time", "coproc", "{", "}", "[[", "]]", "!",
+    "if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "while", "until", "for",
+    "in", "function", "select", "time", "coproc", "{", "}", "[[", "]]", "!",
 ];
 
 /// Builtins whose arguments name variables they assign.
 const ASSIGNING_BUILTINS: &[&str] = &[
-    "declare", "typeset", "local", "export", "readonly", "read", "mapfile", "readarray", "printf",
-    "getopts", "wait", "unset", "let",
+    "declare",
+    "typeset",
+    "local",
+    "export",
+    "readonly",
+    "read",
+    "mapfile",
+    "readarray",
+    "printf",
+    "getopts",
+    "wait",
+    "unset",
+    "let",
 ];
 
 /// Builtins whose `NAME=value` arguments are assignments (and may be arrays).
@@ -303,9 +314,10 @@ impl<'a> Parser<'a> {
 
     /// The reserved word at the cursor, if one is there (unquoted, followed by a delimiter).
     fn peek_reserved(&self) -> Option<&'static str> {
-        RESERVED.iter().copied().find(|w| {
-            self.starts_with(w) && is_delimiter(self.b.get(self.pos + w.len()).copied())
-        })
+        RESERVED
+            .iter()
+            .copied()
+            .find(|w| self.starts_with(w) && is_delimiter(self.b.get(self.pos + w.len()).copied()))
     }
 
     fn expect_reserved(&mut self, word: &str) -> R<()> {
@@ -449,7 +461,9 @@ impl<'a> Parser<'a> {
             Stop::Paren => self.peek() == Some(b')'),
             Stop::Words(words) => self.peek_reserved().is_some_and(|w| words.contains(&w)),
             Stop::CaseArm => {
-                self.starts_with(";;") || self.starts_with(";&") || self.peek_reserved() == Some("esac")
+                self.starts_with(";;")
+                    || self.starts_with(";&")
+                    || self.peek_reserved() == Some("esac")
             }
         }
     }
@@ -1120,7 +1134,10 @@ impl<'a> Parser<'a> {
             (Some(b'='), _) => i + 1,
             (Some(b'+'), Some(b'=')) => i + 2,
             _ => {
-                if subscript.as_deref().is_some_and(|s| s.contains([' ', '\t'])) {
+                if subscript
+                    .as_deref()
+                    .is_some_and(|s| s.contains([' ', '\t']))
+                {
                     return self.err("a subscript holding a blank outside an assignment");
                 }
                 return Ok(None);
@@ -1224,7 +1241,13 @@ impl<'a> Parser<'a> {
             match c {
                 b'$' => {
                     flush(&mut lit, &mut parts);
-                    let in_dquote = matches!(mode, Mode::Brace { in_dquote: true, .. }) || in_text;
+                    let in_dquote = matches!(
+                        mode,
+                        Mode::Brace {
+                            in_dquote: true,
+                            ..
+                        }
+                    ) || in_text;
                     parts.push(self.dollar(in_dquote)?);
                     continue;
                 }
@@ -1256,7 +1279,13 @@ impl<'a> Parser<'a> {
             // Normal, Regex and Brace modes.
             match c {
                 b'\'' => {
-                    if matches!(mode, Mode::Brace { in_dquote: true, .. }) {
+                    if matches!(
+                        mode,
+                        Mode::Brace {
+                            in_dquote: true,
+                            ..
+                        }
+                    ) {
                         return self.err("a single quote inside `${ }` within double quotes");
                     }
                     flush(&mut lit, &mut parts);
@@ -1273,7 +1302,13 @@ impl<'a> Parser<'a> {
                 b'\\' => match self.peek_at(1) {
                     Some(b'\n') => self.advance(2)?,
                     Some(_) => {
-                        if matches!(mode, Mode::Brace { in_dquote: true, .. }) {
+                        if matches!(
+                            mode,
+                            Mode::Brace {
+                                in_dquote: true,
+                                ..
+                            }
+                        ) {
                             return self.err("a backslash inside `${ }` within double quotes");
                         }
                         flush(&mut lit, &mut parts);

@@ -105,19 +105,142 @@ impl Analysis {
 
 /// Programs whose arguments are data: no option of theirs runs anything.
 const DATA: &[&str] = &[
-    "echo", "printf", "cat", "tac", "ls", "dir", "vdir", "head", "tail", "wc", "grep", "egrep",
-    "fgrep", "sort", "uniq", "cut", "tr", "diff", "cmp", "comm", "file", "stat", "du", "df", "pwd",
-    "true", "false", ":", "test", "[", "basename", "dirname", "realpath", "readlink", "rmdir",
-    "touch", "rm", "chmod", "chown", "chgrp", "date", "whoami", "id", "uname", "which", "type",
-    "base64", "base32", "md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum",
-    "b2sum", "cksum", "sum", "seq", "sleep", "column", "paste", "join", "nl", "fold", "fmt", "rev",
-    "od", "hexdump", "xxd", "jq", "tree", "yes", "expr", "printenv", "hostname", "nproc", "free",
-    "uptime", "ps", "getconf", "locale", "shuf", "split", "csplit", "truncate", "mktemp", "sync",
-    "numfmt", "factor", "pr", "expand", "unexpand", "iconv", "strings", "gzip", "gunzip", "zcat",
-    "bzip2", "bunzip2", "xz", "unxz", "zstd", "dd", "kill", "wait", "jobs", "exit", "return",
-    "break", "continue", "shift", "umask", "ulimit", "times", "dirs", "disown", "help", "logname",
-    "groups", "tty", "rg", "ag", "ack", "unalias", "caller", "cd", "pushd", "popd", "ln", "mv",
-    "cp", "mkdir", "install", "unzip", "cpio", "tee",
+    "echo",
+    "printf",
+    "cat",
+    "tac",
+    "ls",
+    "dir",
+    "vdir",
+    "head",
+    "tail",
+    "wc",
+    "grep",
+    "egrep",
+    "fgrep",
+    "sort",
+    "uniq",
+    "cut",
+    "tr",
+    "diff",
+    "cmp",
+    "comm",
+    "file",
+    "stat",
+    "du",
+    "df",
+    "pwd",
+    "true",
+    "false",
+    ":",
+    "test",
+    "[",
+    "basename",
+    "dirname",
+    "realpath",
+    "readlink",
+    "rmdir",
+    "touch",
+    "rm",
+    "chmod",
+    "chown",
+    "chgrp",
+    "date",
+    "whoami",
+    "id",
+    "uname",
+    "which",
+    "type",
+    "base64",
+    "base32",
+    "md5sum",
+    "sha1sum",
+    "sha224sum",
+    "sha256sum",
+    "sha384sum",
+    "sha512sum",
+    "b2sum",
+    "cksum",
+    "sum",
+    "seq",
+    "sleep",
+    "column",
+    "paste",
+    "join",
+    "nl",
+    "fold",
+    "fmt",
+    "rev",
+    "od",
+    "hexdump",
+    "xxd",
+    "jq",
+    "tree",
+    "yes",
+    "expr",
+    "printenv",
+    "hostname",
+    "nproc",
+    "free",
+    "uptime",
+    "ps",
+    "getconf",
+    "locale",
+    "shuf",
+    "split",
+    "csplit",
+    "truncate",
+    "mktemp",
+    "sync",
+    "numfmt",
+    "factor",
+    "pr",
+    "expand",
+    "unexpand",
+    "iconv",
+    "strings",
+    "gzip",
+    "gunzip",
+    "zcat",
+    "bzip2",
+    "bunzip2",
+    "xz",
+    "unxz",
+    "zstd",
+    "dd",
+    "kill",
+    "wait",
+    "jobs",
+    "exit",
+    "return",
+    "break",
+    "continue",
+    "shift",
+    "umask",
+    "ulimit",
+    "times",
+    "dirs",
+    "disown",
+    "help",
+    "logname",
+    "groups",
+    "tty",
+    "rg",
+    "ag",
+    "ack",
+    "unalias",
+    "caller",
+    "cd",
+    "pushd",
+    "popd",
+    "ln",
+    "mv",
+    "cp",
+    "mkdir",
+    "install",
+    "unzip",
+    "cpio",
+    "tee",
 ];
 
 /// Data programs that change the working folder or what a path names.
@@ -140,8 +263,8 @@ const BASH_LIKE: &[&str] = &["bash", "sh", "dash", "rbash", "ash"];
 
 /// Other shells: their scripts are never read.
 const OTHER_SHELLS: &[&str] = &[
-    "zsh", "ksh", "ksh93", "mksh", "pdksh", "yash", "fish", "csh", "tcsh", "elvish", "nu",
-    "xonsh", "posh", "oksh", "loksh",
+    "zsh", "ksh", "ksh93", "mksh", "pdksh", "yash", "fish", "csh", "tcsh", "elvish", "nu", "xonsh",
+    "posh", "oksh", "loksh",
 ];
 
 /// Programs that run commands of their own at any invocation (editors, debuggers).
@@ -159,10 +282,16 @@ const ALWAYS_OPAQUE: &[(&str, &str)] = &[
     ("lldb", "a debugger runs commands"),
     ("dc", "dc runs shell commands (`!`)"),
     ("eval", "eval runs a string as a command"),
-    ("let", "let evaluates arithmetic, which can run code through array subscripts"),
+    (
+        "let",
+        "let evaluates arithmetic, which can run code through array subscripts",
+    ),
     ("trap", "trap runs a string as a command later"),
     ("enable", "enable loads builtins from shared libraries"),
-    ("compgen", "compgen runs functions and commands (-C, -F) and expands words"),
+    (
+        "compgen",
+        "compgen runs functions and commands (-C, -F) and expands words",
+    ),
     ("complete", "complete registers commands to run"),
     ("compopt", "completion options are not analyzed"),
     ("fc", "fc runs an editor and commands from history"),
@@ -175,23 +304,107 @@ const ALWAYS_OPAQUE: &[(&str, &str)] = &[
 /// elsewhere: assigning one makes the command opaque.
 pub(super) fn dangerous_variable(name: &str) -> bool {
     const EXACT: &[&str] = &[
-        "BASH_ENV", "ENV", "PS0", "PS1", "PS2", "PS3", "PS4", "PROMPT_COMMAND", "SHELLOPTS",
-        "BASHOPTS", "PATH", "IFS", "CDPATH", "GLOBIGNORE", "HOME", "SHELL", "EDITOR", "VISUAL",
-        "PAGER", "MANPAGER", "MANOPT", "BROWSER", "INPUTRC", "EXECIGNORE", "TMPDIR", "CLASSPATH",
-        "MAKEFLAGS", "MFLAGS", "MAKEFILES", "MAKESHELL", "TAR_OPTIONS", "RUSTC_WRAPPER", "RUSTC",
-        "RUSTDOC", "CC", "CXX", "CPP", "LD", "AR", "OPENSSL_CONF", "PHPRC", "PHP_INI_SCAN_DIR",
-        "TEXTDOMAINDIR", "TEXTDOMAIN", "LOCPATH", "TERMINFO", "HISTFILE", "XDG_CONFIG_HOME",
-        "XDG_DATA_HOME", "XDG_CONFIG_DIRS", "ZDOTDIR", "PERLLIB", "JAVA_TOOL_OPTIONS",
-        "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "BASH_XTRACEFD", "BASH_COMPAT", "POSIXLY_CORRECT",
+        "BASH_ENV",
+        "ENV",
+        "PS0",
+        "PS1",
+        "PS2",
+        "PS3",
+        "PS4",
+        "PROMPT_COMMAND",
+        "SHELLOPTS",
+        "BASHOPTS",
+        "PATH",
+        "IFS",
+        "CDPATH",
+        "GLOBIGNORE",
+        "HOME",
+        "SHELL",
+        "EDITOR",
+        "VISUAL",
+        "PAGER",
+        "MANPAGER",
+        "MANOPT",
+        "BROWSER",
+        "INPUTRC",
+        "EXECIGNORE",
+        "TMPDIR",
+        "CLASSPATH",
+        "MAKEFLAGS",
+        "MFLAGS",
+        "MAKEFILES",
+        "MAKESHELL",
+        "TAR_OPTIONS",
+        "RUSTC_WRAPPER",
+        "RUSTC",
+        "RUSTDOC",
+        "CC",
+        "CXX",
+        "CPP",
+        "LD",
+        "AR",
+        "OPENSSL_CONF",
+        "PHPRC",
+        "PHP_INI_SCAN_DIR",
+        "TEXTDOMAINDIR",
+        "TEXTDOMAIN",
+        "LOCPATH",
+        "TERMINFO",
+        "HISTFILE",
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+        "XDG_CONFIG_DIRS",
+        "ZDOTDIR",
+        "PERLLIB",
+        "JAVA_TOOL_OPTIONS",
+        "_JAVA_OPTIONS",
+        "JDK_JAVA_OPTIONS",
+        "BASH_XTRACEFD",
+        "BASH_COMPAT",
+        "POSIXLY_CORRECT",
     ];
     const PREFIXES: &[&str] = &[
-        "BASH_", "GIT_", "LD_", "DYLD_", "CARGO_", "RUSTUP_", "NPM_CONFIG_", "npm_config_",
-        "PYTHON", "PERL", "RUBY", "NODE_", "LESS", "GCONV", "SSH_", "LUA_", "GEM_", "BUNDLE_",
-        "PIP_", "UV_", "DOCKER_", "SUDO_", "MALLOC_", "GLIBC_",
+        "BASH_",
+        "GIT_",
+        "LD_",
+        "DYLD_",
+        "CARGO_",
+        "RUSTUP_",
+        "NPM_CONFIG_",
+        "npm_config_",
+        "PYTHON",
+        "PERL",
+        "RUBY",
+        "NODE_",
+        "LESS",
+        "GCONV",
+        "SSH_",
+        "LUA_",
+        "GEM_",
+        "BUNDLE_",
+        "PIP_",
+        "UV_",
+        "DOCKER_",
+        "SUDO_",
+        "MALLOC_",
+        "GLIBC_",
     ];
     const SUFFIXES: &[&str] = &[
-        "_PAGER", "_EDITOR", "_COMMAND", "_CMD", "_OPTIONS", "_OPTS", "_ASKPASS", "_WRAPPER",
-        "_RUNNER", "_SHELL", "_PATH", "_PROGRAM", "_LAUNCHER", "_HOOK", "_HOOKS",
+        "_PAGER",
+        "_EDITOR",
+        "_COMMAND",
+        "_CMD",
+        "_OPTIONS",
+        "_OPTS",
+        "_ASKPASS",
+        "_WRAPPER",
+        "_RUNNER",
+        "_SHELL",
+        "_PATH",
+        "_PROGRAM",
+        "_LAUNCHER",
+        "_HOOK",
+        "_HOOKS",
     ];
     !harmless_variable(name)
         && (EXACT.contains(&name)
@@ -202,9 +415,25 @@ pub(super) fn dangerous_variable(name: &str) -> bool {
 /// Variables too harmless to be worth keeping in a subject (`LANG=C sort` is `sort`).
 pub(super) fn harmless_variable(name: &str) -> bool {
     const EXACT: &[&str] = &[
-        "LANG", "LANGUAGE", "TZ", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE",
-        "COLUMNS", "LINES", "TERM", "COLORTERM", "RUST_BACKTRACE", "RUST_LOG", "NODE_ENV",
-        "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONIOENCODING", "CI", "DEBIAN_FRONTEND",
+        "LANG",
+        "LANGUAGE",
+        "TZ",
+        "NO_COLOR",
+        "FORCE_COLOR",
+        "CLICOLOR",
+        "CLICOLOR_FORCE",
+        "COLUMNS",
+        "LINES",
+        "TERM",
+        "COLORTERM",
+        "RUST_BACKTRACE",
+        "RUST_LOG",
+        "NODE_ENV",
+        "PYTHONUNBUFFERED",
+        "PYTHONDONTWRITEBYTECODE",
+        "PYTHONIOENCODING",
+        "CI",
+        "DEBIAN_FRONTEND",
     ];
     EXACT.contains(&name) || name.starts_with("LC_")
 }
@@ -478,10 +707,8 @@ fn script_operand(prog: &str, w: &Wd) -> Option<Opaque> {
         return Some(Opaque::DynamicScript);
     }
     let t = w.text.as_str();
-    let from_descriptor = t == "-"
-        || t.starts_with("/dev/")
-        || t.starts_with("/proc/")
-        || t.contains("/fd/");
+    let from_descriptor =
+        t == "-" || t.starts_with("/dev/") || t.starts_with("/proc/") || t.contains("/fd/");
     if from_descriptor {
         return Some(Opaque::StdinScript);
     }
@@ -506,77 +733,161 @@ pub(super) fn analyze(name: &str, args: &[Wd]) -> Analysis {
     }
     match name {
         "sudo" => sudo(args),
-        "doas" => wrapper(name, args, &Spec {
-            flags: "nL",
-            values: "uC",
-            ..Spec::default()
-        }, 0, false, &["s"]),
+        "doas" => wrapper(
+            name,
+            args,
+            &Spec {
+                flags: "nL",
+                values: "uC",
+                ..Spec::default()
+            },
+            0,
+            false,
+            &["s"],
+        ),
         "env" => env(args),
         "command" => command_builtin(args),
         "builtin" => wrapped(args, 0, false),
-        "exec" => wrapper(name, args, &Spec {
-            flags: "cl",
-            values: "a",
-            ..Spec::default()
-        }, 0, false, &[]),
+        "exec" => wrapper(
+            name,
+            args,
+            &Spec {
+                flags: "cl",
+                values: "a",
+                ..Spec::default()
+            },
+            0,
+            false,
+            &[],
+        ),
         "nohup" => wrapper(name, args, &Spec::default(), 0, false, &[]),
-        "nice" => wrapper(name, args, &Spec {
-            values: "n",
-            long_values: &["adjustment"],
-            numbers: true,
-            ..Spec::default()
-        }, 0, false, &[]),
-        "ionice" => wrapper(name, args, &Spec {
-            flags: "t",
-            values: "cnpPu",
-            long_flags: &["ignore"],
-            long_values: &["class", "classdata", "pid", "pgid", "uid"],
-            ..Spec::default()
-        }, 0, false, &[]),
-        "timeout" => wrapper(name, args, &Spec {
-            flags: "fpv",
-            values: "ks",
-            long_flags: &["foreground", "preserve-status", "verbose"],
-            long_values: &["kill-after", "signal"],
-            ..Spec::default()
-        }, 1, false, &[]),
-        "time" => wrapper(name, args, &Spec {
-            flags: "apqvV",
-            values: "fo",
-            long_flags: &["append", "portability", "quiet", "verbose"],
-            long_values: &["format", "output"],
-            ..Spec::default()
-        }, 0, false, &[]),
-        "stdbuf" => wrapper(name, args, &Spec {
-            values: "ioe",
-            long_values: &["input", "output", "error"],
-            ..Spec::default()
-        }, 0, false, &[]),
-        "setsid" => wrapper(name, args, &Spec {
-            flags: "cfw",
-            long_flags: &["ctty", "fork", "wait"],
-            ..Spec::default()
-        }, 0, false, &[]),
-        "taskset" => wrapper(name, args, &Spec {
-            flags: "ac",
-            long_flags: &["all-tasks", "cpu-list"],
-            ..Spec::default()
-        }, 1, false, &["p", "--pid"]),
-        "chrt" => wrapper(name, args, &Spec {
-            flags: "abdfiormRv",
-            values: "TPD",
-            long_flags: &[
-                "all-tasks", "batch", "deadline", "fifo", "idle", "other", "rr",
-                "reset-on-fork", "verbose",
-            ],
-            long_values: &["sched-runtime", "sched-period", "sched-deadline"],
-            ..Spec::default()
-        }, 1, false, &["p", "m", "--pid", "--max"]),
-        "chroot" => wrapper(name, args, &Spec {
-            long_flags: &["skip-chdir"],
-            long_values: &["userspec", "groups"],
-            ..Spec::default()
-        }, 1, false, &[]),
+        "nice" => wrapper(
+            name,
+            args,
+            &Spec {
+                values: "n",
+                long_values: &["adjustment"],
+                numbers: true,
+                ..Spec::default()
+            },
+            0,
+            false,
+            &[],
+        ),
+        "ionice" => wrapper(
+            name,
+            args,
+            &Spec {
+                flags: "t",
+                values: "cnpPu",
+                long_flags: &["ignore"],
+                long_values: &["class", "classdata", "pid", "pgid", "uid"],
+                ..Spec::default()
+            },
+            0,
+            false,
+            &[],
+        ),
+        "timeout" => wrapper(
+            name,
+            args,
+            &Spec {
+                flags: "fpv",
+                values: "ks",
+                long_flags: &["foreground", "preserve-status", "verbose"],
+                long_values: &["kill-after", "signal"],
+                ..Spec::default()
+            },
+            1,
+            false,
+            &[],
+        ),
+        "time" => wrapper(
+            name,
+            args,
+            &Spec {
+                flags: "apqvV",
+                values: "fo",
+                long_flags: &["append", "portability", "quiet", "verbose"],
+                long_values: &["format", "output"],
+                ..Spec::default()
+            },
+            0,
+            false,
+            &[],
+        ),
+        "stdbuf" => wrapper(
+            name,
+            args,
+            &Spec {
+                values: "ioe",
+                long_values: &["input", "output", "error"],
+                ..Spec::default()
+            },
+            0,
+            false,
+            &[],
+        ),
+        "setsid" => wrapper(
+            name,
+            args,
+            &Spec {
+                flags: "cfw",
+                long_flags: &["ctty", "fork", "wait"],
+                ..Spec::default()
+            },
+            0,
+            false,
+            &[],
+        ),
+        "taskset" => wrapper(
+            name,
+            args,
+            &Spec {
+                flags: "ac",
+                long_flags: &["all-tasks", "cpu-list"],
+                ..Spec::default()
+            },
+            1,
+            false,
+            &["p", "--pid"],
+        ),
+        "chrt" => wrapper(
+            name,
+            args,
+            &Spec {
+                flags: "abdfiormRv",
+                values: "TPD",
+                long_flags: &[
+                    "all-tasks",
+                    "batch",
+                    "deadline",
+                    "fifo",
+                    "idle",
+                    "other",
+                    "rr",
+                    "reset-on-fork",
+                    "verbose",
+                ],
+                long_values: &["sched-runtime", "sched-period", "sched-deadline"],
+                ..Spec::default()
+            },
+            1,
+            false,
+            &["p", "m", "--pid", "--max"],
+        ),
+        "chroot" => wrapper(
+            name,
+            args,
+            &Spec {
+                long_flags: &["skip-chdir"],
+                long_values: &["userspec", "groups"],
+                ..Spec::default()
+            },
+            1,
+            false,
+            &[],
+        ),
         "flock" => flock(args),
         "su" | "runuser" => su(name, args),
         "sg" => sg(args),
@@ -601,34 +912,58 @@ pub(super) fn analyze(name: &str, args: &[Wd]) -> Analysis {
             }
         }
         "hash" => {
-            if args.iter().all(|w| matches!(w.lit(), Some("-r" | "-l" | "-t" | "-d"))) {
+            if args
+                .iter()
+                .all(|w| matches!(w.lit(), Some("-r" | "-l" | "-t" | "-d")))
+            {
                 Analysis::default()
             } else {
                 Analysis::opaque("hash can make a command name run another program (-p)")
             }
         }
         "declare" | "typeset" | "local" | "export" | "readonly" => declare(name, args),
-        "read" => names_builtin(name, args, &Spec {
-            flags: "ersE",
-            values: "adinNptu",
-            ..Spec::default()
-        }, &["a"], true),
+        "read" => names_builtin(
+            name,
+            args,
+            &Spec {
+                flags: "ersE",
+                values: "adinNptu",
+                ..Spec::default()
+            },
+            &["a"],
+            true,
+        ),
         "mapfile" | "readarray" => {
-            if args.iter().any(|w| w.lit().is_some_and(|t| t.starts_with('-') && t.contains('C'))) {
+            if args.iter().any(|w| {
+                w.lit()
+                    .is_some_and(|t| t.starts_with('-') && t.contains('C'))
+            }) {
                 return Analysis::opaque(format!("`{name} -C` runs a command for each line"));
             }
-            names_builtin(name, args, &Spec {
-                flags: "t",
-                values: "cdnOsu",
-                ..Spec::default()
-            }, &[], true)
+            names_builtin(
+                name,
+                args,
+                &Spec {
+                    flags: "t",
+                    values: "cdnOsu",
+                    ..Spec::default()
+                },
+                &[],
+                true,
+            )
         }
         "printf" => printf(args),
         "getopts" => getopts(args),
-        "unset" => names_builtin(name, args, &Spec {
-            flags: "fvn",
-            ..Spec::default()
-        }, &[], true),
+        "unset" => names_builtin(
+            name,
+            args,
+            &Spec {
+                flags: "fvn",
+                ..Spec::default()
+            },
+            &[],
+            true,
+        ),
         "test" | "[" => test_builtin(name, args),
         "find" => find(args),
         "fd" | "fdfind" => fd(args),
@@ -644,7 +979,10 @@ pub(super) fn analyze(name: &str, args: &[Wd]) -> Analysis {
         "rsync" => rsync(args),
         "cargo" => {
             let mut a = unknown(name, args);
-            if let Some(w) = args.iter().find(|w| w.lit().is_some_and(|t| t == "--config" || t.starts_with("--config="))) {
+            if let Some(w) = args.iter().find(|w| {
+                w.lit()
+                    .is_some_and(|t| t == "--config" || t.starts_with("--config="))
+            }) {
                 a.opaque = Some(Opaque::Code(format!(
                     "`cargo {}` can set a runner or wrapper that cargo runs",
                     w.text
@@ -656,12 +994,16 @@ pub(super) fn analyze(name: &str, args: &[Wd]) -> Analysis {
             let mut a = unknown(name, args);
             let code = args.iter().any(|w| {
                 w.lit().is_some_and(|t| {
-                    t == "-e" || t.starts_with("--execute") || t.starts_with("--use-askpass")
+                    t == "-e"
+                        || t.starts_with("--execute")
+                        || t.starts_with("--use-askpass")
                         || t.starts_with("--config")
                 })
             });
             if code {
-                a.opaque = Some(Opaque::Code("wget runs configured commands (-e, --use-askpass)".into()));
+                a.opaque = Some(Opaque::Code(
+                    "wget runs configured commands (-e, --use-askpass)".into(),
+                ));
             }
             a
         }
@@ -759,10 +1101,17 @@ fn wrapper(
             }
         }
     };
-    if no_command.iter().any(|o| s.has(o.trim_start_matches('-')) || s.has(o)) {
+    if no_command
+        .iter()
+        .any(|o| s.has(o.trim_start_matches('-')) || s.has(o))
+    {
         return Analysis::default();
     }
-    if let Some(w) = args[s.end..].iter().take(positional).find(|w| w.model_chosen()) {
+    if let Some(w) = args[s.end..]
+        .iter()
+        .take(positional)
+        .find(|w| w.model_chosen())
+    {
         return Analysis {
             runs_args: true,
             ..Analysis::from(computed_option(name, w))
@@ -776,13 +1125,35 @@ fn sudo(args: &[Wd]) -> Analysis {
         flags: "AbEHKklnPSVv",
         values: "CDghpRrtTUu",
         long_flags: &[
-            "askpass", "background", "bell", "preserve-groups", "set-home", "remove-timestamp",
-            "reset-timestamp", "list", "non-interactive", "stdin", "version", "validate", "help",
-            "edit", "login", "shell",
+            "askpass",
+            "background",
+            "bell",
+            "preserve-groups",
+            "set-home",
+            "remove-timestamp",
+            "reset-timestamp",
+            "list",
+            "non-interactive",
+            "stdin",
+            "version",
+            "validate",
+            "help",
+            "edit",
+            "login",
+            "shell",
         ],
         long_values: &[
-            "close-from", "chdir", "group", "host", "prompt", "chroot", "role", "type",
-            "command-timeout", "other-user", "user",
+            "close-from",
+            "chdir",
+            "group",
+            "host",
+            "prompt",
+            "chroot",
+            "role",
+            "type",
+            "command-timeout",
+            "other-user",
+            "user",
         ],
         long_optional: &["preserve-env"],
         ..Spec::default()
@@ -800,9 +1171,19 @@ fn sudo(args: &[Wd]) -> Analysis {
     if ["--edit", "--login", "--shell"].iter().any(|o| s.has(o)) {
         return Analysis::opaque("sudo runs a shell or an editor");
     }
-    if ["l", "v", "k", "K", "V", "--list", "--validate", "--version", "--help"]
-        .iter()
-        .any(|o| s.has(o))
+    if [
+        "l",
+        "v",
+        "k",
+        "K",
+        "V",
+        "--list",
+        "--validate",
+        "--version",
+        "--help",
+    ]
+    .iter()
+    .any(|o| s.has(o))
         && s.end >= args.len()
     {
         return Analysis::default();
@@ -814,7 +1195,12 @@ fn env(args: &[Wd]) -> Analysis {
     let spec = Spec {
         flags: "i0v",
         values: "uC",
-        long_flags: &["ignore-environment", "null", "debug", "list-signal-handling"],
+        long_flags: &[
+            "ignore-environment",
+            "null",
+            "debug",
+            "list-signal-handling",
+        ],
         long_values: &["unset", "chdir"],
         long_optional: &["block-signal", "default-signal", "ignore-signal"],
         ..Spec::default()
@@ -823,7 +1209,8 @@ fn env(args: &[Wd]) -> Analysis {
         w.lit().is_some_and(|t| {
             (t.starts_with('-') && !t.starts_with("--") && t.contains('S'))
                 || t.starts_with("--split-string")
-                || (t.starts_with("--s") && "--split-string".starts_with(t.split('=').next().unwrap_or(t)))
+                || (t.starts_with("--s")
+                    && "--split-string".starts_with(t.split('=').next().unwrap_or(t)))
         })
     }) {
         return Analysis {
@@ -864,8 +1251,16 @@ fn flock(args: &[Wd]) -> Analysis {
         flags: "sexnoFuhV",
         values: "wE",
         long_flags: &[
-            "shared", "exclusive", "nonblock", "nb", "close", "no-fork", "unlock", "verbose",
-            "help", "version",
+            "shared",
+            "exclusive",
+            "nonblock",
+            "nb",
+            "close",
+            "no-fork",
+            "unlock",
+            "verbose",
+            "help",
+            "version",
         ],
         long_values: &["timeout", "wait", "conflict-exit-code"],
         ..Spec::default()
@@ -909,7 +1304,12 @@ fn su(name: &str, args: &[Wd]) -> Analysis {
         values: "cgGsw",
         long_flags: &["login", "preserve-environment", "pty", "help", "version"],
         long_values: &[
-            "command", "session-command", "group", "supp-group", "shell", "whitelist-environment",
+            "command",
+            "session-command",
+            "group",
+            "supp-group",
+            "shell",
+            "whitelist-environment",
         ],
         permute: true,
         ..Spec::default()
@@ -950,7 +1350,13 @@ fn script(args: &[Wd]) -> Analysis {
         optional: "t",
         long_flags: &["append", "return", "flush", "force", "quiet", "echo-never"],
         long_values: &[
-            "command", "echo", "log-in", "log-out", "log-io", "log-timing", "logging-format",
+            "command",
+            "echo",
+            "log-in",
+            "log-out",
+            "log-io",
+            "log-timing",
+            "logging-format",
             "output-limit",
         ],
         long_optional: &["timing"],
@@ -1027,10 +1433,21 @@ fn xargs(args: &[Wd]) -> Analysis {
         values: "aEdILnPs",
         optional: "eil",
         long_flags: &[
-            "null", "interactive", "no-run-if-empty", "verbose", "exit", "open-tty", "show-limits",
+            "null",
+            "interactive",
+            "no-run-if-empty",
+            "verbose",
+            "exit",
+            "open-tty",
+            "show-limits",
         ],
         long_values: &[
-            "arg-file", "delimiter", "max-args", "max-procs", "max-chars", "process-slot-var",
+            "arg-file",
+            "delimiter",
+            "max-args",
+            "max-procs",
+            "max-chars",
+            "process-slot-var",
         ],
         long_optional: &["eof", "replace", "max-lines"],
         ..Spec::default()
@@ -1063,9 +1480,26 @@ fn source(args: &[Wd]) -> Analysis {
 
 fn set(args: &[Wd]) -> Analysis {
     const SAFE_O: &[&str] = &[
-        "errexit", "errtrace", "functrace", "hashall", "monitor", "noclobber", "noexec",
-        "noglob", "notify", "nounset", "physical", "pipefail", "verbose", "xtrace", "allexport",
-        "nolog", "ignoreeof", "onecmd", "history", "braceexpand",
+        "errexit",
+        "errtrace",
+        "functrace",
+        "hashall",
+        "monitor",
+        "noclobber",
+        "noexec",
+        "noglob",
+        "notify",
+        "nounset",
+        "physical",
+        "pipefail",
+        "verbose",
+        "xtrace",
+        "allexport",
+        "nolog",
+        "ignoreeof",
+        "onecmd",
+        "history",
+        "braceexpand",
     ];
     let mut i = 0;
     while i < args.len() {
@@ -1106,8 +1540,18 @@ fn set(args: &[Wd]) -> Analysis {
 
 fn shopt(args: &[Wd]) -> Analysis {
     const SAFE: &[&str] = &[
-        "nullglob", "failglob", "dotglob", "globstar", "nocaseglob", "nocasematch", "lastpipe",
-        "inherit_errexit", "globasciiranges", "checkwinsize", "cmdhist", "lithist",
+        "nullglob",
+        "failglob",
+        "dotglob",
+        "globstar",
+        "nocaseglob",
+        "nocasematch",
+        "lastpipe",
+        "inherit_errexit",
+        "globasciiranges",
+        "checkwinsize",
+        "cmdhist",
+        "lithist",
     ];
     let mut setting = false;
     for w in args {
@@ -1263,8 +1707,19 @@ fn declare(prog: &str, args: &[Wd]) -> Analysis {
 
 fn shell(name: &str, args: &[Wd]) -> Analysis {
     const SAFE_O: &[&str] = &[
-        "errexit", "errtrace", "functrace", "hashall", "noclobber", "noglob", "nounset",
-        "pipefail", "verbose", "xtrace", "allexport", "braceexpand", "physical",
+        "errexit",
+        "errtrace",
+        "functrace",
+        "hashall",
+        "noclobber",
+        "noglob",
+        "nounset",
+        "pipefail",
+        "verbose",
+        "xtrace",
+        "allexport",
+        "braceexpand",
+        "physical",
     ];
     let mut i = 0;
     let mut dash_c = false;
@@ -1284,8 +1739,15 @@ fn shell(name: &str, args: &[Wd]) -> Analysis {
         }
         if let Some(long) = t.strip_prefix("--") {
             const FINE: &[&str] = &[
-                "norc", "noprofile", "login", "posix", "restricted", "verbose", "noediting",
-                "version", "help",
+                "norc",
+                "noprofile",
+                "login",
+                "posix",
+                "restricted",
+                "verbose",
+                "noediting",
+                "version",
+                "help",
             ];
             if !FINE.contains(&long) {
                 return Analysis::from(unknown_option(name, t));
@@ -1346,8 +1808,13 @@ fn other_shell(name: &str, args: &[Wd]) -> Analysis {
             "`{name} -c`: only bash and sh scripts are read by the engine"
         ));
     }
-    match args.iter().find(|w| !w.lit().is_some_and(|t| t.starts_with('-'))) {
-        Some(w) => Analysis::default().changes_paths().with(script_operand(name, w)),
+    match args
+        .iter()
+        .find(|w| !w.lit().is_some_and(|t| t.starts_with('-')))
+    {
+        Some(w) => Analysis::default()
+            .changes_paths()
+            .with(script_operand(name, w)),
         None => Analysis::from(Opaque::StdinScript),
     }
 }
@@ -1376,8 +1843,17 @@ fn interpreter(name: &str, args: &[Wd]) -> Option<Analysis> {
         Interp {
             code: "epri",
             code_long: &[
-                "eval", "print", "require", "import", "loader", "experimental-loader", "env-file",
-                "env-file-if-exists", "interactive", "openssl-config", "snapshot-blob",
+                "eval",
+                "print",
+                "require",
+                "import",
+                "loader",
+                "experimental-loader",
+                "env-file",
+                "env-file-if-exists",
+                "interactive",
+                "openssl-config",
+                "snapshot-blob",
                 "input-type",
             ],
             values: "",
@@ -1408,8 +1884,15 @@ fn interpreter(name: &str, args: &[Wd]) -> Option<Analysis> {
         Interp {
             code: "raBREFdczS",
             code_long: &[
-                "run", "interactive", "process-begin", "process-code", "process-end",
-                "process-file", "define", "php-ini", "zend-extension",
+                "run",
+                "interactive",
+                "process-begin",
+                "process-code",
+                "process-end",
+                "process-file",
+                "define",
+                "php-ini",
+                "zend-extension",
             ],
             values: "f",
             stdin: true,
@@ -1486,7 +1969,11 @@ fn interpreter(name: &str, args: &[Wd]) -> Option<Analysis> {
         }
         if let Some(long) = t.strip_prefix("--") {
             let opt = long.split('=').next().unwrap_or("");
-            if spec.code_long.iter().any(|c| c.starts_with(opt) && opt.len() >= 2) {
+            if spec
+                .code_long
+                .iter()
+                .any(|c| c.starts_with(opt) && opt.len() >= 2)
+            {
                 return Some(Analysis::from(Opaque::InlineCode));
             }
             i += 1;
@@ -1563,12 +2050,9 @@ fn find(args: &[Wd]) -> Analysis {
 }
 
 fn fd(args: &[Wd]) -> Analysis {
-    let exec = args.iter().position(|w| {
-        matches!(
-            w.lit(),
-            Some("-x" | "-X" | "--exec" | "--exec-batch")
-        )
-    });
+    let exec = args
+        .iter()
+        .position(|w| matches!(w.lit(), Some("-x" | "-X" | "--exec" | "--exec-batch")));
     match exec {
         Some(at) => {
             let end = args[at + 1..]
@@ -1595,9 +2079,20 @@ fn sed(args: &[Wd]) -> Analysis {
         values: "efl",
         optional: "i",
         long_flags: &[
-            "quiet", "silent", "debug", "posix", "sandbox", "separate", "unbuffered",
-            "null-data", "zero-terminated", "regexp-extended", "binary", "follow-symlinks",
-            "help", "version",
+            "quiet",
+            "silent",
+            "debug",
+            "posix",
+            "sandbox",
+            "separate",
+            "unbuffered",
+            "null-data",
+            "zero-terminated",
+            "regexp-extended",
+            "binary",
+            "follow-symlinks",
+            "help",
+            "version",
         ],
         long_values: &["expression", "file", "line-length"],
         long_optional: &["in-place"],
@@ -1724,7 +2219,12 @@ pub(super) fn sed_script_runs(script: &str) -> Option<String> {
             _ => Some(i),
         }
     }
-    let to_line_end = |i: usize| b[i..].iter().position(|&c| c == b'\n').map_or(b.len(), |p| i + p);
+    let to_line_end = |i: usize| {
+        b[i..]
+            .iter()
+            .position(|&c| c == b'\n')
+            .map_or(b.len(), |p| i + p)
+    };
     while i < b.len() {
         skip_ws(&mut i);
         match b.get(i) {
@@ -1766,8 +2266,8 @@ pub(super) fn sed_script_runs(script: &str) -> Option<String> {
             continue;
         }
         match cmd {
-            b'=' | b'd' | b'D' | b'g' | b'G' | b'h' | b'H' | b'n' | b'N' | b'p' | b'P'
-            | b'x' | b'z' | b'F' => {}
+            b'=' | b'd' | b'D' | b'g' | b'G' | b'h' | b'H' | b'n' | b'N' | b'p' | b'P' | b'x'
+            | b'z' | b'F' => {}
             b'l' | b'L' | b'q' | b'Q' => {
                 skip_ws(&mut i);
                 while b.get(i).is_some_and(u8::is_ascii_digit) {
@@ -1805,7 +2305,9 @@ pub(super) fn sed_script_runs(script: &str) -> Option<String> {
                 while let Some(&f) = b.get(i) {
                     match f {
                         b'g' | b'p' | b'i' | b'I' | b'm' | b'M' | b'0'..=b'9' => i += 1,
-                        b'e' => return Some("the sed `e` flag runs the result as a command".into()),
+                        b'e' => {
+                            return Some("the sed `e` flag runs the result as a command".into())
+                        }
                         b'w' => return Some("the sed `w` flag writes a file".into()),
                         _ => break,
                     }
@@ -1834,11 +2336,33 @@ fn awk(name: &str, args: &[Wd]) -> Analysis {
         values: "vFefEil",
         optional: "dop",
         long_flags: &[
-            "characters-as-bytes", "traditional", "copyright", "gen-pot", "help", "lint",
-            "bignum", "use-lc-numeric", "non-decimal-data", "optimize", "posix", "re-interval",
-            "no-optimize", "sandbox", "lint-old", "version", "csv",
+            "characters-as-bytes",
+            "traditional",
+            "copyright",
+            "gen-pot",
+            "help",
+            "lint",
+            "bignum",
+            "use-lc-numeric",
+            "non-decimal-data",
+            "optimize",
+            "posix",
+            "re-interval",
+            "no-optimize",
+            "sandbox",
+            "lint-old",
+            "version",
+            "csv",
         ],
-        long_values: &["assign", "field-separator", "source", "file", "exec", "include", "load"],
+        long_values: &[
+            "assign",
+            "field-separator",
+            "source",
+            "file",
+            "exec",
+            "include",
+            "load",
+        ],
         long_optional: &["dump-variables", "debug", "pretty-print", "profile"],
         permute: false,
         ..Spec::default()
@@ -1847,9 +2371,25 @@ fn awk(name: &str, args: &[Wd]) -> Analysis {
         Ok(s) => s,
         Err(o) => return Analysis::from(o),
     };
-    for opaque in ["f", "--file", "E", "--exec", "i", "--include", "l", "--load"] {
+    for opaque in [
+        "f",
+        "--file",
+        "E",
+        "--exec",
+        "i",
+        "--include",
+        "l",
+        "--load",
+    ] {
         if s.has(opaque) {
-            return Analysis::opaque(format!("`{name} {}` loads a program from a file", if opaque.len() == 1 { format!("-{opaque}") } else { opaque.to_string() }));
+            return Analysis::opaque(format!(
+                "`{name} {}` loads a program from a file",
+                if opaque.len() == 1 {
+                    format!("-{opaque}")
+                } else {
+                    opaque.to_string()
+                }
+            ));
         }
     }
     let mut programs = s.values(&["e", "--source"], args);
@@ -1891,8 +2431,14 @@ pub(super) fn awk_program_runs(program: &str) -> Option<String> {
 
 fn tar(args: &[Wd]) -> Analysis {
     const LONG: &[&str] = &[
-        "to-command", "checkpoint-action", "use-compress-program", "info-script",
-        "new-volume-script", "rsh-command", "rmt-command", "index-file",
+        "to-command",
+        "checkpoint-action",
+        "use-compress-program",
+        "info-script",
+        "new-volume-script",
+        "rsh-command",
+        "rmt-command",
+        "index-file",
     ];
     for (i, w) in args.iter().enumerate() {
         if w.model_chosen() {
@@ -1924,7 +2470,11 @@ fn make(args: &[Wd]) -> Analysis {
         if t.starts_with("--eval") || t == "-E" {
             return Analysis::opaque("`make --eval` runs make code given on the command line");
         }
-        if t == "-f" || t.starts_with("--file") || t.starts_with("--makefile") || (t.starts_with("-f") && !t.starts_with("--")) {
+        if t == "-f"
+            || t.starts_with("--file")
+            || t.starts_with("--makefile")
+            || (t.starts_with("-f") && !t.starts_with("--"))
+        {
             return Analysis::opaque("`make -f` runs recipes from another makefile");
         }
         if !t.starts_with('-') && t.contains('=') {
@@ -1960,11 +2510,27 @@ fn git(args: &[Wd]) -> Analysis {
                 return Analysis::opaque("`git --exec-path=` runs git commands from another folder")
             }
             "-C" | "--git-dir" | "--work-tree" | "--namespace" | "--super-prefix" => i += 2,
-            "-p" | "-P" | "--paginate" | "--no-pager" | "--bare" | "--literal-pathspecs"
-            | "--glob-pathspecs" | "--noglob-pathspecs" | "--icase-pathspecs"
-            | "--no-replace-objects" | "--no-optional-locks" | "--no-advice" | "--no-lazy-fetch"
-            | "--exec-path" | "--html-path" | "--man-path" | "--info-path" | "--version"
-            | "--help" | "-h" | "-v" => i += 1,
+            "-p"
+            | "-P"
+            | "--paginate"
+            | "--no-pager"
+            | "--bare"
+            | "--literal-pathspecs"
+            | "--glob-pathspecs"
+            | "--noglob-pathspecs"
+            | "--icase-pathspecs"
+            | "--no-replace-objects"
+            | "--no-optional-locks"
+            | "--no-advice"
+            | "--no-lazy-fetch"
+            | "--exec-path"
+            | "--html-path"
+            | "--man-path"
+            | "--info-path"
+            | "--version"
+            | "--help"
+            | "-h"
+            | "-v" => i += 1,
             _ if t.starts_with("--git-dir=")
                 || t.starts_with("--work-tree=")
                 || t.starts_with("--namespace=")
@@ -1989,10 +2555,15 @@ fn git(args: &[Wd]) -> Analysis {
         return a;
     };
     let Some(sub) = sub.lit() else {
-        return a.with(Some(Opaque::Code("the git subcommand is computed at run time".into())));
+        return a.with(Some(Opaque::Code(
+            "the git subcommand is computed at run time".into(),
+        )));
     };
     let operands = &rest[1..];
-    if let Some(w) = operands.iter().find(|w| w.model_chosen() && w.may_start_dash) {
+    if let Some(w) = operands
+        .iter()
+        .find(|w| w.model_chosen() && w.may_start_dash)
+    {
         return a.with(Some(computed_option("git", w)));
     }
     let has = |pred: &dyn Fn(&str) -> bool| operands.iter().any(|w| w.lit().is_some_and(pred));
@@ -2005,7 +2576,15 @@ fn git(args: &[Wd]) -> Analysis {
     });
     let reason = match sub {
         _ if runs => Some(format!("`git {sub}` is given a command to run")),
-        "rebase" if has(&|t: &str| t == "-x" || t.starts_with("-x") || t == "-i" || t == "--interactive" || (t.starts_with('-') && !t.starts_with("--") && t.contains(['x', 'i']))) => {
+        "rebase"
+            if has(&|t: &str| {
+                t == "-x"
+                    || t.starts_with("-x")
+                    || t == "-i"
+                    || t == "--interactive"
+                    || (t.starts_with('-') && !t.starts_with("--") && t.contains(['x', 'i']))
+            }) =>
+        {
             Some("`git rebase -x`/`-i` runs commands or an editor".into())
         }
         "bisect" if operands.first().and_then(Wd::lit) == Some("run") => {
@@ -2036,10 +2615,32 @@ fn git_config_key_runs(t: &str) -> bool {
         return false;
     }
     [
-        "alias", "pager", "editor", "sshcommand", "fsmonitor", "hookspath", "askpass", "gitproxy",
-        "diff.", "merge.", "filter.", "credential", "include", "program", "uploadpack",
-        "receivepack", "sendemail", "textconv", "command", "cmd", "exec", "helper", "proxy",
-        "protocol", "core.", "sequence.",
+        "alias",
+        "pager",
+        "editor",
+        "sshcommand",
+        "fsmonitor",
+        "hookspath",
+        "askpass",
+        "gitproxy",
+        "diff.",
+        "merge.",
+        "filter.",
+        "credential",
+        "include",
+        "program",
+        "uploadpack",
+        "receivepack",
+        "sendemail",
+        "textconv",
+        "command",
+        "cmd",
+        "exec",
+        "helper",
+        "proxy",
+        "protocol",
+        "core.",
+        "sequence.",
     ]
     .iter()
     .any(|k| key.contains(k))
@@ -2071,7 +2672,11 @@ fn man(args: &[Wd]) -> Analysis {
             return Analysis::from(computed_option("man", w));
         }
         if let Some(t) = w.lit() {
-            if matches!(t, "-P" | "-H") || t.starts_with("--pager") || t.starts_with("--html") || (t.starts_with("-P") && t.len() > 2) {
+            if matches!(t, "-P" | "-H")
+                || t.starts_with("--pager")
+                || t.starts_with("--html")
+                || (t.starts_with("-P") && t.len() > 2)
+            {
                 return Analysis::opaque("`man -P`/`-H` runs a given program");
             }
         }
@@ -2088,7 +2693,9 @@ fn sqlite(args: &[Wd]) -> Analysis {
             return Analysis::from(computed_option("sqlite3", w));
         };
         match t {
-            "-cmd" | "-init" => return Analysis::opaque(format!("`sqlite3 {t}` runs given commands")),
+            "-cmd" | "-init" => {
+                return Analysis::opaque(format!("`sqlite3 {t}` runs given commands"))
+            }
             "-separator" | "-newline" | "-nullvalue" | "-vfs" | "-maxsize" | "-mmap"
             | "-pagecache" | "-lookaside" | "-heap" => i += 2,
             _ if t.starts_with('-') => i += 1,
@@ -2104,11 +2711,19 @@ fn sqlite(args: &[Wd]) -> Analysis {
     for sql in &operands[1..] {
         let lower = sql.to_ascii_lowercase();
         let dot_command = lower.lines().any(|l| l.trim_start().starts_with('.'));
-        let risky = ["load_extension", "writefile", "edit(", "attach", "fts3_tokenizer"]
-            .iter()
-            .any(|k| lower.contains(k));
+        let risky = [
+            "load_extension",
+            "writefile",
+            "edit(",
+            "attach",
+            "fts3_tokenizer",
+        ]
+        .iter()
+        .any(|k| lower.contains(k));
         if dot_command || risky {
-            return Analysis::opaque("sqlite3 dot commands and file functions can run commands or write files");
+            return Analysis::opaque(
+                "sqlite3 dot commands and file functions can run commands or write files",
+            );
         }
     }
     Analysis::default()
@@ -2118,14 +2733,29 @@ fn ssh(name: &str, args: &[Wd]) -> Analysis {
     let mut a = unknown(name, args);
     for (i, w) in args.iter().enumerate() {
         let Some(t) = w.lit() else { continue };
-        let next = args.get(i + 1).map(|w| w.text.to_ascii_lowercase()).unwrap_or_default();
+        let next = args
+            .get(i + 1)
+            .map(|w| w.text.to_ascii_lowercase())
+            .unwrap_or_default();
         let option = |o: &str| t == o || (t.starts_with(o) && t.len() > o.len());
-        let value = if t.len() > 2 { t[2..].to_ascii_lowercase() } else { next };
-        let risky_o = ["proxycommand", "localcommand", "permitlocalcommand", "knownhostscommand", "match"]
-            .iter()
-            .any(|k| value.contains(k));
+        let value = if t.len() > 2 {
+            t[2..].to_ascii_lowercase()
+        } else {
+            next
+        };
+        let risky_o = [
+            "proxycommand",
+            "localcommand",
+            "permitlocalcommand",
+            "knownhostscommand",
+            "match",
+        ]
+        .iter()
+        .any(|k| value.contains(k));
         if (option("-o") && risky_o) || option("-F") || (name == "scp" && option("-S")) {
-            a.opaque = Some(Opaque::Code(format!("`{name} {t}` can run a local command")));
+            a.opaque = Some(Opaque::Code(format!(
+                "`{name} {t}` can run a local command"
+            )));
             return a;
         }
     }

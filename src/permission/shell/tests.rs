@@ -93,11 +93,20 @@ fn lists_pipelines_and_separators() {
 fn compound_commands() {
     assert_eq!(texts("{ rm x; }"), ["rm x"]);
     assert_eq!(texts("( rm x )"), ["rm x"]);
-    assert_eq!(texts("if a; then b; elif c; then d; else e; fi"), ["a", "b", "c", "d", "e"]);
-    assert_eq!(texts("while a; do b; done; until c; do d; done"), ["a", "b", "c", "d"]);
+    assert_eq!(
+        texts("if a; then b; elif c; then d; else e; fi"),
+        ["a", "b", "c", "d", "e"]
+    );
+    assert_eq!(
+        texts("while a; do b; done; until c; do d; done"),
+        ["a", "b", "c", "d"]
+    );
     assert_eq!(texts("for f in a b; do rm $f; done"), ["rm $f"]);
     assert_eq!(texts("for f\ndo echo; done"), ["echo"]);
-    assert_eq!(texts("case $x in a|b) rm x;; (c) ls;& *) pwd;;& esac"), ["rm x", "ls", "pwd"]);
+    assert_eq!(
+        texts("case $x in a|b) rm x;; (c) ls;& *) pwd;;& esac"),
+        ["rm x", "ls", "pwd"]
+    );
     assert_eq!(texts("f() { rm x; }; f"), ["rm x", "f"]);
     assert_eq!(texts("function g { ls; }"), ["ls"]);
     assert_eq!(texts("function h() ( ls )"), ["ls"]);
@@ -142,9 +151,20 @@ fn strings_are_not_commands() {
 
 #[test]
 fn words_are_normalized() {
-    for s in ["/bin/rm x", "\\rm x", "'rm' x", "r\"\"m x", "rm \\\n x", "$'\\x72m' x", "$'r\\155' x"]
-    {
-        assert!(texts(s).contains(&"rm x".to_string()), "{s:?}: {:?}", texts(s));
+    for s in [
+        "/bin/rm x",
+        "\\rm x",
+        "'rm' x",
+        "r\"\"m x",
+        "rm \\\n x",
+        "$'\\x72m' x",
+        "$'r\\155' x",
+    ] {
+        assert!(
+            texts(s).contains(&"rm x".to_string()),
+            "{s:?}: {:?}",
+            texts(s)
+        );
     }
     let c = find("/bin/rm -rf x", "rm -rf x");
     assert_eq!(c.path_form.as_deref(), Some("/bin/rm -rf x"));
@@ -270,16 +290,22 @@ fn nested_subshells_written_as_double_parens_keep_their_commands() {
 
 #[test]
 fn redirections_are_subjects() {
-    assert_eq!(writes("echo x > a 2>> b &> c >| d"), [
-        ("a".into(), false),
-        ("b".into(), false),
-        ("c".into(), false),
-        ("d".into(), false)
-    ]);
+    assert_eq!(
+        writes("echo x > a 2>> b &> c >| d"),
+        [
+            ("a".into(), false),
+            ("b".into(), false),
+            ("c".into(), false),
+            ("d".into(), false)
+        ]
+    );
     assert_eq!(writes("echo x 2>&1 >&- > /dev/null"), []);
     assert_eq!(writes("echo x >&out"), [("out".into(), false)]);
     assert_eq!(writes("echo x > $F"), [("$F".into(), true)]);
-    assert_eq!(writes("echo x | tee a -a b"), [("a".into(), false), ("b".into(), false)]);
+    assert_eq!(
+        writes("echo x | tee a -a b"),
+        [("a".into(), false), ("b".into(), false)]
+    );
     let reads: Vec<String> = extract("sort < in.txt")
         .redirects
         .into_iter()
@@ -290,12 +316,18 @@ fn redirections_are_subjects() {
 
 #[test]
 fn redirections_after_a_path_changing_command_are_opaque() {
-    assert_eq!(writes("ln -sf .env notes; echo x > notes"), [("notes".into(), true)]);
+    assert_eq!(
+        writes("ln -sf .env notes; echo x > notes"),
+        [("notes".into(), true)]
+    );
     assert_eq!(writes("cd secrets && echo x > key"), [("key".into(), true)]);
     assert_eq!(writes("mkdir -p d && echo x > d/f"), [("d/f".into(), true)]);
     assert_eq!(writes("echo x > before; cd d"), [("before".into(), false)]);
     // A background job or a loop may open its files after the line changed paths.
-    assert_eq!(writes("(sleep 1; echo x > f) & ln -s .env f"), [("f".into(), true)]);
+    assert_eq!(
+        writes("(sleep 1; echo x > f) & ln -s .env f"),
+        [("f".into(), true)]
+    );
     assert_eq!(
         writes("for i in 1 2; do echo x > f; ln -sf .env f; done"),
         [("f".into(), true)]
@@ -329,7 +361,10 @@ fn deny_forms_cover_unknown_wrappers() {
     assert!(find("echo rm -rf x", "echo rm -rf x").also_from.is_empty());
     // An argument that reads as a command line is a guess.
     let s = extract("mytool --run 'rm -rf victim'");
-    assert!(s.commands.iter().any(|c| c.guess && c.text == "rm -rf victim"));
+    assert!(s
+        .commands
+        .iter()
+        .any(|c| c.guess && c.text == "rm -rf victim"));
     let s = extract("grep 'rm -rf' notes.txt");
     assert!(s.commands.iter().all(|c| !c.guess));
 }

@@ -24,8 +24,18 @@ const MAX_GUESS_DEPTH: usize = 2;
 /// Variables bash itself sets while the line runs (or from what the line did).
 fn set_by_bash(name: &str) -> bool {
     const EXACT: &[&str] = &[
-        "_", "PWD", "OLDPWD", "REPLY", "OPTARG", "OPTIND", "MAPFILE", "FUNCNAME", "DIRSTACK",
-        "PIPESTATUS", "HISTCMD", "GROUPS",
+        "_",
+        "PWD",
+        "OLDPWD",
+        "REPLY",
+        "OPTARG",
+        "OPTIND",
+        "MAPFILE",
+        "FUNCNAME",
+        "DIRSTACK",
+        "PIPESTATUS",
+        "HISTCMD",
+        "GROUPS",
     ];
     EXACT.contains(&name)
         || name.starts_with("BASH_")
@@ -204,7 +214,8 @@ impl WordState {
             self.prefix.push_str(s);
         }
         if quoted {
-            self.mask.extend(std::iter::repeat_n(MASK, s.chars().count()));
+            self.mask
+                .extend(std::iter::repeat_n(MASK, s.chars().count()));
         } else {
             self.mask.push_str(s);
         }
@@ -290,7 +301,10 @@ impl<'b> Walk<'b> {
     /// Parses `text` as a script of its own and walks it (`bash -c STR`).
     fn nested(&mut self, text: &str, depth: usize) {
         if depth > MAX_DEPTH {
-            self.push_opaque(text, Opaque::ParseError("the command nests too deeply".into()));
+            self.push_opaque(
+                text,
+                Opaque::ParseError("the command nests too deeply".into()),
+            );
             return;
         }
         match parse::parse(text, self.budget, depth) {
@@ -484,7 +498,11 @@ impl<'b> Walk<'b> {
             let op = parse::literal_text(w);
             match op.as_deref() {
                 Some("-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge") => {
-                    let left = i.checked_sub(1).and_then(|k| words.get(k)).cloned().flatten();
+                    let left = i
+                        .checked_sub(1)
+                        .and_then(|k| words.get(k))
+                        .cloned()
+                        .flatten();
                     let right = words.get(i + 1).cloned().flatten();
                     if !(numeric_operand(&left) && numeric_operand(&right)) {
                         self.push_opaque(
@@ -910,7 +928,11 @@ impl<'b> Walk<'b> {
         if self.guess > 0 {
             return;
         }
-        if wd.is_static && matches!(wd.text.as_str(), "/dev/null" | "/dev/stdout" | "/dev/stderr")
+        if wd.is_static
+            && matches!(
+                wd.text.as_str(),
+                "/dev/null" | "/dev/stdout" | "/dev/stderr"
+            )
         {
             return;
         }
