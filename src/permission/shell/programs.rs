@@ -2548,7 +2548,6 @@ fn git(args: &[Wd]) -> Analysis {
         .join(" ");
     let mut a = Analysis {
         text: Some(text),
-        changes_paths: true,
         ..Analysis::default()
     };
     let Some(sub) = rest.first() else {
@@ -2559,6 +2558,13 @@ fn git(args: &[Wd]) -> Analysis {
             "the git subcommand is computed at run time".into(),
         )));
     };
+    // Subcommands that only read; the others may rewrite the work tree (links included).
+    const READ_ONLY: &[&str] = &[
+        "status", "log", "diff", "show", "rev-parse", "ls-files", "ls-tree", "blame", "grep",
+        "describe", "shortlog", "cat-file", "rev-list", "reflog", "whatchanged", "name-rev",
+        "var", "version", "help", "count-objects", "for-each-ref", "show-ref", "merge-base",
+    ];
+    a.changes_paths = !READ_ONLY.contains(&sub);
     let operands = &rest[1..];
     if let Some(w) = operands
         .iter()
