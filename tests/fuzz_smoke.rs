@@ -132,7 +132,11 @@ fn fuzz_regressions() {
     // (>10 s for 36 bytes); quoted array indexes took it 25 s for 41 bytes.
     harness::shell(b"((((0((((((0(((((\0(((({(\0(((({");
     harness::shell("(".repeat(64).as_bytes());
-    harness::shell("echo \"${M[}\"${M[}\"${M[}\"${M[}\"${M[}\"${M[}".repeat(8).as_bytes());
+    harness::shell(
+        "echo \"${M[}\"${M[}\"${M[}\"${M[}\"${M[}\"${M[}"
+            .repeat(8)
+            .as_bytes(),
+    );
     // shell: brush-parser panicked on an io-number over i32.
     harness::shell(b"44444444444444444444444444444444444<4444W[,$[r\x01");
     // shell: a here-doc with an empty delimiter then a comment at the end looped forever.

@@ -178,7 +178,9 @@ fn parse_trace(text: &str) -> Trace {
     let mut pending: std::collections::HashMap<String, String> = Default::default();
     let mut trace = Trace::default();
     for line in text.lines() {
+        // strace pads the pid column: `812  execve(...)`.
         let (pid, rest) = line.split_once(' ').unwrap_or(("", line));
+        let rest = rest.trim_start();
         let full = if let Some(head) = rest.strip_suffix(" <unfinished ...>") {
             pending.insert(pid.to_string(), head.to_string());
             continue;
@@ -219,7 +221,11 @@ fn parse_trace(text: &str) -> Trace {
                     trace.writes.extend(strings.first().cloned());
                 }
             }
-            _ => trace.writes.extend(strings),
+            "unlink" | "unlinkat" | "rename" | "renameat" | "renameat2" | "mkdir" | "mkdirat"
+            | "symlink" | "symlinkat" | "link" | "linkat" | "truncate" => {
+                trace.writes.extend(strings)
+            }
+            _ => {}
         }
     }
     trace

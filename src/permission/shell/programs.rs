@@ -2560,9 +2560,29 @@ fn git(args: &[Wd]) -> Analysis {
     };
     // Subcommands that only read; the others may rewrite the work tree (links included).
     const READ_ONLY: &[&str] = &[
-        "status", "log", "diff", "show", "rev-parse", "ls-files", "ls-tree", "blame", "grep",
-        "describe", "shortlog", "cat-file", "rev-list", "reflog", "whatchanged", "name-rev",
-        "var", "version", "help", "count-objects", "for-each-ref", "show-ref", "merge-base",
+        "status",
+        "log",
+        "diff",
+        "show",
+        "rev-parse",
+        "ls-files",
+        "ls-tree",
+        "blame",
+        "grep",
+        "describe",
+        "shortlog",
+        "cat-file",
+        "rev-list",
+        "reflog",
+        "whatchanged",
+        "name-rev",
+        "var",
+        "version",
+        "help",
+        "count-objects",
+        "for-each-ref",
+        "show-ref",
+        "merge-base",
     ];
     a.changes_paths = !READ_ONLY.contains(&sub);
     let operands = &rest[1..];

@@ -324,8 +324,14 @@ fn redirections_after_a_path_changing_command_are_opaque() {
     assert_eq!(writes("mkdir -p d && echo x > d/f"), [("d/f".into(), true)]);
     assert_eq!(writes("echo x > before; cd d"), [("before".into(), false)]);
     // git's reading subcommands change nothing; the others may rewrite the work tree.
-    assert_eq!(writes("git status && echo x > out"), [("out".into(), false)]);
-    assert_eq!(writes("git checkout b && echo x > out"), [("out".into(), true)]);
+    assert_eq!(
+        writes("git status && echo x > out"),
+        [("out".into(), false)]
+    );
+    assert_eq!(
+        writes("git checkout b && echo x > out"),
+        [("out".into(), true)]
+    );
     // A background job or a loop may open its files after the line changed paths.
     assert_eq!(
         writes("(sleep 1; echo x > f) & ln -s .env f"),
