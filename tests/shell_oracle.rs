@@ -8,8 +8,8 @@
 //!
 //! - allow-list (`echo *`, `printf *`, `true`, `:` and writes to `out*`): an allowed command
 //!   must exec nothing and write nothing but its redirection subjects;
-//! - deny-list (default allow, `rm *` and `touch *` denied): no `rm` or `touch` may appear in the
-//!   trace of an allowed command.
+//! - deny-list (default allow, `rm *` and `touch *` denied, writes to `*.env` denied): no `rm` or
+//!   `touch` may appear in the trace of an allowed command, and no `*.env` file may be written.
 //!
 //! `oracle_smoke` runs a bounded number of cases in CI (`POD_ORACLE_CASES`, default 3000
 //! generated lines); `oracle_long` is the long run (`cargo test --release --test shell_oracle --
@@ -64,6 +64,10 @@ action = "deny"
 [[permissions.rule]]
 tool = "bash"
 pattern = "touch *"
+action = "deny"
+[[permissions.rule]]
+tool = "file_write"
+pattern = "*.env"
 action = "deny"
 "#;
 
@@ -302,6 +306,9 @@ fn allow_list_finding(decision: &Decision, trace: &Trace, dir: &Path) -> Option<
 
 /// A finding of the deny-list check, if any.
 fn deny_list_finding(trace: &Trace) -> Option<String> {
+    if let Some(w) = trace.writes.iter().find(|w| w.ends_with(".env")) {
+        return Some(format!("allowed, but wrote {w}"));
+    }
     let denied: Vec<_> = trace
         .execs
         .iter()
@@ -711,6 +718,53 @@ const KNOWN: &[&str] = &[
     "echo `rm -rf victim`",
     "echo ${x:-$(rm -rf victim)}",
     "echo \"${x:-$(rm -rf victim)}\"",
+    // Found by an attacker pass on the first version of the engine (docs/hardening.md).
+    "cat <<EOF\nE\\\nOF\nrm -rf victim\nEOF",
+    "echo <<EOF\nE\\\nOF\ntouch pwned\nEOF",
+    "sed 's[a[b[;e rm -rf victim' notes",
+    "sed -n 's[a[b[;w x.env' notes",
+    "sed -n ':a e touch pwned' notes",
+    "sed -n ':a w x.env' notes",
+    "sed 't a e touch pwned\n:a' notes",
+    "sed -n 'a foo\\\\\ne touch pwned' notes",
+    "sed -n p {-e1e\\ rm\\ -rf\\ victim,x} notes",
+    "echo >-i; sed s/a/b/ [-]i notes",
+    "printf {-vPS4,'$(rm -rf victim)'}; set -x; true",
+    "echo > -v; printf [-]v PS4 '$(rm -rf victim)'; set -x; true",
+    "shopt -s nullglob; printf [z] -v PS4 '$(rm -rf victim)'; set -x; true",
+    "[ {-v,'a[$(rm -rf victim)]'} ]; echo",
+    "split -l1 {--filter=rm\\ -rf\\ victim,-a3} notes",
+    "printf -vx '%s' 'a[$(rm -rf victim)]'; echo $((x))",
+    "printf -vx 'a[$(touch pwned)]'; [[ $x -eq 1 ]]",
+    "read -ax <<< 'a[$(rm${IFS}-rf${IFS}victim)]'; echo $((x))",
+    "command printf -v x '%s' 'a[$(rm -rf victim)]'; echo $((x))",
+    "builtin read x <<< 'a[$(rm -rf victim)]'; echo $((x))",
+    "hBc='a[$(rm -rf victim)]'; echo $(( $- ))",
+    "bash='a[$(rm -rf victim)]'; echo $(( $0 ))",
+    "pc='a[$(rm -rf victim)]'; echo $((MACHTYPE))",
+    "bash -c 'echo $(($0))' 'a[$(rm -rf victim)]'",
+    "bash -c 'setpriv sh -c \"$0\"' 'rm -rf victim'",
+    "declare -a 'x=([$(rm -rf victim)]=1)'",
+    "sleep 0 & wait -n -p 'a[$(rm -rf victim)]'; echo",
+    "set -o history; set -H\n: rm -rf victim\n!:1-$",
+    "sh -c '((rm -rf victim))'",
+    "sh -c '[[ a || rm -rf victim ]]'",
+    "sh -c 'echo a &>/dev/null rm -rf victim; wait'",
+    "ssh -4oProxyCommand='rm -rf victim' x",
+    "git init -q r && git ls-remote --upload-pac='rm -rf victim;:' r",
+    "git grep --no-index -O'rm -rf victim #' line",
+    "make --ev='$(shell rm -rf victim)'",
+    "make '-E$(shell rm -rf victim)'",
+    "sqlite3 --cmd '.shell rm -rf victim' x.db 'select 1'",
+    "split --f='rm -rf victim' notes",
+    "zip --unzip-command='rm -rf victim #' -T x.zip notes",
+    "ZIPOPT='-T -TT rm${IFS}-rf${IFS}victim;:' zip x.zip notes",
+    "python3 -i notes <<'EOF'\nimport os;os.system('rm -rf victim')\nEOF",
+    "cp notes x.env",
+    "dd if=notes of=x.env",
+    "ln -s notes x.env",
+    "sort -o x.env notes",
+    "truncate -s 0 x.env",
 ];
 
 /// The checks themselves can fail: a command that runs `rm` and writes outside its subjects,
