@@ -537,11 +537,12 @@ impl Pod {
         };
         // A session grant is keyed by exact subject text; for a subject whose effect cannot be
         // read (`eval ...`, `python -c ...`, an unparsed line) "always" would approve code nobody
-        // can see, so only a one-time answer is offered.
+        // can see, and a write of pod's own files is approved one time at most, so only a
+        // one-time answer is offered.
         let options = if decision
             .subjects
             .iter()
-            .any(|s| s.action == Action::Ask && s.opaque)
+            .any(|s| s.action == Action::Ask && (s.opaque || self.policy.protects(s)))
         {
             vec![ReplyDecision::AllowOnce, ReplyDecision::Deny]
         } else {
