@@ -9,6 +9,7 @@
 
 pub mod approval;
 mod checks;
+mod pin;
 mod turn;
 
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -21,7 +22,7 @@ pub use turn::TURN_FAILED_TEXT;
 use crate::hooks::UserHook;
 use crate::manifest::Manifest;
 use crate::model::{self, Message, Model, ModelError};
-use crate::permission::{Policy, SessionGrants};
+use crate::permission::{FileRules, Policy, SessionGrants};
 use crate::protocol::{AskMode, Event, Item, PermissionsInfo, ToolInfo};
 use crate::scope::Scope;
 use crate::session::{SessionError, SessionLog};
@@ -72,6 +73,8 @@ pub struct Pod {
     manifest: Manifest,
     /// Shared with the blocking thread that parses shell commands.
     policy: Arc<Policy>,
+    /// The rules' view of files the tools meet (walks, hard links).
+    files: Arc<FileRules>,
     scope: Scope,
     toolbox: Toolbox,
     tool_infos: Vec<ToolInfo>,
@@ -127,6 +130,7 @@ impl Pod {
         }
         let messages = turn::messages_from_items(&items);
         Ok(Arc::new(Pod {
+            files: Arc::new(FileRules::new(policy.clone())),
             policy,
             scope: Scope::new(&manifest.workspace, &manifest.writable),
             tool_infos: toolbox.info(),
