@@ -1,7 +1,8 @@
 //! What confining file access costs (docs/performance.md, "File confinement"): an atomic write
 //! that follows no symlink against the plain one it replaced, a no-follow open against
 //! `File::open`, and the hard-link check: a file with one link, a multi-link file the cached walk
-//! clears, and the walk itself over a 10,000-file tree.
+//! clears, and the walk itself over a 10,000-file tree (`POD_BENCH_FILES=100000` for another
+//! size).
 
 use std::hint::black_box;
 use std::io::Write;
@@ -51,7 +52,11 @@ fn tree(files: usize) -> (tempfile::TempDir, std::path::PathBuf, FileRules) {
 }
 
 fn bench(c: &mut Criterion) {
-    let (_dir, ws, rules) = tree(10_000);
+    let files: usize = std::env::var("POD_BENCH_FILES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    let (_dir, ws, rules) = tree(files);
     let mut g = c.benchmark_group("files");
     let target = ws.join("d000/written.txt");
     g.bench_function("write/plain_by_path", |b| {
@@ -80,7 +85,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| rules.check_links(black_box(&shared), &meta))
     });
     g.sample_size(10);
-    g.bench_function("links/walk_10k_files", |b| {
+    g.bench_function(format!("links/walk_{files}_files"), |b| {
         b.iter(|| {
             let fresh = FileRules::new(Arc::new(
                 Manifest::load(&ws.join("pod.toml"))
