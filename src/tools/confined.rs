@@ -11,8 +11,8 @@
 //! temporary file of an atomic write is created inside the folder's descriptor and removed
 //! through it on every error path. On kernels without `openat2` (before 5.6, or a seccomp filter
 //! answering `ENOSYS`) each component is opened with `openat(O_NOFOLLOW)`, one at a time, which
-//! gives the same guarantee with one system call per component. Why `rustix` and not `cap-std`:
-//! docs/architecture.md.
+//! gives the same guarantee with one system call per component (and that is all other Unixes
+//! get). Why `rustix` and not `cap-std`: docs/architecture.md.
 //!
 //! Must not touch: permission decisions or scope (the runtime pins and checks the target).
 
@@ -22,29 +22,37 @@ use std::io::{self, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path};
+#[cfg(any(target_os = "linux", target_os = "android"))]
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags, CWD};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, CWD};
 use rustix::io::Errno;
 
 const DIR: OFlags = OFlags::RDONLY
     .union(OFlags::DIRECTORY)
     .union(OFlags::CLOEXEC);
-const NO_LINKS: ResolveFlags = ResolveFlags::NO_SYMLINKS.union(ResolveFlags::NO_MAGICLINKS);
 
 /// Set once `openat2` answered `ENOSYS`: later opens go straight to the per-component walk.
+#[cfg(any(target_os = "linux", target_os = "android"))]
 static NO_OPENAT2: AtomicBool = AtomicBool::new(false);
 
-/// `openat2(dir, path, flags, resolve)`, retried on `EAGAIN` (a concurrent rename the kernel
-/// could not rule out); `None` when the walk must do it instead (no `openat2`, or still `EAGAIN`).
+/// `openat2(dir, path, flags)` following no symlink (and staying beneath `dir` when `beneath`),
+/// retried on `EAGAIN` (a concurrent rename the kernel could not rule out); `None` when the walk
+/// must do it instead (no `openat2`, or still `EAGAIN`).
+#[cfg(any(target_os = "linux", target_os = "android"))]
 fn open2(
     dir: BorrowedFd<'_>,
     path: &Path,
     flags: OFlags,
-    resolve: ResolveFlags,
+    beneath: bool,
 ) -> Option<io::Result<OwnedFd>> {
+    use rustix::fs::ResolveFlags;
     if NO_OPENAT2.load(Ordering::Relaxed) {
         return None;
+    }
+    let mut resolve = ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+    if beneath {
+        resolve |= ResolveFlags::BENEATH;
     }
     for _ in 0..4 {
         match rustix::fs::openat2(dir, path, flags, Mode::empty(), resolve) {
@@ -56,6 +64,17 @@ fn open2(
             other => return Some(other.map_err(io::Error::from)),
         }
     }
+    None
+}
+
+/// No `openat2` outside Linux: the per-component walk gives the same guarantee.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn open2(
+    _dir: BorrowedFd<'_>,
+    _path: &Path,
+    _flags: OFlags,
+    _beneath: bool,
+) -> Option<io::Result<OwnedFd>> {
     None
 }
 
@@ -104,7 +123,7 @@ pub fn open_dir(root: &Path, dir: &Path, create: bool) -> io::Result<OwnedFd> {
             format!("{} is not inside {}", dir.display(), root.display()),
         )
     })?;
-    let root_fd = match open2(CWD, root, DIR, NO_LINKS) {
+    let root_fd = match open2(CWD, root, DIR, false) {
         Some(Ok(fd)) => fd,
         Some(Err(e)) if e.kind() != io::ErrorKind::NotFound || !create => return Err(e),
         _ => {
@@ -119,7 +138,7 @@ pub fn open_dir(root: &Path, dir: &Path, create: bool) -> io::Result<OwnedFd> {
     if rel.as_os_str().is_empty() {
         return Ok(root_fd);
     }
-    match open2(root_fd.as_fd(), rel, DIR, NO_LINKS | ResolveFlags::BENEATH) {
+    match open2(root_fd.as_fd(), rel, DIR, true) {
         Some(Ok(fd)) => Ok(fd),
         Some(Err(e)) if e.kind() != io::ErrorKind::NotFound || !create => Err(e),
         _ => walk(root_fd.as_fd(), rel, create),
@@ -129,7 +148,7 @@ pub fn open_dir(root: &Path, dir: &Path, create: bool) -> io::Result<OwnedFd> {
 /// Opens the file at `path` (absolute, symlink-free) for reading without following any symlink.
 pub fn open_read(path: &Path) -> io::Result<File> {
     let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY;
-    if let Some(result) = open2(CWD, path, flags, NO_LINKS) {
+    if let Some(result) = open2(CWD, path, flags, false) {
         return result.map(File::from);
     }
     let (parent, name) = split(path)?;
