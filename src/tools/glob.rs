@@ -5,7 +5,8 @@
 //! search folder (`path`, default the workspace) during a `.gitignore`-aware walk that skips
 //! hidden files (`ignore`), and listing matches relative to the workspace, sorted, at most 1000
 //! with a note saying how many more there were. Only files (and symlinks) are listed, not
-//! folders.
+//! folders. The walk starts at the folder the runtime pinned, and a file the read rules deny is
+//! never listed: the result says how many were withheld and by which rule.
 
 use std::path::Path;
 
@@ -15,8 +16,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use super::common::{display, parse_input, schema_of, search_root, walker};
+use super::common::{display, parse_input, schema_of, search_root, walker, Withheld};
 use super::{Tool, ToolContext, ToolOutput};
+use crate::permission::FileRules;
 
 /// At most this many paths are listed.
 pub const MAX_PATHS: usize = 1000;
@@ -74,7 +76,7 @@ impl Tool for Glob {
             }
         };
         let root = match search_root(&ctx.workspace, input.path.as_deref()) {
-            Ok(r) => r,
+            Ok(r) => ctx.target(&r).path,
             Err(e) => return ToolOutput::error(e),
         };
         if !root.is_dir() {
@@ -85,7 +87,9 @@ impl Tool for Glob {
         }
         let workspace = ctx.workspace.clone();
         let cancel = ctx.cancel.clone();
-        let job = tokio::task::spawn_blocking(move || find(&workspace, &root, &matcher, &cancel));
+        let files = ctx.files.clone();
+        let job =
+            tokio::task::spawn_blocking(move || find(&workspace, &root, &matcher, &files, &cancel));
         match job.await {
             Ok(Ok(text)) => ToolOutput::ok(text),
             Ok(Err(e)) => ToolOutput::error(e),
@@ -98,9 +102,11 @@ fn find(
     workspace: &Path,
     root: &Path,
     matcher: &GlobMatcher,
+    files: &FileRules,
     cancel: &CancellationToken,
 ) -> Result<String, String> {
     let mut found = Vec::new();
+    let mut withheld = Withheld::default();
     for entry in walker(root) {
         if cancel.is_cancelled() {
             return Err("cancelled".to_string());
@@ -113,11 +119,18 @@ fn find(
             continue;
         };
         if matcher.is_match(rel) {
-            found.push(display(workspace, entry.path()));
+            match files.withheld("glob", entry.path()) {
+                Some(rule) => withheld.rule(rule),
+                None => found.push(display(workspace, entry.path())),
+            }
         }
     }
+    let note = withheld.note();
     if found.is_empty() {
-        return Ok("no files match".to_string());
+        return Ok(match note {
+            Some(note) => format!("no files match\n{note}"),
+            None => "no files match".to_string(),
+        });
     }
     found.sort();
     let total = found.len();
@@ -131,6 +144,10 @@ fn find(
             "\n[{} more not shown ({total} in all); narrow the pattern or path]",
             total - MAX_PATHS
         ));
+    }
+    if let Some(note) = note {
+        out.push('\n');
+        out.push_str(&note);
     }
     Ok(out)
 }
