@@ -225,10 +225,12 @@ fn parse_trace(text: &str) -> Trace {
                     trace.writes.extend(strings.first().cloned());
                 }
             }
-            "unlink" | "unlinkat" | "rename" | "renameat" | "renameat2" | "mkdir" | "mkdirat"
-            | "symlink" | "symlinkat" | "link" | "linkat" | "truncate" => {
-                trace.writes.extend(strings)
+            // A link's target is not written; the new name is.
+            "symlink" | "symlinkat" | "link" | "linkat" => {
+                trace.writes.extend(strings.last().cloned())
             }
+            "unlink" | "unlinkat" | "rename" | "renameat" | "renameat2" | "mkdir" | "mkdirat"
+            | "truncate" => trace.writes.extend(strings),
             _ => {}
         }
     }
@@ -419,7 +421,12 @@ impl Gen {
     fn compound(&mut self, depth: usize) -> String {
         let s = self.script(depth);
         let w = self.word(depth);
-        match self.rng.gen_range(0..14) {
+        let p = self.payload();
+        match self.rng.gen_range(0..18) {
+            14 => format!("cat <<EOF\nE\\\nOF\n{p}\nEOF"),
+            15 => format!("sh -c '{}'", s.replace('\'', "")),
+            16 => format!("bash -c '{}' '{p}' x", s.replace('\'', "")),
+            17 => format!("set -H; set -o history\n: {p}\n!:1-$"),
             0 => format!("{{ {s}; }}"),
             1 => format!("( {s} )"),
             2 => format!("if {s}; then {}; fi", self.script(depth)),
@@ -438,7 +445,10 @@ impl Gen {
     }
 
     fn assignment(&mut self, depth: usize) -> String {
-        let name = self.pick(&["x", "y", "a", "PS4", "BASH_ENV", "r", "a[0]", "a[x]", "OPT"]);
+        let name = self.pick(&[
+            "x", "y", "a", "PS4", "BASH_ENV", "r", "a[0]", "a[x]", "OPT", "pc", "bash", "hBc",
+            "ZIPOPT", "i",
+        ]);
         let p = self.payload();
         let value = match self.rng.gen_range(0..12) {
             0 => format!("'$({p})'"),
@@ -503,6 +513,32 @@ impl Gen {
                 "bash",
                 "sh",
                 "printf -v x",
+                "printf -vx",
+                "read -ax",
+                "command printf -v x",
+                "builtin read x",
+                "wait -n -p",
+                "declare -a",
+                "sed",
+                "split -l1",
+                "zip x.zip",
+                "git grep --no-index -O",
+                "make --ev=",
+                "ssh -4o",
+                "python3 -i notes",
+                "cp notes",
+                "dd if=notes of=",
+                "sort -o",
+                "truncate -s 0",
+                "ln -s notes",
+                "tee",
+                "touch",
+                "mv notes",
+                "install notes",
+                "sh -c",
+                "dash -c",
+                "set -H;",
+                "echo $((MACHTYPE)) $(( $- )) $(( $0 ))",
                 "echo",
                 "echo",
                 "echo",
@@ -547,7 +583,7 @@ impl Gen {
     fn word(&mut self, depth: usize) -> String {
         let p = self.payload();
         let nested = depth < 3;
-        match self.rng.gen_range(0..34) {
+        match self.rng.gen_range(0..36) {
             0 => "hi".into(),
             1 => format!("'{p}'"),
             2 => format!("\"{p}\""),
@@ -581,6 +617,34 @@ impl Gen {
             30 => "\\;".into(),
             31 => format!("$'{p}'"),
             32 => "a[$(echo 0)]".into(),
+            33 => self
+                .pick(&[
+                    "{-v,x}",
+                    "[-]i",
+                    "{-e1e\\ rm\\ -rf\\ victim,x}",
+                    "$0",
+                    "$-",
+                    "$_",
+                    "x.env",
+                    "'a[$(rm -rf victim)]'",
+                    "$((MACHTYPE))",
+                    "'s[a[b[;e rm -rf victim'",
+                    "':a e touch pwned'",
+                    "'a foo\\\\\ne touch pwned'",
+                    "'1e touch pwned'",
+                    "'s/x/y/w x.env'",
+                    "--filter='rm -rf victim'",
+                    "-vPS4",
+                    "{--filter=touch\\ pwned,x}",
+                    "'$(rm -rf victim)'",
+                    "-i",
+                    "[z]",
+                    "x[z]",
+                    "--upload-pac='touch pwned;:'",
+                    "-O'touch pwned #'",
+                    "--unzip-command='touch pwned #'",
+                ])
+                .to_string(),
             _ => "victim".into(),
         }
     }
