@@ -453,10 +453,7 @@ fn read_tool_cost(ws: &Workspace, calls: usize) -> (f64, f64) {
         .enable_all()
         .build()
         .expect("runtime");
-    let ctx = ToolContext {
-        workspace: ws.path().canonicalize().expect("canonical"),
-        cancel: tokio_util::sync::CancellationToken::new(),
-    };
+    let ctx = ToolContext::new(ws.path().canonicalize().expect("canonical"));
     let input = json!({ "path": "small.txt" });
     rt.block_on(async {
         for _ in 0..200 {

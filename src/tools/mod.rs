@@ -15,6 +15,7 @@ use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
 use crate::protocol::ToolInfo;
+use crate::sandbox::Sandbox;
 
 pub mod bash;
 pub mod common;
@@ -54,14 +55,18 @@ pub struct ToolContext {
     pub workspace: PathBuf,
     /// Cancelled when the turn is cancelled: a tool stops (and kills its processes) promptly.
     pub cancel: CancellationToken,
+    /// The session's sandbox: every process a tool starts is prepared by it.
+    pub sandbox: Arc<Sandbox>,
 }
 
 impl ToolContext {
-    /// A context for `workspace` with a fresh, uncancelled token.
+    /// A context for `workspace` with a fresh, uncancelled token and no sandbox
+    /// ([`Sandbox::off`]); the pod passes its session's sandbox instead.
     pub fn new(workspace: impl Into<PathBuf>) -> ToolContext {
         ToolContext {
             workspace: workspace.into(),
             cancel: CancellationToken::new(),
+            sandbox: Arc::new(Sandbox::off()),
         }
     }
 }
