@@ -109,7 +109,7 @@ pub enum NetworkAccess {
 pub struct SandboxInfo {
     /// The configured kind: `landlock` or `none` (`mode = "off"`).
     pub kind: SandboxKind,
-    /// The kernel's Landlock ABI version; 0 when it has none (or the sandbox is off).
+    /// The kernel's Landlock ABI version, whatever the mode; 0 when it has none.
     pub abi: u32,
     /// True when every process a tool call or hook starts runs in a Landlock domain that holds
     /// the whole write boundary (ABI 3 or newer).

@@ -448,6 +448,44 @@ mod tests {
     }
 
     #[test]
+    fn refused_writes_are_read_out_of_output_outside_the_writable_folders_only() {
+        let ws = tempfile::tempdir().unwrap();
+        let ws = ws.path().canonicalize().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let out = outside.path().canonicalize().unwrap();
+        let config = SandboxConfig {
+            writable: vec![ws.join("not-yet")],
+            ..SandboxConfig::default()
+        };
+        let s = Sandbox::open(&config, &ws, std::slice::from_ref(&ws), "unit").unwrap();
+        assert!(
+            s.info().enforced,
+            "needs a kernel with Landlock ABI 3+: {:?}",
+            s.info()
+        );
+        assert_eq!(s.missing(), [ws.join("not-yet")]);
+        let tmp = s.tmpdir().unwrap().to_path_buf();
+        assert!(tmp.is_dir());
+        let output = format!(
+            "bash: line 1: {o}/y: Permission denied\n\
+             touch: cannot touch '{w}/in': Permission denied\n\
+             cp: cannot create regular file '{t}/f': Permission denied\n\
+             python: [Errno 13] Permission denied: '{o}/y'\n\
+             mkdir: cannot create directory '{o}/a/b/c': Permission denied\n\
+             {o}/ok: done\n",
+            o = out.display(),
+            w = ws.display(),
+            t = tmp.display()
+        );
+        let shown_out = format!("{}/y", out.display());
+        let shown_dir = format!("{}/a/b/c", out.display());
+        assert_eq!(s.blocked_writes(&output), [shown_out, shown_dir]);
+        assert_eq!(s.writable_shown(), [".", "$TMPDIR"]);
+        drop(s);
+        assert!(!tmp.exists(), "the session's TMPDIR outlived it");
+    }
+
+    #[test]
     fn an_off_sandbox_reports_nothing_blocked() {
         let s = Sandbox::off();
         assert!(s

@@ -136,6 +136,14 @@ impl CallProcess {
     /// group; the first process; and, in a subreaper, every leftover of calls whose first
     /// process already exited. Reaps nothing: see [`CallProcess::finish`].
     pub fn kill(&self) {
+        self.kill_own();
+        if is_subreaper() {
+            kill_leftovers();
+        }
+    }
+
+    /// [`CallProcess::kill`] without the leftovers.
+    fn kill_own(&self) {
         if !self.reaped {
             // SAFETY: kill(2) on our own unreaped child: the pid cannot have been recycled.
             unsafe {
@@ -150,16 +158,14 @@ impl CallProcess {
                 libc::kill(self.pid, libc::SIGKILL);
             }
         }
-        if is_subreaper() {
-            kill_leftovers();
-        }
     }
 
     /// Ends the call: kills every process of it, waits for the first one, and (in a subreaper)
     /// sweeps and reaps the leftovers. Returns the first process's exit status when it had not
     /// been waited for yet.
     pub async fn finish(mut self) -> Option<io::Result<ExitStatus>> {
-        self.kill();
+        // The leftovers are the sweep's.
+        self.kill_own();
         let status = if self.reaped {
             None
         } else {
@@ -181,27 +187,24 @@ impl Drop for CallProcess {
         }
         self.kill();
         let pid = self.pid;
-        match (self.child.take(), self.reaped) {
-            (Some(mut child), false) => match tokio::runtime::Handle::try_current() {
-                Ok(handle) => {
-                    handle.spawn(async move {
-                        let _ = child.wait().await;
-                        forget(pid);
-                        if is_subreaper() {
-                            let _ = tokio::task::spawn_blocking(sweep).await;
-                        }
-                    });
-                }
-                // No runtime: tokio's kill_on_drop reaps it; the pid stays listed, which only
-                // means a recycled pid would be spared by the sweep.
-                Err(_) => {}
-            },
-            _ => {
-                forget(pid);
-                if is_subreaper() {
-                    if let Ok(handle) = tokio::runtime::Handle::try_current() {
-                        handle.spawn_blocking(sweep);
+        let runtime = tokio::runtime::Handle::try_current().ok();
+        match (self.child.take(), self.reaped, runtime) {
+            (Some(mut child), false, Some(runtime)) => {
+                runtime.spawn(async move {
+                    let _ = child.wait().await;
+                    forget(pid);
+                    if is_subreaper() {
+                        let _ = tokio::task::spawn_blocking(sweep).await;
                     }
+                });
+            }
+            // No runtime: tokio's kill_on_drop reaps it; the pid stays listed, which only means
+            // that a recycled pid would be spared by the sweep.
+            (Some(_), false, None) => {}
+            (_, _, runtime) => {
+                forget(pid);
+                if let (true, Some(runtime)) = (is_subreaper(), runtime) {
+                    runtime.spawn_blocking(sweep);
                 }
             }
         }
@@ -255,57 +258,62 @@ fn leftovers() -> (ProcTable, Vec<i32>) {
     (table, orphans)
 }
 
-/// Kills every leftover and its descendants, in rounds.
+/// SIGKILLs every live leftover and every live descendant of one; returns the leftovers (live
+/// or dead), empty when there is none.
+fn kill_leftovers_once() -> Vec<i32> {
+    let (table, orphans) = leftovers();
+    let descendants = table.descendants(&orphans);
+    let roots = orphans.iter().filter_map(|pid| table.get(*pid));
+    for p in roots.chain(descendants).filter(|p| !p.zombie) {
+        p.kill();
+    }
+    orphans
+}
+
+/// Kills every leftover and its descendants, in rounds (a process may fork between the listing
+/// and the kill; its orphaned child shows up as a leftover in the next round).
 fn kill_leftovers() {
     for _ in 0..ROUNDS {
         let (table, orphans) = leftovers();
-        let mut live: Vec<&Proc> = table
-            .descendants(&orphans)
-            .into_iter()
-            .filter(|p| !p.zombie)
-            .collect();
-        live.extend(
-            orphans
-                .iter()
-                .filter_map(|pid| table.get(*pid))
-                .filter(|p| !p.zombie),
-        );
-        if live.is_empty() {
+        let live = orphans
+            .iter()
+            .filter_map(|pid| table.get(*pid))
+            .chain(table.descendants(&orphans))
+            .any(|p| !p.zombie);
+        if !live {
             return;
         }
-        for p in live {
-            p.kill();
-        }
+        kill_leftovers_once();
     }
 }
 
-/// Kills every leftover of finished calls (see the module header) and reaps them. Blocking (it
-/// polls for up to half a second while killed processes die): run it on a blocking thread. A
-/// no-op unless this process is a subreaper.
+/// Kills every leftover of finished calls (see the module header) with its descendants, and
+/// reaps the leftovers. Blocking (it polls for up to half a second while killed processes
+/// die; stragglers are left to the next sweep): run it on a blocking thread. With nothing left
+/// over it costs one scan of `/proc`. A no-op unless this process is a subreaper.
 pub fn sweep() {
     if !is_subreaper() {
         return;
     }
     let _one = lock(&SWEEPING);
-    kill_leftovers();
     let deadline = Instant::now() + REAP_WAIT;
     loop {
-        let (_, orphans) = leftovers();
-        let mut waiting = false;
+        let orphans = kill_leftovers_once();
+        if orphans.is_empty() {
+            return;
+        }
         for pid in orphans {
             let mut status = 0;
             // SAFETY: waitpid on a specific child of ours that tokio does not own (it is not in
             // STARTED); WNOHANG never blocks.
-            let got = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-            if got == 0 {
-                waiting = true;
+            unsafe {
+                libc::waitpid(pid, &mut status, libc::WNOHANG);
             }
         }
-        if !waiting || Instant::now() >= deadline {
+        if Instant::now() >= deadline {
             return;
         }
-        std::thread::sleep(Duration::from_millis(2));
-        kill_leftovers();
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 

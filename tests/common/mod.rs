@@ -116,11 +116,22 @@ impl PodProcess {
     }
 
     pub fn spawn_with(ws: &Workspace, framing: Framing, args: &[&str]) -> PodProcess {
+        PodProcess::spawn_env(ws, framing, args, &[])
+    }
+
+    /// [`PodProcess::spawn_with`] with extra environment variables (the test switches).
+    pub fn spawn_env(
+        ws: &Workspace,
+        framing: Framing,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> PodProcess {
         let mut child = Command::new(env!("CARGO_BIN_EXE_pod"))
             .arg("serve")
             .arg("--manifest")
             .arg(ws.manifest())
             .args(args)
+            .envs(env.iter().copied())
             .current_dir(ws.dir.path())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
