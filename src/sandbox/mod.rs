@@ -145,6 +145,9 @@ pub struct Sandbox {
     ruleset: Option<Arc<OwnedFd>>,
     /// The session's `$TMPDIR`, removed on drop.
     tmpdir: Option<tempfile::TempDir>,
+    /// An exclusive lock on `$TMPDIR` while the session runs: a folder nobody holds a lock on was
+    /// left by a pod that died without closing, and the next pod removes it.
+    _tmpdir_lock: Option<std::fs::File>,
     /// Where processes may write (resolved), `$TMPDIR` and devices included.
     writable: Vec<PathBuf>,
     /// Writable folders that did not exist at open and so could not be granted.
@@ -165,6 +168,7 @@ impl Sandbox {
             },
             ruleset: None,
             tmpdir: None,
+            _tmpdir_lock: None,
             writable: Vec::new(),
             missing: Vec::new(),
             workspace: PathBuf::new(),
@@ -190,9 +194,16 @@ impl Sandbox {
             tracing::warn!("sandbox: {gap}");
         }
         let base = std::env::temp_dir();
+        remove_stale_tmpdirs(&base);
         let tmpdir = tempfile::Builder::new()
-            .prefix(&format!("pod-{label}-"))
+            .prefix(&format!("{TMPDIR_PREFIX}{label}-"))
             .tempdir_in(&base)
+            .map_err(|source| SandboxError::TempDir {
+                dir: base.clone(),
+                source,
+            })?;
+        let lock = std::fs::File::open(tmpdir.path())
+            .and_then(|f| f.try_lock().map(|()| f).map_err(std::io::Error::other))
             .map_err(|source| SandboxError::TempDir { dir: base, source })?;
         let mut writable = Vec::new();
         let mut missing = Vec::new();
@@ -236,6 +247,7 @@ impl Sandbox {
             info,
             ruleset,
             tmpdir: Some(tmpdir),
+            _tmpdir_lock: Some(lock),
             writable,
             missing,
             workspace: workspace.to_path_buf(),
@@ -345,6 +357,59 @@ impl Sandbox {
                 }
             })
             .collect()
+    }
+}
+
+/// How a session's `$TMPDIR` folder is named: this, the session id, `-`, random characters.
+const TMPDIR_PREFIX: &str = "pod-";
+
+/// A `$TMPDIR` folder unchanged for this long and not locked is stale. (A pod creates its folder
+/// and locks it a moment later; the age keeps another pod's clean-up out of that moment.)
+const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Removes the `$TMPDIR` folders of sessions whose pod died without closing (killed): folders in
+/// `base` named like a session's (`pod-<uuid>-<random>`), owned by this user, unchanged for
+/// [`STALE_AFTER`], that no process holds a lock on. Best effort: a folder that cannot be
+/// checked is left alone.
+fn remove_stale_tmpdirs(base: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(TMPDIR_PREFIX)) else {
+            continue;
+        };
+        let session_shaped = rest.len() > 37
+            && rest.as_bytes()[36] == b'-'
+            && rest
+                .get(..36)
+                .is_some_and(|id| uuid::Uuid::parse_str(id).is_ok());
+        let path = entry.path();
+        let old_and_ours = std::fs::symlink_metadata(&path).is_ok_and(|m| {
+            m.is_dir()
+                && m.uid() == me
+                && m.modified()
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age >= STALE_AFTER)
+        });
+        if !session_shaped || !old_and_ours {
+            continue;
+        }
+        let Ok(dir) = std::fs::File::open(&path) else {
+            continue;
+        };
+        if dir.try_lock().is_ok() {
+            tracing::info!(
+                "removing {}, left by a pod that did not close",
+                path.display()
+            );
+            let _ = std::fs::remove_dir_all(&path);
+        }
     }
 }
 
