@@ -2,7 +2,8 @@
 //!
 //! Owns: the session's Landlock domain ([`domain`]: writes only beneath the writable folders, a
 //! private `$TMPDIR` per session and the device files a shell needs; optionally no TCP), the
-//! `$TMPDIR` folder itself (created at open, removed when the [`Sandbox`] drops), what the kernel
+//! `$TMPDIR` folder itself (created and locked at open, removed when the [`Sandbox`] drops; the
+//! unlocked ones of pods that were killed are removed at the next open), what the kernel
 //! can enforce and what is reported about it ([`plan`], [`SandboxInfo`]), putting a child into
 //! the domain before `exec` ([`Sandbox::prepare`], [`Sandbox::pre_exec`]), the lifetime of the
 //! processes a call starts ([`reaper`]), and reading a denial out of a command's output
