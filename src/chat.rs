@@ -38,8 +38,8 @@ use tokio::sync::mpsc;
 
 use crate::client::{connect, events, JsonParams};
 use crate::protocol::{
-    CancelResult, EmptyResult, Event, InitializeResult, PermissionRequest, ReplyDecision,
-    RunResult, StopReason, SubjectDecision,
+    CancelResult, EmptyResult, Event, InitializeResult, NetworkAccess, PermissionRequest,
+    ReplyDecision, RunResult, SandboxKind, StopReason, SubjectDecision,
 };
 
 /// The example manifest bundled into the binary, used when `--manifest` is not given.
@@ -302,8 +302,22 @@ impl Chat {
         } else {
             "off".to_string()
         };
+        let s = &init.sandbox;
+        let sandbox = match (s.kind, s.enforced) {
+            (SandboxKind::None, _) => "off".to_string(),
+            (SandboxKind::Landlock, true) => format!(
+                "landlock ABI {}, enforced{}",
+                s.abi,
+                if s.network == NetworkAccess::Deny {
+                    ", no TCP"
+                } else {
+                    ""
+                }
+            ),
+            (SandboxKind::Landlock, false) => "NOT enforced on this kernel".to_string(),
+        };
         self.say(&format!(
-            "pod chat: {} {}, session {}, {} tools, permissions: {permissions}",
+            "pod chat: {} {}, session {}, {} tools, permissions: {permissions}, sandbox: {sandbox}",
             init.pod_info.name,
             init.pod_info.version,
             init.session.id,

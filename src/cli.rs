@@ -43,7 +43,64 @@ pub fn check(path: &Path) -> u8 {
         };
         println!("{file}: ok ({permissions})");
     }
+    print!("{}", sandbox_text(&manifest));
     u8::from(errors > 0)
+}
+
+/// What this machine will enforce for the manifest's `[sandbox]`, for `pod check`.
+pub fn sandbox_text(manifest: &Manifest) -> String {
+    use crate::manifest::SandboxMode;
+    use crate::permission::path;
+    use crate::protocol::NetworkAccess;
+    let config = &manifest.sandbox;
+    let plan = crate::sandbox::plan(config);
+    if config.mode == SandboxMode::Off {
+        return "sandbox: off (mode = \"off\"): processes that tool calls and hooks start run \
+                with the pod's own rights\n"
+            .to_string();
+    }
+    let abi = match plan.info.abi {
+        0 => "the kernel has no Landlock".to_string(),
+        n => format!("kernel Landlock ABI {n}"),
+    };
+    let state = if plan.info.enforced {
+        "enforced".to_string()
+    } else if plan.apply {
+        "partly enforced".to_string()
+    } else {
+        "NOT enforced".to_string()
+    };
+    let mut out = format!("sandbox: landlock, {abi}: {state}\n");
+    let mut writable: Vec<String> = manifest
+        .writable
+        .iter()
+        .chain(&config.writable)
+        .map(|w| {
+            let shown = path::display(w, &manifest.workspace);
+            if w.exists() {
+                shown
+            } else {
+                format!("{shown} (missing: not writable until created)")
+            }
+        })
+        .collect();
+    writable.push("$TMPDIR (a private folder per session)".into());
+    writable.push("/dev/null and the other device files a shell needs".into());
+    out.push_str(&format!("  writable: {}\n", writable.join(", ")));
+    out.push_str("  everything else: read and execute only\n");
+    let network = match (config.network, plan.info.network) {
+        (_, NetworkAccess::Deny) => {
+            "TCP connect and bind refused (UDP, DNS and Unix sockets are not covered)"
+        }
+        (NetworkAccess::Deny, NetworkAccess::Allow) => "allowed (deny is NOT enforced)",
+        _ => "allowed",
+    };
+    out.push_str(&format!("  network: {network}\n"));
+    out.push_str("  processes: every process a call starts is killed when the call ends\n");
+    for gap in &plan.gaps {
+        out.push_str(&format!("  not held: {gap}\n"));
+    }
+    out
 }
 
 /// Every finding about a loaded manifest: rule lints, skills that do not load, hooks that
@@ -63,6 +120,46 @@ pub fn check_findings(manifest: &Manifest) -> Vec<lint::Finding> {
             severity: Severity::Error,
             line: None,
             message: format!("skill: {e}"),
+        });
+    }
+    let plan = crate::sandbox::plan(&manifest.sandbox);
+    if !plan.gaps.is_empty() {
+        findings.push(lint::Finding {
+            severity: if manifest.sandbox.required {
+                Severity::Error
+            } else {
+                Severity::Warning
+            },
+            line: manifest.sandbox.line,
+            message: if manifest.sandbox.required {
+                format!(
+                    "sandbox: required = true, but this machine cannot enforce it (pod serve \
+                     will refuse to start): {}",
+                    plan.gaps.join("; ")
+                )
+            } else {
+                format!(
+                    "sandbox: this machine cannot enforce all of it: {}",
+                    plan.gaps.join("; ")
+                )
+            },
+        });
+    }
+    let sandboxed = manifest.sandbox.mode == crate::manifest::SandboxMode::Landlock;
+    for missing in manifest
+        .writable
+        .iter()
+        .chain(&manifest.sandbox.writable)
+        .filter(|w| sandboxed && !w.exists())
+    {
+        findings.push(lint::Finding {
+            severity: Severity::Warning,
+            line: manifest.sandbox.line,
+            message: format!(
+                "sandbox: writable folder {} does not exist; processes cannot write there \
+                 unless it exists when the pod starts",
+                crate::permission::path::display(missing, &manifest.workspace)
+            ),
         });
     }
     for hook in &manifest.hooks {

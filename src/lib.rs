@@ -16,6 +16,7 @@ pub mod model;
 pub mod permission;
 pub mod pod;
 pub mod protocol;
+pub mod sandbox;
 pub mod schema;
 pub mod scope;
 pub mod server;

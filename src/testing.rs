@@ -1,4 +1,5 @@
-//! Test-only fault injection, off unless the environment says otherwise at start-up.
+//! Test-only fault injection and kernel simulation, off unless the environment says otherwise at
+//! start-up.
 //!
 //! `POD_TEST_PANIC=1` (read once, when `pod` starts) arms two panics used by
 //! `tests/stdout_hygiene.rs` to prove that a panic inside a provider or a tool never writes to
@@ -7,7 +8,10 @@
 //! - a tool call panics, just before the tool runs, when its input contains
 //!   `POD_TEST_PANIC:tool`.
 //!
-//! Without the variable both checks are a cached `false`: no behaviour changes.
+//! `POD_TEST_NO_LANDLOCK=1` (read once, at start-up) makes the sandbox act as if the kernel had no
+//! Landlock, so `[sandbox] required = true` can be seen refusing to start (`tests/sandbox.rs`).
+//!
+//! Without the variables every check is a cached `false`: no behaviour changes.
 
 use std::sync::OnceLock;
 
@@ -29,4 +33,15 @@ pub fn maybe_panic(text: &str, marker: &str) {
     if panics_armed() && text.contains(marker) {
         panic!("{marker}: test panic requested");
     }
+}
+
+/// The environment variable that hides Landlock from the pod, as on a kernel without it.
+pub const NO_LANDLOCK_ENV: &str = "POD_TEST_NO_LANDLOCK";
+
+/// Whether the pod must act as if the kernel had no Landlock (`POD_TEST_NO_LANDLOCK=1` at
+/// start-up). Lets `tests/sandbox.rs` prove that `[sandbox] required = true` refuses to start on
+/// such a kernel; the sandbox module asks this before it asks the kernel.
+pub fn landlock_hidden() -> bool {
+    static HIDDEN: OnceLock<bool> = OnceLock::new();
+    *HIDDEN.get_or_init(|| std::env::var_os(NO_LANDLOCK_ENV).is_some_and(|v| v == "1"))
 }

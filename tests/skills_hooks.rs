@@ -187,9 +187,11 @@ async fn a_hook_never_sees_a_call_the_permission_layer_denied() {
             marker.display()
         ),
     );
+    // The hook writes its record outside the workspace: the sandbox must be told.
     let f = fixture(&format!(
-        "[[hooks.pre_tool_call]]\ncommand = [\"{}\"]\n",
-        hook.display()
+        "[[hooks.pre_tool_call]]\ncommand = [\"{}\"]\n[sandbox]\nwritable = [\"{}\"]\n",
+        hook.display(),
+        tmp.path().display()
     ));
     let denied = run(&f.pod, None, "!git push origin main").await.unwrap();
     assert_eq!(denied[0].denied_by, Some(DeniedBy::Permission));

@@ -2,7 +2,8 @@
 //! through.
 //!
 //! Owns: running one hook for one call. The hook runs with the manifest's folder as its working
-//! directory, in its own process group, with the JSON
+//! directory, in the session's sandbox (its own session and process group, the Landlock domain,
+//! `$TMPDIR`; every process it starts dies when the check ends), with the JSON
 //! `{"callId", "tool", "input", "decision"}` on stdin. It answers on stdout with
 //! `{"action":"continue"}` or `{"action":"deny","message":"..."}`, or exits with code 2 to deny
 //! with its stderr as the message. Anything else (a timeout, a signal, another exit code, output
@@ -13,6 +14,7 @@
 //! for calls the permission hook allowed, so a hook can never turn a deny into an allow.
 
 use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -21,6 +23,7 @@ use wildmatch::WildMatch;
 
 use crate::manifest::HookConfig;
 use crate::protocol::Decision;
+use crate::sandbox::{CallProcess, Sandbox};
 
 /// At most this much of a hook's stdout and of its stderr is kept; the rest is drained.
 pub const OUTPUT_CAP: usize = 64 * 1024;
@@ -31,6 +34,7 @@ const MESSAGE_CAP: usize = 2000;
 pub struct UserHook {
     pub config: HookConfig,
     tools: Vec<WildMatch>,
+    sandbox: Arc<Sandbox>,
 }
 
 /// What a hook said about a call.
@@ -77,22 +81,6 @@ struct Answer {
     message: Option<String>,
 }
 
-/// Kills the hook's whole process group when dropped (after a timeout, when the turn drops the
-/// check, or after the hook exits, to take any process it left behind).
-struct GroupGuard(Option<i32>);
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if let Some(pgid) = self.0.filter(|p| *p > 0) {
-            // SAFETY: killpg has no memory-safety preconditions; a group that no longer exists
-            // gives ESRCH, which is ignored.
-            unsafe {
-                libc::killpg(pgid, libc::SIGKILL);
-            }
-        }
-    }
-}
-
 /// Reads at most [`OUTPUT_CAP`] bytes and drains the rest, so a chatty hook never blocks on a
 /// full pipe. Returns the bytes kept and whether more were written.
 async fn read_capped<R: AsyncRead + Unpin>(mut reader: R) -> std::io::Result<(Vec<u8>, bool)> {
@@ -130,7 +118,17 @@ impl UserHook {
             .iter()
             .map(|p| WildMatch::new_case_insensitive(p))
             .collect();
-        UserHook { config, tools }
+        UserHook {
+            config,
+            tools,
+            sandbox: Arc::new(Sandbox::off()),
+        }
+    }
+
+    /// Runs the hook in `sandbox` (the session's) instead of none.
+    pub fn with_sandbox(mut self, sandbox: Arc<Sandbox>) -> UserHook {
+        self.sandbox = sandbox;
+        self
     }
 
     /// Whether the hook runs for calls of `tool`: its `tools` patterns (wildmatch,
@@ -190,17 +188,18 @@ impl UserHook {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
             .kill_on_drop(true);
         if self.config.dir.is_dir() {
             command.current_dir(&self.config.dir);
         }
+        self.sandbox.prepare(&mut command);
         // ETXTBSY: the script was just written and another thread's fork still holds it open
         // for writing; that clears within milliseconds.
         let mut attempts = 0;
-        let mut child = loop {
-            match command.spawn() {
-                Ok(child) => break child,
+        // Dropped unfinished (the turn dropped the check), it kills every process of the hook.
+        let mut process = loop {
+            match CallProcess::spawn(&mut command) {
+                Ok(process) => break process,
                 Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && attempts < 5 => {
                     attempts += 1;
                     tokio::time::sleep(Duration::from_millis(20)).await;
@@ -208,10 +207,11 @@ impl UserHook {
                 Err(e) => return Err(HookFailure::Spawn(format!("{program}: {e}"))),
             }
         };
-        let _group = GroupGuard(child.id().and_then(|id| i32::try_from(id).ok()));
-        let (Some(mut stdin), Some(stdout), Some(stderr)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
+        let pipes = process
+            .child()
+            .map(|c| (c.stdin.take(), c.stdout.take(), c.stderr.take()));
+        let Some((Some(mut stdin), Some(stdout), Some(stderr))) = pipes else {
+            process.finish().await;
             return Err(HookFailure::Io("the hook's pipes are missing".into()));
         };
         let input = serde_json::to_vec(payload).map_err(|e| HookFailure::Io(e.to_string()))?;
@@ -226,14 +226,16 @@ impl UserHook {
                 write,
                 read_capped(stdout),
                 read_capped(stderr),
-                child.wait()
+                process.wait()
             );
             (out, err, status)
         };
         let timeout = self.config.timeout;
-        let (out, err, status) = match tokio::time::timeout(timeout, talk).await {
+        let talked = tokio::time::timeout(timeout, talk).await;
+        // Whatever the hook left running dies now, before its verdict counts.
+        process.finish().await;
+        let (out, err, status) = match talked {
             Ok(done) => done,
-            // `_group` kills the whole group on return; kill_on_drop reaps the child.
             Err(_) => return Err(HookFailure::Timeout(secs(timeout))),
         };
         let status = status.map_err(|e| HookFailure::Io(e.to_string()))?;

@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::protocol::Action;
+use crate::protocol::{Action, NetworkAccess};
 
 /// A pod manifest.
 #[derive(Debug, Deserialize, JsonSchema, Default)]
@@ -21,6 +21,7 @@ pub struct ManifestFile {
     pub permissions: Option<Spanned<PermissionsSection>>,
     pub skills: Option<SkillsSection>,
     pub hooks: Option<HooksSection>,
+    pub sandbox: Option<SandboxSection>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema, Default)]
@@ -144,4 +145,34 @@ pub struct HookEntry {
     pub timeout_secs: Option<u64>,
     /// Wildmatch patterns of tool names the hook applies to. Default: every tool.
     pub tools: Option<Vec<String>>,
+}
+
+/// The kernel boundary around every process a tool call or a hook starts (docs/manifest.md).
+#[derive(Debug, Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxSection {
+    /// landlock (default): processes run in a Landlock domain where the kernel has it; off:
+    /// they run with the pod's own rights.
+    pub mode: Option<SandboxMode>,
+    /// true: the pod refuses to start when the kernel cannot enforce the sandbox as configured.
+    /// Default false (the pod starts, warns, and reports `enforced: false`).
+    pub required: Option<bool>,
+    /// allow (default) or deny: deny makes the kernel refuse TCP connect and bind (Landlock ABI
+    /// 4+). UDP, DNS and Unix sockets are not covered.
+    pub network: Option<NetworkAccess>,
+    /// Extra folders processes may write in, besides `[scope].writable` and the session's
+    /// `$TMPDIR`: relative to the workspace, absolute, or under `~` (the home folder).
+    #[schemars(with = "Option<Vec<String>>")]
+    pub writable: Option<Vec<Spanned<String>>>,
+}
+
+/// How processes started by tool calls and hooks are confined.
+#[derive(Debug, Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxMode {
+    /// A Landlock domain per call, where the kernel has Landlock.
+    #[default]
+    Landlock,
+    /// No confinement: processes run with the pod's own rights.
+    Off,
 }

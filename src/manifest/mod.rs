@@ -14,10 +14,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use error::{line_col, ManifestError};
-pub use file::Provider;
+pub use file::{Provider, SandboxMode};
 
 use crate::permission::{Policy, Protected, ProtectedPath, RuleSpec, Rules};
-use crate::protocol::Action;
+use crate::protocol::{Action, NetworkAccess};
 
 /// The built-in tools, in the order they are offered to the model.
 pub const BUILTIN_TOOLS: [&str; 6] = ["bash", "read", "file_write", "edit", "grep", "glob"];
@@ -54,6 +54,21 @@ pub struct Manifest {
     /// The state folder writes are kept out of: `state_dir` when it was set, else the per-user
     /// `pod` state folder holding every workspace's sessions.
     pub state_root: PathBuf,
+    /// `[sandbox]`.
+    pub sandbox: SandboxConfig,
+}
+
+/// `[sandbox]`, resolved.
+#[derive(Debug, Clone, Default)]
+pub struct SandboxConfig {
+    pub mode: SandboxMode,
+    /// Refuse to start when the kernel cannot enforce the sandbox.
+    pub required: bool,
+    pub network: NetworkAccess,
+    /// Extra writable folders, absolute and normalized (`~` expanded).
+    pub writable: Vec<PathBuf>,
+    /// Line of the `[sandbox]` header, when the section is present.
+    pub line: Option<usize>,
 }
 
 #[derive(Debug, Clone)]
@@ -251,6 +266,24 @@ impl Manifest {
                 (root.join(workspace_key(&workspace)), root)
             }
         };
+        let sandbox = match raw.sandbox {
+            None => SandboxConfig::default(),
+            Some(section) => SandboxConfig {
+                mode: section.mode.unwrap_or_default(),
+                required: section.required.unwrap_or(false),
+                network: section.network.unwrap_or_default(),
+                writable: section
+                    .writable
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|w| {
+                        extra_writable(&workspace, w.get_ref())
+                            .map_err(|why| at(w.span().start, format!("sandbox.writable: {why}")))
+                    })
+                    .collect::<Result<_, _>>()?,
+                line: header_offset(text, "sandbox").map(line_of),
+            },
+        };
 
         let model = raw.model.unwrap_or_default();
         let model = ModelConfig {
@@ -281,6 +314,7 @@ impl Manifest {
             hooks,
             state_dir,
             state_root,
+            sandbox,
         })
     }
 
@@ -397,6 +431,35 @@ pub fn workspace_key(workspace: &Path) -> String {
             (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
         });
     format!("{name}-{hash:016x}")
+}
+
+/// A `[sandbox].writable` entry as an absolute path, symlinks resolved like `[scope].writable`:
+/// `~` and `~/…` start at `$HOME`, relative paths at the workspace.
+fn extra_writable(workspace: &Path, raw: &str) -> Result<PathBuf, String> {
+    if raw.trim().is_empty() {
+        return Err("an entry is empty (name a folder, such as \"~/.cache/cargo\")".into());
+    }
+    if raw.contains('\0') {
+        return Err(format!("{raw:?} contains a NUL byte"));
+    }
+    let home = || {
+        std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+            .ok_or_else(|| format!("\"{raw}\" starts with ~ but $HOME is not set"))
+    };
+    let path = if raw == "~" {
+        home()?
+    } else if let Some(rest) = raw.strip_prefix("~/") {
+        home()?.join(rest)
+    } else if raw.starts_with('~') {
+        return Err(format!(
+            "\"{raw}\": only ~ and ~/… are expanded (~user is not); write the path out"
+        ));
+    } else {
+        workspace.join(raw)
+    };
+    Ok(crate::permission::path::resolve_in(workspace, &path))
 }
 
 /// Turns a toml/serde error into `file:line:col: key: message (did you mean ...)`.

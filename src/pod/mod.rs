@@ -23,7 +23,8 @@ use crate::hooks::UserHook;
 use crate::manifest::Manifest;
 use crate::model::{self, Message, Model, ModelError};
 use crate::permission::{FileRules, Policy, SessionGrants};
-use crate::protocol::{AskMode, Event, Item, PermissionsInfo, ToolInfo};
+use crate::protocol::{AskMode, Event, Item, PermissionsInfo, SandboxInfo, ToolInfo};
+use crate::sandbox::{Sandbox, SandboxError};
 use crate::scope::Scope;
 use crate::session::{SessionError, SessionLog};
 use crate::skills::{SkillError, Skills};
@@ -47,6 +48,8 @@ pub enum PodError {
     Model(#[from] ModelError),
     #[error(transparent)]
     Skill(#[from] SkillError),
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
 }
 
 /// Why `run` refused to start a turn.
@@ -81,6 +84,8 @@ pub struct Pod {
     model: Box<dyn Model>,
     skills: Skills,
     hooks: Vec<UserHook>,
+    /// Bounds every process the tools and hooks start; its `$TMPDIR` goes when the pod drops.
+    sandbox: Arc<Sandbox>,
     approver: Approver,
     resumed: bool,
     /// Session grants of the resumed log that the rules in force no longer allow.
@@ -129,6 +134,18 @@ impl Pod {
             );
         }
         let messages = turn::messages_from_items(&items);
+        let sandbox = Arc::new(Sandbox::open(
+            &manifest.sandbox,
+            &manifest.workspace,
+            &manifest.writable,
+            log.id(),
+        )?);
+        let hooks = manifest
+            .hooks
+            .iter()
+            .cloned()
+            .map(|h| UserHook::new(h).with_sandbox(sandbox.clone()))
+            .collect();
         Ok(Arc::new(Pod {
             files: Arc::new(FileRules::new(policy.clone())),
             policy,
@@ -137,7 +154,8 @@ impl Pod {
             toolbox,
             model,
             skills,
-            hooks: manifest.hooks.iter().cloned().map(UserHook::new).collect(),
+            hooks,
+            sandbox,
             approver: options.approver,
             resumed,
             dropped_grants: dropped.len(),
@@ -178,6 +196,11 @@ impl Pod {
 
     pub fn tools(&self) -> &[ToolInfo] {
         &self.tool_infos
+    }
+
+    /// What the sandbox holds for this session.
+    pub fn sandbox_info(&self) -> SandboxInfo {
+        self.sandbox.info()
     }
 
     pub fn permissions_info(&self) -> PermissionsInfo {

@@ -437,6 +437,7 @@ impl Pod {
             cancel: turn.cancel.child_token(),
             target,
             files: self.files.clone(),
+            sandbox: self.sandbox.clone(),
         };
         if crate::testing::panics_armed() {
             crate::testing::maybe_panic(&call.input.to_string(), crate::testing::TOOL_MARKER);

@@ -85,6 +85,43 @@ pub struct PermissionsInfo {
     pub ask_mode: AskMode,
 }
 
+/// Which kernel boundary confines the processes that tool calls and hooks start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum SandboxKind {
+    /// `[sandbox] mode = "landlock"` (the default): a Landlock domain, when the kernel has it.
+    Landlock,
+    /// `[sandbox] mode = "off"`: processes run with the pod's own rights.
+    None,
+}
+
+/// Whether sandboxed processes may open TCP connections and listen on TCP ports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "camelCase")]
+pub enum NetworkAccess {
+    /// No network boundary.
+    #[default]
+    Allow,
+    /// TCP `connect` and `bind` are refused by the kernel (Landlock ABI 4+). UDP, DNS and Unix
+    /// sockets are not covered.
+    Deny,
+}
+
+/// What the sandbox holds on this machine (docs/permissions.md, "The sandbox").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxInfo {
+    /// The configured kind: `landlock` or `none` (`mode = "off"`).
+    pub kind: SandboxKind,
+    /// The kernel's Landlock ABI version, whatever the mode; 0 when it has none.
+    pub abi: u32,
+    /// True when every process a tool call or hook starts runs in a Landlock domain that holds
+    /// the whole write boundary (ABI 3 or newer).
+    pub enforced: bool,
+    /// The network boundary in force: `deny` only when the kernel enforces it.
+    pub network: NetworkAccess,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeResult {
@@ -93,6 +130,7 @@ pub struct InitializeResult {
     pub session: SessionInfo,
     pub tools: Vec<ToolInfo>,
     pub permissions: PermissionsInfo,
+    pub sandbox: SandboxInfo,
 }
 
 /// One piece of user input to a turn.

@@ -90,6 +90,7 @@ fn initialize(params: &Params<'_>, conn: &Connection) -> Result<InitializeResult
         },
         tools: pod.tools().to_vec(),
         permissions: pod.permissions_info(),
+        sandbox: pod.sandbox_info(),
     })
 }
 

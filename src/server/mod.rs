@@ -56,6 +56,16 @@ pub fn main(
     if let Some(folder) = state_dir {
         manifest.set_state_dir(folder);
     }
+    // `required = true` on a machine that cannot hold the sandbox: refuse before any traffic.
+    if let Err(e) = crate::sandbox::check_required(&manifest.sandbox) {
+        eprintln!("{}: {e}", manifest.path.display());
+        return 1;
+    }
+    // Orphans of tool calls and hooks come back to the pod, which kills them with their call.
+    if let Err(e) = crate::sandbox::reaper::become_subreaper() {
+        eprintln!("pod serve: cannot become a child subreaper: {e}");
+        return 1;
+    }
     // One thread: every request and event passes a few channels between tasks, and on a
     // multi-threaded runtime each hop can be a cross-thread wake-up (measured: 3x slower).
     // Tools that block run on tokio's blocking pool either way.
@@ -88,6 +98,8 @@ pub fn main(
     // With a terminal or file as stdin, a blocking read may still be parked after `shutdown`;
     // do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(50));
+    // Anything a call left running would be re-parented to init once the pod exits.
+    crate::sandbox::reaper::kill_all_children();
     code
 }
 

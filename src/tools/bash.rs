@@ -1,13 +1,16 @@
 //! The `bash` tool: runs `bash -c <command>` in the workspace.
 //!
-//! Owns: spawning the shell in its own process group with stdin closed, gathering stdout and
-//! stderr into one stream in the order they were written (both go to one pipe), capping that
-//! output (head and tail kept), and killing the whole process group on timeout, on cancel, and
-//! once the shell itself has exited (so no background process outlives the call).
+//! Owns: spawning the shell with stdin closed in the session's sandbox (its own session and
+//! process group, the Landlock domain, `$TMPDIR`), gathering stdout and stderr into one stream in
+//! the order they were written (both go to one pipe), capping that output (head and tail kept),
+//! saying which writes the sandbox refused, and ending the call: on timeout, on cancel, and once
+//! the shell itself has exited, every process the command started is killed (see
+//! `sandbox::reaper`), so none outlives the call.
 //!
 //! Concurrency: `concurrent()` is true. Calls of one model response may run side by side; each
-//! runs in its own process group, so killing one never touches another. Two commands touching
-//! the same files at once is the model's own affair, as with a human running two terminals.
+//! runs in its own session and Landlock domain, and killing one never touches another's live
+//! shell. Two commands touching the same files at once is the model's own affair, as with a
+//! human running two terminals.
 
 use std::os::fd::OwnedFd;
 use std::process::Stdio;
@@ -21,6 +24,7 @@ use tokio::net::unix::pipe;
 
 use super::common::{parse_input, schema_of, HeadTail};
 use super::{Tool, ToolContext, ToolOutput};
+use crate::sandbox::{CallProcess, Sandbox};
 
 /// Default timeout of one command.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
@@ -51,18 +55,6 @@ enum Ending {
     Exited,
     TimedOut,
     Cancelled,
-}
-
-/// Sends SIGKILL to every process of the group `pgid`.
-fn kill_group(pgid: u32) {
-    if let Ok(pgid) = i32::try_from(pgid) {
-        if pgid > 0 {
-            // SAFETY: kill(2) with a negative pid signals a process group; no memory is touched.
-            unsafe {
-                libc::kill(-pgid, libc::SIGKILL);
-            }
-        }
-    }
 }
 
 fn describe_status(status: &std::process::ExitStatus) -> (String, bool) {
@@ -132,19 +124,19 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
         .stderr(Stdio::from(OwnedFd::from(writer2)))
         .env("PAGER", "cat")
         .env("GIT_PAGER", "cat")
-        .process_group(0)
         .kill_on_drop(true);
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => return ToolOutput::error(format!("cannot start bash: {e}")),
-    };
+    ctx.sandbox.prepare(&mut cmd);
+    let spawned = CallProcess::spawn(&mut cmd);
     // The Command still holds the write ends; drop it so EOF comes when the processes end.
     drop(cmd);
-    let pgid = child.id().unwrap_or(0);
+    let mut process = match spawned {
+        Ok(p) => p,
+        Err(e) => return ToolOutput::error(format!("cannot start bash: {e}")),
+    };
     let mut rx = match pipe::Receiver::from_owned_fd(OwnedFd::from(reader)) {
         Ok(r) => r,
         Err(e) => {
-            kill_group(pgid);
+            process.finish().await;
             return ToolOutput::error(format!("cannot read command output: {e}"));
         }
     };
@@ -157,7 +149,7 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
     let mut killed = false;
     let deadline = tokio::time::sleep(timeout);
     tokio::pin!(deadline);
-    // Set once the shell exited (or the group was killed): how long output is still awaited.
+    // Set once the shell exited (or the call was killed): how long output is still awaited.
     let mut drain: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
 
     loop {
@@ -169,7 +161,7 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
                 Ok(0) | Err(_) => eof = true,
                 Ok(n) => out.push(&buf[..n]),
             },
-            st = child.wait(), if status.is_none() => {
+            st = process.wait(), if status.is_none() => {
                 status = Some(st);
                 if !killed {
                     drain = Some(Box::pin(tokio::time::sleep(DRAIN_GRACE)));
@@ -177,13 +169,13 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
             },
             _ = &mut deadline, if !killed => {
                 ending = Ending::TimedOut;
-                kill_group(pgid);
+                process.kill();
                 killed = true;
                 drain = Some(Box::pin(tokio::time::sleep(KILL_GRACE)));
             },
             _ = ctx.cancel.cancelled(), if !killed => {
                 ending = Ending::Cancelled;
-                kill_group(pgid);
+                process.kill();
                 killed = true;
                 drain = Some(Box::pin(tokio::time::sleep(KILL_GRACE)));
             },
@@ -194,20 +186,19 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
                 }
             }, if drain.is_some() => {
                 if killed {
-                    // Something outside the group still holds the pipe: stop reading.
+                    // Something outside the call still holds the pipe: stop reading.
                     break;
                 }
-                // The shell exited but background processes keep the output open.
-                kill_group(pgid);
+                // The shell exited but processes it started keep the output open.
+                process.kill();
                 killed = true;
                 drain = Some(Box::pin(tokio::time::sleep(KILL_GRACE)));
             },
         }
     }
-    // The shell is gone or killed; make sure no process of its group lives on.
-    kill_group(pgid);
-    if status.is_none() {
-        status = Some(child.wait().await);
+    // The shell is gone or killed; no process of the call lives on, and leftovers are reaped.
+    if let Some(st) = process.finish().await {
+        status = Some(st);
     }
 
     let empty = out.is_empty();
@@ -215,6 +206,7 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
     if !empty && !text.ends_with('\n') {
         text.push('\n');
     }
+    text.push_str(&sandbox_note(&ctx.sandbox, &text));
     match ending {
         Ending::TimedOut => {
             text.push_str(&format!(
@@ -246,6 +238,32 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
             }
         },
     }
+}
+
+/// Lines naming what the sandbox refused, as far as `output` tells (empty when nothing).
+fn sandbox_note(sandbox: &Sandbox, output: &str) -> String {
+    const SHOWN: usize = 5;
+    let mut note = String::new();
+    if sandbox.blocked_network(output) {
+        note.push_str("network connection blocked by the sandbox ([sandbox] network = \"deny\")\n");
+    }
+    let blocked = sandbox.blocked_writes(output);
+    if blocked.is_empty() {
+        return note;
+    }
+    for path in blocked.iter().take(SHOWN) {
+        note.push_str(&format!(
+            "write outside the workspace blocked by the sandbox: {path}\n"
+        ));
+    }
+    if blocked.len() > SHOWN {
+        note.push_str(&format!("(and {} more)\n", blocked.len() - SHOWN));
+    }
+    note.push_str(&format!(
+        "(commands may write only in: {}; [sandbox] writable in the manifest adds folders)\n",
+        sandbox.writable_shown().join(", ")
+    ));
+    note
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::permission::{path, FileRules};
 use crate::protocol::ToolInfo;
+use crate::sandbox::Sandbox;
 
 pub mod bash;
 pub mod common;
@@ -71,11 +72,14 @@ pub struct ToolContext {
     pub target: Option<Target>,
     /// The rules' view of the files a walk meets and of hard links.
     pub files: Arc<FileRules>,
+    /// The session's sandbox: every process a tool starts is prepared by it.
+    pub sandbox: Arc<Sandbox>,
 }
 
 impl ToolContext {
-    /// A context for `workspace` with a fresh, uncancelled token, no pinned target and no rules
-    /// (for using tools without a pod).
+    /// A context for `workspace` with a fresh, uncancelled token, no pinned target, no rules
+    /// and no sandbox ([`Sandbox::off`]), for using tools without a pod; the pod passes its
+    /// session's own.
     pub fn new(workspace: impl Into<PathBuf>) -> ToolContext {
         let workspace = workspace.into();
         ToolContext {
@@ -83,6 +87,7 @@ impl ToolContext {
             workspace,
             cancel: CancellationToken::new(),
             target: None,
+            sandbox: Arc::new(Sandbox::off()),
         }
     }
 

@@ -139,7 +139,7 @@ impl PodProcess {
     }
 
     pub fn spawn_with(ws: &Workspace, framing: Framing, args: &[&str]) -> PodProcess {
-        PodProcess::spawn_logging(ws, framing, args, Stdio::inherit())
+        PodProcess::spawn_full(ws, framing, args, &[], Stdio::inherit())
     }
 
     /// [`PodProcess::spawn_with`], its stderr (the log) going to `stderr`.
@@ -149,11 +149,32 @@ impl PodProcess {
         args: &[&str],
         stderr: Stdio,
     ) -> PodProcess {
+        PodProcess::spawn_full(ws, framing, args, &[], stderr)
+    }
+
+    /// [`PodProcess::spawn_with`] with extra environment variables (the test switches).
+    pub fn spawn_env(
+        ws: &Workspace,
+        framing: Framing,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> PodProcess {
+        PodProcess::spawn_full(ws, framing, args, env, Stdio::inherit())
+    }
+
+    fn spawn_full(
+        ws: &Workspace,
+        framing: Framing,
+        args: &[&str],
+        env: &[(&str, &str)],
+        stderr: Stdio,
+    ) -> PodProcess {
         let mut child = Command::new(env!("CARGO_BIN_EXE_pod"))
             .arg("serve")
             .arg("--manifest")
             .arg(ws.manifest())
             .args(args)
+            .envs(env.iter().copied())
             .current_dir(ws.dir.path())
             .env("XDG_STATE_HOME", ws.state_home())
             .stdin(Stdio::piped())

@@ -185,6 +185,20 @@ export type Item =
       type: "turnEnded";
     };
 /**
+ * Which kernel boundary confines the processes that tool calls and hooks start.
+ *
+ * This interface was referenced by `PodProtocolV1`'s JSON-Schema
+ * via the `definition` "SandboxKind".
+ */
+export type SandboxKind = "landlock" | "none";
+/**
+ * Whether sandboxed processes may open TCP connections and listen on TCP ports.
+ *
+ * This interface was referenced by `PodProtocolV1`'s JSON-Schema
+ * via the `definition` "NetworkAccess".
+ */
+export type NetworkAccess = "allow" | "deny";
+/**
  * One piece of user input to a turn.
  *
  * This interface was referenced by `PodProtocolV1`'s JSON-Schema
@@ -368,6 +382,7 @@ export interface InitializeResult {
   permissions: PermissionsInfo;
   podInfo: PeerInfo;
   protocolVersion: number;
+  sandbox: SandboxInfo;
   session: SessionInfo;
   tools: ToolInfo[];
 }
@@ -380,6 +395,25 @@ export interface PermissionsInfo {
   defaultAction?: Action | null;
   enabled: boolean;
   rules: number;
+}
+/**
+ * What the sandbox holds on this machine (docs/permissions.md, "The sandbox").
+ *
+ * This interface was referenced by `PodProtocolV1`'s JSON-Schema
+ * via the `definition` "SandboxInfo".
+ */
+export interface SandboxInfo {
+  /**
+   * The kernel's Landlock ABI version, whatever the mode; 0 when it has none.
+   */
+  abi: number;
+  /**
+   * True when every process a tool call or hook starts runs in a Landlock domain that holds
+   * the whole write boundary (ABI 3 or newer).
+   */
+  enforced: boolean;
+  kind: SandboxKind;
+  network: NetworkAccess;
 }
 /**
  * This interface was referenced by `PodProtocolV1`'s JSON-Schema
