@@ -142,17 +142,18 @@ pub fn extract(command: &str) -> ShellSubjects {
         return unparsed("it holds a NUL byte".into());
     }
     let budget = parse::Budget::for_input(command.len());
-    let parsed = match parse::parse(command, &budget, 0, parse::Dialect::Bash) {
-        Ok(p) => p,
+    let walked = match streamed(command, &budget) {
+        Ok(Some(out)) => Ok(out),
+        // A later item assigned a name an earlier one was walked as not assigned: walk the
+        // line again, whole, knowing every assignment.
+        Ok(None) => whole(command, &budget),
+        Err(e) => Err(e),
+    };
+    let mut out = match walked {
+        Ok(out) if !budget.exhausted() => out,
+        Ok(_) => return unparsed("the command is too complex to analyze".into()),
         Err(e) => return unparsed(e.to_string()),
     };
-    let mut walk = walk::Walk::new(&budget, &parsed);
-    walk.script(&parsed.script, 0);
-    walk.finish();
-    if budget.exhausted() {
-        return unparsed("the command is too complex to analyze".into());
-    }
-    let mut out = walk.out;
     if out.commands.iter().all(|c| c.guess) && out.redirects.is_empty() {
         out.commands.push(ShellCommand {
             text: String::new(),
@@ -163,4 +164,32 @@ pub fn extract(command: &str) -> ShellSubjects {
         });
     }
     out
+}
+
+/// Walks the line item by item as it is read; None when an assumption about a name an item
+/// made turned out wrong later in the line.
+fn streamed(
+    command: &str,
+    budget: &parse::Budget,
+) -> Result<Option<ShellSubjects>, parse::ParseError> {
+    let mut items = parse::Items::new(command, budget, parse::Dialect::Bash)?;
+    let mut walk = walk::Walk::streaming(budget);
+    let mut learned = 0;
+    while let Some(item) = items.next()? {
+        let assigned = items.assigned();
+        walk.learn_assignments(&assigned[learned..], items.sources());
+        learned = assigned.len();
+        walk.and_or(&item, 0);
+    }
+    walk.finish();
+    Ok(walk.assumptions_hold().then_some(walk.out))
+}
+
+/// Parses the whole line, then walks it knowing every assignment.
+fn whole(command: &str, budget: &parse::Budget) -> Result<ShellSubjects, parse::ParseError> {
+    let parsed = parse::parse(command, budget, 0, parse::Dialect::Bash)?;
+    let mut walk = walk::Walk::new(budget, &parsed);
+    walk.script(&parsed.script, 0);
+    walk.finish();
+    Ok(walk.out)
 }

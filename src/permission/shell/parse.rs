@@ -91,6 +91,60 @@ pub enum Dialect {
     Posix,
 }
 
+/// A command line read one top-level item at a time, so each can be walked (and dropped) as
+/// soon as it is read: a line of 100,000 commands is never held whole.
+pub struct Items<'a> {
+    p: Parser<'a>,
+    done: bool,
+}
+
+impl<'a> Items<'a> {
+    pub fn new(
+        src: &'a str,
+        budget: &'a Budget,
+        dialect: Dialect,
+    ) -> Result<Items<'a>, ParseError> {
+        let mut p = Parser::new(src, budget, 0, dialect);
+        p.enter()?;
+        p.level += 1;
+        Ok(Items { p, done: false })
+    }
+
+    /// The next top-level item, with its here-documents read; None at the end of the line.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Result<Option<AndOr>, ParseError> {
+        if self.done {
+            return Ok(None);
+        }
+        match self.p.list_item(Stop::End)? {
+            Some(item) => Ok(Some(item)),
+            None => {
+                self.done = true;
+                self.p.end_list()?;
+                if self.p.pos < self.p.b.len() {
+                    return self
+                        .p
+                        .err(format!("unexpected `{}`", self.p.b[self.p.pos] as char));
+                }
+                if !self.p.pending.is_empty() {
+                    return self.p.err("a here-document has no body");
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// What the items read so far assign.
+    pub fn assigned(&self) -> &[(String, bool)] {
+        &self.p.assigned
+    }
+
+    /// Whether the items read so far run `source`, `.` or `eval`.
+    pub fn sources(&self) -> bool {
+        self.p.sources
+    }
+}
+
 /// Parses a whole command line (or a nested script) at nesting `depth`.
 pub fn parse(
     src: &str,
@@ -531,10 +585,20 @@ impl<'a> Parser<'a> {
         self.enter()?;
         self.level += 1;
         let mut items = Vec::new();
+        while let Some(item) = self.list_item(stop)? {
+            items.push(item);
+        }
+        self.end_list()?;
+        Ok(Script { items })
+    }
+
+    /// The next item of a list, its separator consumed (and the here-documents read at it);
+    /// None at the list's end.
+    fn list_item(&mut self, stop: Stop) -> R<Option<AndOr>> {
         loop {
             self.skip_blanks_comments()?;
             match self.peek() {
-                None => break,
+                None => return Ok(None),
                 Some(b'\n') => {
                     self.newline()?;
                     continue;
@@ -542,34 +606,35 @@ impl<'a> Parser<'a> {
                 _ => {}
             }
             if self.at_stop(stop) {
-                break;
+                return Ok(None);
             }
-            items.push(self.and_or()?);
+            let mut item = self.and_or()?;
             self.skip_blanks_comments()?;
             match (self.peek(), self.peek_at(1)) {
-                (None, _) => break,
+                (None, _) => {}
                 (Some(b'\n'), _) => self.newline()?,
                 (Some(b';'), next) if !matches!(next, Some(b';' | b'&')) => self.bump()?,
                 (Some(b'&'), next) if !matches!(next, Some(b'&' | b'>')) => {
                     self.bump()?;
-                    if let Some(last) = items.last_mut() {
-                        last.background = true;
-                    }
+                    item.background = true;
                 }
                 (Some(c), _) => {
-                    if self.at_stop(stop) {
-                        break;
+                    if !self.at_stop(stop) {
+                        return self.err(format!("unexpected `{}`", c as char));
                     }
-                    return self.err(format!("unexpected `{}`", c as char));
                 }
             }
+            return Ok(Some(item));
         }
+    }
+
+    fn end_list(&mut self) -> R<()> {
         if self.pending.iter().any(|d| d.level == self.level) {
             return self.err("a here-document has no body");
         }
         self.level -= 1;
         self.leave();
-        Ok(Script { items })
+        Ok(())
     }
 
     fn and_or(&mut self) -> R<AndOr> {
@@ -974,10 +1039,10 @@ impl<'a> Parser<'a> {
                 tokens.push(CondToken::Op(op));
                 continue;
             }
-            let regex = matches!(tokens.last(), Some(CondToken::Word(w)) if w.src == "=~");
+            let regex = matches!(tokens.last(), Some(CondToken::Word(w)) if w.src() == "=~");
             let mode = if regex { Mode::Regex } else { Mode::Normal };
             let word = self.word_required(mode)?;
-            if word.src == "=~" {
+            if word.src() == "=~" {
                 self.note("BASH_REMATCH", false);
             }
             tokens.push(CondToken::Word(word));
@@ -1197,7 +1262,7 @@ impl<'a> Parser<'a> {
         }
         let mut found: Vec<String> = Vec::new();
         for word in words {
-            let text = literal_text(word).unwrap_or(&word.src);
+            let text = literal_text(word).unwrap_or(word.src());
             for piece in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
                 if text.starts_with('-') {
                     for (k, _) in piece.char_indices() {
@@ -1332,10 +1397,7 @@ impl<'a> Parser<'a> {
         let mut parts = self.word_parts(mode)?;
         // A long line holds many words: keep no spare capacity.
         parts.shrink_to_fit();
-        Ok(Word {
-            parts,
-            src: self.src[start..self.pos].to_string(),
-        })
+        Ok(Word::new(parts, &self.src[start..self.pos]))
     }
 
     fn word_parts(&mut self, mode: Mode) -> R<Vec<Part>> {

@@ -140,8 +140,31 @@ pub enum Redirect {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Word {
     pub parts: Vec<Part>,
+    /// The source text; empty when it is the word's one literal part (most words: a line of
+    /// 100,000 commands keeps one copy of each).
+    pub(super) src: String,
+}
+
+impl Word {
+    pub fn new(parts: Vec<Part>, src: &str) -> Word {
+        let plain = matches!(parts.as_slice(), [Part::Lit(lit)] if lit == src);
+        Word {
+            parts,
+            src: if plain {
+                String::new()
+            } else {
+                src.to_string()
+            },
+        }
+    }
+
     /// The source text.
-    pub src: String,
+    pub fn src(&self) -> &str {
+        match self.parts.as_slice() {
+            [Part::Lit(lit)] if self.src.is_empty() => lit,
+            _ => &self.src,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

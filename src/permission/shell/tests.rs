@@ -1,6 +1,7 @@
 //! Unit tests of the shell analysis: the parser's reading of the subset, the walk, the program
 //! table. The classes of the soundness issue are tested end to end in `tests/shell_soundness.rs`.
 
+use super::parse;
 use super::walk::literal_word;
 use super::*;
 
@@ -220,8 +221,13 @@ fn huge_simple_inputs_are_parsed() {
     let subjects = extract(&big);
     assert_eq!(subjects.commands.len(), 1);
     assert!(subjects.commands.iter().all(|c| c.opaque.is_none()));
+    // Past 4096 distinct commands the line is opaque, with the commands met so far listed.
     let distinct: String = (0..80_000).map(|i| format!("echo a{i}; ")).collect();
-    assert_eq!(extract(&distinct).commands.len(), 80_000);
+    let subjects = extract(&distinct);
+    assert_eq!(subjects.commands.len(), 4097);
+    assert!(subjects.commands[4096].opaque.is_some());
+    let fewer: String = (0..4_000).map(|i| format!("echo a{i}; ")).collect();
+    understood(&fewer);
     let word = format!("echo {}", "a".repeat(1_000_000));
     understood(&word);
 }
@@ -626,4 +632,32 @@ fn sed_scripts() {
 fn a_static_prefix_is_what_an_option_check_sees() {
     let w = literal_word("--exec");
     assert!(w.may_start_dash && w.is_static);
+}
+
+/// A line is walked item by item; an item walked as if a name were not assigned, which a later
+/// item assigns, sends the line back for a walk of the whole.
+#[test]
+fn a_later_assignment_sends_the_line_back_for_a_whole_walk() {
+    opaque("echo $((x)); x='a[$(rm -rf victim)]'");
+    opaque("(sleep 1; echo $((x))) & x='a[$(rm -rf victim)]'; wait");
+    opaque("f() { echo $((n)); }; n='a[$(rm x)]'; f");
+    opaque("taskset 1 $X -rf victim; X=rm");
+    understood("echo $((COLUMNS + 1)); n=5");
+}
+
+/// Walking item by item gives what walking the whole line gives.
+#[test]
+fn the_item_by_item_walk_agrees_with_the_whole_walk() {
+    for s in [
+        "git status && rm -rf build; echo $(ls) > out",
+        "x=5; echo $((x + 1)); for i in 1 2; do echo $i; done",
+        "cd d && echo x > f; ln -s a b; cat <<EOF\n$(rm x)\nEOF\necho done",
+        "a=(1 2); echo ${a[1]} & wait; [[ -f x ]] || touch x",
+        "bash -c 'y=1; echo $y'; echo $y",
+    ] {
+        let budget = parse::Budget::for_input(s.len());
+        let streamed = super::streamed(s, &budget).expect("parses");
+        let whole = super::whole(s, &budget).expect("parses");
+        assert_eq!(streamed.as_ref(), Some(&whole), "{s:?}");
+    }
 }

@@ -18,6 +18,9 @@ use super::{Opaque, RedirectKind, ShellCommand, ShellRedirect, ShellSubjects};
 
 /// How many argument positions of one command deny rules are tried from.
 pub const MAX_SUFFIXES: usize = 128;
+/// How many distinct subjects one command line may list; past it the line is opaque (a decision
+/// naming 100,000 commands is no explanation, and each costs matching and protocol bytes).
+pub const MAX_SUBJECTS: usize = 4096;
 /// How deep arguments read as command lines are followed.
 const MAX_GUESS_DEPTH: usize = 2;
 
@@ -267,9 +270,22 @@ pub(super) struct Walk<'b> {
     floating_redirects: Vec<usize>,
     /// Walking an argument read as a command line.
     guess: usize,
+    /// More distinct subjects than [`MAX_SUBJECTS`] were met.
+    too_many: bool,
+    /// What the walk assumed about names (see [`Walk::assumptions_hold`]).
+    assumed: Assumed,
     /// The subjects pushed so far, by hash.
     seen: std::collections::HashMap<u64, Vec<usize>, std::hash::BuildHasherDefault<Fnv>>,
     seen_redirects: std::collections::HashMap<u64, Vec<usize>, std::hash::BuildHasherDefault<Fnv>>,
+}
+
+/// Names taken as not assigned, or as only given integers, and whether arithmetic names were
+/// taken as safe, while the line was walked item by item.
+#[derive(Default)]
+struct Assumed {
+    trusted: std::cell::RefCell<HashSet<String>>,
+    integer: std::cell::RefCell<HashSet<String>>,
+    arith_safe: std::cell::Cell<bool>,
 }
 
 /// FNV-1a: a fast hash for deduplicating subjects (not exposed to anyone's input ordering).
@@ -297,7 +313,14 @@ impl std::hash::Hasher for Fnv {
 
 impl<'b> Walk<'b> {
     pub fn new(budget: &'b Budget, parsed: &parse::Parsed) -> Walk<'b> {
-        let mut walk = Walk {
+        let mut walk = Walk::streaming(budget);
+        walk.learn(parsed);
+        walk
+    }
+
+    /// A walk that learns the line's assignments as its items are read.
+    pub fn streaming(budget: &'b Budget) -> Walk<'b> {
+        Walk {
             budget,
             out: ShellSubjects::default(),
             assigned: HashSet::new(),
@@ -309,31 +332,65 @@ impl<'b> Walk<'b> {
             guess: 0,
             seen: Default::default(),
             seen_redirects: Default::default(),
-        };
-        walk.learn(parsed);
-        walk
+            too_many: false,
+            assumed: Assumed::default(),
+        }
     }
 
     /// Takes in what a parsed script assigns.
     fn learn(&mut self, parsed: &parse::Parsed) {
-        for (name, integer) in &parsed.assigned {
+        self.learn_assignments(&parsed.assigned, parsed.sources);
+    }
+
+    /// Takes in assignments (and whether the line sources files) as they are read.
+    pub fn learn_assignments(&mut self, assigned: &[(String, bool)], sources: bool) {
+        for (name, integer) in assigned {
             self.assigned.insert(name.clone());
             if !integer {
                 self.non_integer.insert(name.clone());
             }
         }
-        self.sources |= parsed.sources;
+        self.sources |= sources;
+    }
+
+    /// Whether what was assumed of names while walking (that a name is not assigned, only gets
+    /// integers, or that the line assigns nothing else) still holds now that the whole line has
+    /// been learnt. Walking item by item assumes it; the rare line that breaks it is walked again
+    /// whole.
+    pub fn assumptions_hold(&self) -> bool {
+        let trusted = self.assumed.trusted.borrow();
+        let integer = self.assumed.integer.borrow();
+        let broken = trusted
+            .iter()
+            .any(|n| self.assigned.contains(n) || self.sources)
+            || integer
+                .iter()
+                .any(|n| self.non_integer.contains(n) || self.sources)
+            || (self.assumed.arith_safe.get() && !self.arith_names_safe_now());
+        !broken
     }
 
     /// A name the line only ever gives plain integers.
     fn integer_name(&self, name: &str) -> bool {
-        self.assigned.contains(name) && !self.non_integer.contains(name)
+        let yes = self.assigned.contains(name) && !self.non_integer.contains(name);
+        if yes {
+            self.assumed.integer.borrow_mut().insert(name.to_string());
+        }
+        yes
     }
 
     /// Arithmetic evaluates names recursively (a value `a[$(cmd)]` runs cmd, and a value that is
     /// itself a name is evaluated in turn). Names are safe only when nothing the line assigns
     /// can hold such a string: every assignment of the line gives an integer.
     fn arith_names_safe(&self) -> bool {
+        let yes = self.arith_names_safe_now();
+        if yes {
+            self.assumed.arith_safe.set(true);
+        }
+        yes
+    }
+
+    fn arith_names_safe_now(&self) -> bool {
         !self.sources && self.non_integer.is_empty()
     }
 
@@ -379,6 +436,18 @@ impl<'b> Walk<'b> {
                 mark_changed(&mut self.out.redirects[i]);
             }
         }
+        if self.too_many || self.out.redirects.len() > MAX_SUBJECTS {
+            self.out.redirects.truncate(MAX_SUBJECTS);
+            self.out.commands.push(ShellCommand {
+                text: format!("(more than {MAX_SUBJECTS} distinct commands)"),
+                path_form: None,
+                opaque: Some(Opaque::Code(format!(
+                    "the line holds more than {MAX_SUBJECTS} distinct commands or files, too many to decide one by one"
+                ))),
+                also_from: Vec::new(),
+                guess: false,
+            });
+        }
     }
 
     fn push(&mut self, mut command: ShellCommand) -> usize {
@@ -398,6 +467,10 @@ impl<'b> Walk<'b> {
         });
         if let Some(i) = same {
             return i;
+        }
+        if self.out.commands.len() >= MAX_SUBJECTS {
+            self.too_many = true;
+            return self.out.commands.len() - 1;
         }
         self.out.commands.push(command);
         let i = self.out.commands.len() - 1;
@@ -440,7 +513,7 @@ impl<'b> Walk<'b> {
         }
     }
 
-    fn and_or(&mut self, a: &AndOr, depth: usize) {
+    pub fn and_or(&mut self, a: &AndOr, depth: usize) {
         if a.background {
             self.floating += 1;
         }
@@ -520,7 +593,7 @@ impl<'b> Walk<'b> {
                 for w in words.iter().flatten() {
                     let wd = self.word(w, depth);
                     if let Some(o) = wd.opaque {
-                        self.push_opaque(&w.src, o);
+                        self.push_opaque(w.src(), o);
                     }
                 }
                 if dangerous_variable(var) {
@@ -533,13 +606,13 @@ impl<'b> Walk<'b> {
             Compound::Case { word, arms } => {
                 let wd = self.word(word, depth);
                 if let Some(o) = wd.opaque {
-                    self.push_opaque(&word.src, o);
+                    self.push_opaque(word.src(), o);
                 }
                 for (patterns, body) in arms {
                     for p in patterns {
                         let wd = self.word(p, depth);
                         if let Some(o) = wd.opaque {
-                            self.push_opaque(&p.src, o);
+                            self.push_opaque(p.src(), o);
                         }
                     }
                     self.script(body, depth);
@@ -594,7 +667,7 @@ impl<'b> Walk<'b> {
             tokens
                 .iter()
                 .map(|t| match t {
-                    CondToken::Word(w) => w.src.as_str(),
+                    CondToken::Word(w) => w.src(),
                     CondToken::Op(o) => o,
                 })
                 .collect::<Vec<_>>()
@@ -603,7 +676,7 @@ impl<'b> Walk<'b> {
         let numeric_operand = |this: &Self, k: usize| match tokens.get(k) {
             Some(CondToken::Word(w)) => {
                 parse::literal_text(w).is_some_and(numeric)
-                    || this.arith_understood(&w.src, &w.parts)
+                    || this.arith_understood(w.src(), &w.parts)
             }
             _ => false,
         };
@@ -647,7 +720,11 @@ impl<'b> Walk<'b> {
     }
 
     fn trusted_name(&self, name: &str) -> bool {
-        !self.sources && !self.assigned.contains(name) && !set_by_bash(name)
+        let yes = !self.sources && !self.assigned.contains(name) && !set_by_bash(name);
+        if yes {
+            self.assumed.trusted.borrow_mut().insert(name.to_string());
+        }
+        yes
     }
 
     fn param_trusted(&self, p: &Param) -> bool {
@@ -698,7 +775,11 @@ impl<'b> Walk<'b> {
         }
         let is_static = st.is_static;
         Wd {
-            text: if is_static { st.text } else { w.src.clone() },
+            text: if is_static {
+                st.text
+            } else {
+                w.src().to_string()
+            },
             is_static,
             trusted: !is_static && st.trusted,
             glob,
@@ -712,7 +793,7 @@ impl<'b> Walk<'b> {
             splits: st.splits || glob,
             array_literal: st.array_literal,
             opaque: st.opaque,
-            has_slash: st.prefix.contains('/') || w.src.contains('/'),
+            has_slash: st.prefix.contains('/') || w.src().contains('/'),
             prefix: st.prefix,
         }
     }
@@ -1071,7 +1152,7 @@ impl<'b> Walk<'b> {
             Redirect::HereString(w) => {
                 let wd = self.word(w, depth);
                 if let Some(o) = wd.opaque {
-                    self.push_opaque(&w.src, o);
+                    self.push_opaque(w.src(), o);
                 }
             }
         }
