@@ -6,6 +6,9 @@
 //! hidden files (`ignore`), and listing matches relative to the workspace, sorted, at most 1000
 //! with a note saying how many more there were. Only files (and symlinks) are listed, not
 //! folders.
+//!
+//! Memory: only the first [`MAX_PATHS`] matches in sort order are kept during the walk (the
+//! others are counted), so a tree of millions of files costs no more than the output.
 
 use std::path::Path;
 
@@ -100,7 +103,9 @@ fn find(
     matcher: &GlobMatcher,
     cancel: &CancellationToken,
 ) -> Result<String, String> {
-    let mut found = Vec::new();
+    // A max-heap of the smallest paths seen: its top is the first one to drop.
+    let mut found = std::collections::BinaryHeap::new();
+    let mut total = 0usize;
     for entry in walker(root) {
         if cancel.is_cancelled() {
             return Err("cancelled".to_string());
@@ -113,19 +118,17 @@ fn find(
             continue;
         };
         if matcher.is_match(rel) {
+            total += 1;
             found.push(display(workspace, entry.path()));
+            if found.len() > MAX_PATHS {
+                found.pop();
+            }
         }
     }
     if found.is_empty() {
         return Ok("no files match".to_string());
     }
-    found.sort();
-    let total = found.len();
-    let mut out = found
-        .into_iter()
-        .take(MAX_PATHS)
-        .collect::<Vec<_>>()
-        .join("\n");
+    let mut out = found.into_sorted_vec().join("\n");
     if total > MAX_PATHS {
         out.push_str(&format!(
             "\n[{} more not shown ({total} in all); narrow the pattern or path]",

@@ -5,6 +5,10 @@
 //! filter (`globset`: a glob without `/` matches file names, one with `/` matches the path
 //! relative to the search root), skipping binary files, and the output: `path:line:text` lines,
 //! paths relative to the workspace, capped at 500 matches (and 50 KB) with a note.
+//!
+//! Memory: the searcher holds at most [`HEAP_LIMIT`] bytes of a file at once; a file with a
+//! longer line is skipped and counted in the note, so one enormous line cannot make a search
+//! hold the whole of it.
 
 use std::path::{Path, PathBuf};
 
@@ -26,6 +30,9 @@ pub const MAX_MATCHES: usize = 500;
 pub const OUTPUT_CAP: usize = 50_000;
 /// Longer matching lines are cut to this many bytes.
 const MAX_LINE: usize = 500;
+/// Most bytes of a file the searcher holds at once (its line buffer); a file with a longer line
+/// is skipped.
+pub const HEAP_LIMIT: usize = 1024 * 1024;
 
 /// Input of `grep`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -154,11 +161,13 @@ fn search(
     let mut searcher = SearcherBuilder::new()
         .binary_detection(BinaryDetection::quit(b'\x00'))
         .line_number(true)
+        .heap_limit(Some(HEAP_LIMIT))
         .build();
     let mut out = String::new();
     let mut matches = 0usize;
     let mut full = false;
     let mut unreadable = 0usize;
+    let mut long_lines = 0usize;
     for entry in walker(root) {
         if cancel.is_cancelled() {
             return Err("cancelled".to_string());
@@ -190,8 +199,11 @@ fn search(
                 Ok(true)
             }),
         );
-        if result.is_err() {
-            unreadable += 1;
+        match result {
+            Ok(()) => {}
+            // grep-searcher's error for a line past the heap limit.
+            Err(e) if e.to_string().contains("allocation limit") => long_lines += 1,
+            Err(_) => unreadable += 1,
         }
         if full {
             break;
@@ -209,6 +221,15 @@ fn search(
             out.push('\n');
         }
         out.push_str(&format!("[{unreadable} paths could not be read]"));
+    }
+    if long_lines > 0 {
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str(&format!(
+            "[{long_lines} files skipped: a line longer than {} MiB]",
+            HEAP_LIMIT / 1024 / 1024
+        ));
     }
     Ok(out.trim_end_matches('\n').to_string())
 }

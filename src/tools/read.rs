@@ -7,6 +7,10 @@
 //!
 //! Output format: each line is `{number:>6}\t{text}` (as `cat -n`), so the numbers are not part
 //! of the text; `edit` wants the text after the tab.
+//!
+//! Memory: a line is never held whole. Lines before `offset` are only counted, and of a line in
+//! range at most the output cap is kept, so a read holds about twice the cap whatever the file's
+//! longest line (a 200 MB file of one line read with `limit: 1` reads only its first 100 KB).
 
 use std::fs;
 use std::io::{BufRead, BufReader};
@@ -133,24 +137,30 @@ fn read_lines(
 
     let first = offset.unwrap_or(1);
     let last = limit.map(|l| first.saturating_add(l - 1));
+    let io = |e: std::io::Error| {
+        if e.kind() == std::io::ErrorKind::Interrupted {
+            "cancelled".to_string()
+        } else {
+            format!("cannot read {shown}: {e}")
+        }
+    };
     let mut out = String::new();
     let mut line = Vec::new();
     let mut number: u64 = 0;
     let mut lossy = false;
     let mut cut_at: Option<u64> = None;
     loop {
-        line.clear();
-        let n = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|e| format!("cannot read {shown}: {e}"))?;
-        if n == 0 {
+        let wanted = number + 1 >= first;
+        // Enough to know that the line does not fit in what is left of the output.
+        let keep = wanted.then_some(OUTPUT_CAP + 32);
+        let Some(Line { cut }) = next_line(&mut reader, &mut line, keep, cancel).map_err(io)? else {
             break;
-        }
+        };
         number += 1;
         if number.is_multiple_of(4096) && cancel.is_cancelled() {
             return Err("cancelled".to_string());
         }
-        if number < first {
+        if !wanted {
             continue;
         }
         if let Some(last) = last {
@@ -158,7 +168,7 @@ fn read_lines(
                 break;
             }
         }
-        if line.ends_with(b"\n") {
+        if !cut && line.ends_with(b"\n") {
             line.pop();
             if line.ends_with(b"\r") {
                 line.pop();
@@ -166,6 +176,10 @@ fn read_lines(
         }
         let text = match std::str::from_utf8(&line) {
             Ok(t) => std::borrow::Cow::Borrowed(t),
+            // A character split by the cut is not an encoding error.
+            Err(e) if cut && e.error_len().is_none() => {
+                std::borrow::Cow::Borrowed(std::str::from_utf8(&line[..e.valid_up_to()]).unwrap_or(""))
+            }
             Err(_) => {
                 lossy = true;
                 String::from_utf8_lossy(&line)
@@ -204,6 +218,54 @@ fn read_lines(
         ));
     }
     Ok(out)
+}
+
+/// What [`next_line`] read.
+struct Line {
+    /// The line was longer than what was kept; the rest of it was not read.
+    cut: bool,
+}
+
+/// Reads the next line (with its `\n`) into `line`, keeping at most `keep` bytes of it, or
+/// none with `keep: None` (the line is skipped, read to its end). A kept line longer than
+/// `keep` is cut and the rest of it left unread: the caller stops there. `None` at the end of
+/// the file. Checks `cancel` between reads (an `Interrupted` error).
+fn next_line(
+    reader: &mut impl BufRead,
+    line: &mut Vec<u8>,
+    keep: Option<usize>,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> std::io::Result<Option<Line>> {
+    line.clear();
+    let mut any = false;
+    loop {
+        if cancel.is_cancelled() {
+            return Err(std::io::ErrorKind::Interrupted.into());
+        }
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(any.then_some(Line { cut: false }));
+        }
+        any = true;
+        let (chunk, ends) = match buf.iter().position(|&b| b == b'\n') {
+            Some(at) => (&buf[..=at], true),
+            None => (buf, false),
+        };
+        let used = chunk.len();
+        if let Some(keep) = keep {
+            let room = keep - line.len();
+            if used > room {
+                line.extend_from_slice(&chunk[..room]);
+                reader.consume(room);
+                return Ok(Some(Line { cut: true }));
+            }
+            line.extend_from_slice(chunk);
+        }
+        reader.consume(used);
+        if ends {
+            return Ok(Some(Line { cut: false }));
+        }
+    }
 }
 
 #[cfg(test)]
