@@ -6,13 +6,20 @@
 //!
 //! Must not touch: the wire. Events leave through an [`EventSink`]; the server decides how they
 //! are written. Decisions come from `permission`, never from here.
+//!
+//! Bounds: at most `[tools] max_parallel` calls run at once (their shell parse, hooks and tool
+//! run each hold a slot); an [`EventSink`] may make the turn wait, and the model stream waits
+//! with it ([`deltas`]).
 
 pub mod approval;
 mod checks;
+mod deltas;
 mod turn;
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use async_trait::async_trait;
 use tokio::sync::mpsc;
 
 pub use approval::{Answer, Approvals, Approver, ReplyError};
@@ -28,8 +35,44 @@ use crate::session::{SessionError, SessionLog};
 use crate::skills::{SkillError, Skills};
 use crate::tools::Toolbox;
 
-/// Where a pod sends its events. A closed receiver is fine: events are then dropped.
-pub type EventSink = mpsc::UnboundedSender<Event>;
+/// Where a pod sends its events, in order. A closed receiver is fine: events are then dropped.
+#[async_trait]
+pub trait EventSink: Send + Sync {
+    /// Sends one event; may wait while the receiver is behind (the turn waits with it).
+    async fn emit(&self, event: Event);
+
+    /// Sends one event only if that needs no wait; gives it back otherwise.
+    fn try_emit(&self, event: Event) -> Result<(), Box<Event>>;
+}
+
+/// Never waits: events queue without limit (library use, tests).
+#[async_trait]
+impl EventSink for mpsc::UnboundedSender<Event> {
+    async fn emit(&self, event: Event) {
+        let _ = self.send(event);
+    }
+
+    fn try_emit(&self, event: Event) -> Result<(), Box<Event>> {
+        let _ = self.send(event);
+        Ok(())
+    }
+}
+
+/// Waits while the channel is full: the server's sink, so a client that does not read holds
+/// the turn back.
+#[async_trait]
+impl EventSink for mpsc::Sender<Event> {
+    async fn emit(&self, event: Event) {
+        let _ = self.send(event).await;
+    }
+
+    fn try_emit(&self, event: Event) -> Result<(), Box<Event>> {
+        match self.try_send(event) {
+            Err(mpsc::error::TrySendError::Full(event)) => Err(Box::new(event)),
+            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => Ok(()),
+        }
+    }
+}
 
 #[derive(Default)]
 pub struct PodOptions {
@@ -66,6 +109,8 @@ struct State {
     messages: Vec<Message>,
     grants: SessionGrants,
     turn_running: bool,
+    /// Every call id the session has used: a new call never reuses one.
+    call_ids: HashSet<String>,
 }
 
 pub struct Pod {
@@ -82,8 +127,10 @@ pub struct Pod {
     resumed: bool,
     session_id: String,
     state: Mutex<State>,
-    /// Held while a non-concurrent tool runs.
+    /// Held while a non-concurrent tool runs; taken after a slot, never before.
     exclusive: tokio::sync::Mutex<()>,
+    /// `[tools] max_parallel` slots: one per shell parse, hook run or tool run under way.
+    slots: tokio::sync::Semaphore,
 }
 
 impl Pod {
@@ -103,11 +150,18 @@ impl Pod {
             None => (SessionLog::create(&manifest.workspace)?, Vec::new(), false),
         };
         let mut grants = SessionGrants::default();
+        let mut call_ids = HashSet::new();
         for item in &items {
-            if let Item::SessionGrant { tool, subjects } = item {
-                for s in subjects {
-                    grants.insert(tool, s);
+            match item {
+                Item::SessionGrant { tool, subjects } => {
+                    for s in subjects {
+                        grants.insert(tool, s);
+                    }
                 }
+                Item::ToolCall { call_id, .. } => {
+                    call_ids.insert(call_id.clone());
+                }
+                _ => {}
             }
         }
         let messages = turn::messages_from_items(&items);
@@ -128,8 +182,10 @@ impl Pod {
                 messages,
                 grants,
                 turn_running: false,
+                call_ids,
             }),
             exclusive: tokio::sync::Mutex::new(()),
+            slots: tokio::sync::Semaphore::new(manifest.max_parallel),
             manifest,
         }))
     }

@@ -153,7 +153,8 @@ fn read_lines(
         let wanted = number + 1 >= first;
         // Enough to know that the line does not fit in what is left of the output.
         let keep = wanted.then_some(OUTPUT_CAP + 32);
-        let Some(Line { cut }) = next_line(&mut reader, &mut line, keep, cancel).map_err(io)? else {
+        let Some(Line { cut }) = next_line(&mut reader, &mut line, keep, cancel).map_err(io)?
+        else {
             break;
         };
         number += 1;
@@ -177,9 +178,9 @@ fn read_lines(
         let text = match std::str::from_utf8(&line) {
             Ok(t) => std::borrow::Cow::Borrowed(t),
             // A character split by the cut is not an encoding error.
-            Err(e) if cut && e.error_len().is_none() => {
-                std::borrow::Cow::Borrowed(std::str::from_utf8(&line[..e.valid_up_to()]).unwrap_or(""))
-            }
+            Err(e) if cut && e.error_len().is_none() => std::borrow::Cow::Borrowed(
+                std::str::from_utf8(&line[..e.valid_up_to()]).unwrap_or(""),
+            ),
             Err(_) => {
                 lossy = true;
                 String::from_utf8_lossy(&line)
