@@ -53,7 +53,11 @@ fn main() {
     println!(
         "pod hostile bench: {} ({}), {} cores",
         pod_binary().to_string_lossy(),
-        if legacy() { "legacy manifests" } else { "current manifests" },
+        if legacy() {
+            "legacy manifests"
+        } else {
+            "current manifests"
+        },
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     if on("delta") {
@@ -123,9 +127,7 @@ impl Counted<'_> {
     }
 
     fn sse_head(&mut self) -> std::io::Result<()> {
-        self.put(
-            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n",
-        )
+        self.put(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n")
     }
 }
 
@@ -375,7 +377,8 @@ impl Pod {
 
     fn send(&mut self, method: &str, params: Value) -> u64 {
         self.next_id += 1;
-        let text = json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params});
+        let text =
+            json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params});
         self.stdin
             .write_all(format!("{text}\n").as_bytes())
             .expect("write");
@@ -543,7 +546,11 @@ fn delta() {
                 "  {:<9} {:>3} MB {:<34} cpu {cpu:6.2} s  wall {:6.2} s  peak RSS {:>8}  -> {}",
                 provider.name(),
                 size / 1_000_000,
-                if extra.is_empty() { "(default limits)" } else { extra },
+                if extra.is_empty() {
+                    "(default limits)"
+                } else {
+                    extra
+                },
                 wall.as_secs_f64(),
                 mib(status_kib(pod.pid(), "VmHWM:")),
                 outcome(&answer)

@@ -463,4 +463,76 @@ mod tests {
         assert_eq!(out[2]["content"][0]["is_error"], true);
         assert_eq!(out[2]["content"][0]["tool_use_id"], "t1");
     }
+
+    fn limits(bytes: usize, calls: usize) -> Limits {
+        Limits {
+            max_response_bytes: bytes,
+            max_tool_calls: calls,
+            response_timeout: std::time::Duration::from_secs(10),
+        }
+    }
+
+    fn feed(a: &mut Assembly, events: &[Value]) -> Result<(), ModelError> {
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        for e in events {
+            a.event(&e.to_string(), &tx)?;
+        }
+        Ok(())
+    }
+
+    fn tool_block(index: u64, id: &str) -> [Value; 3] {
+        [
+            json!({"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": id, "name": "bash", "input": {}}}),
+            json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": "{\"command\":\"ls\"}"}}),
+            json!({"type": "content_block_stop", "index": index}),
+        ]
+    }
+
+    #[test]
+    fn a_block_index_started_twice_is_an_error_not_a_lost_call() {
+        let mut a = Assembly::new(limits(1 << 20, 8));
+        feed(&mut a, &tool_block(0, "first")).unwrap();
+        let e = feed(&mut a, &tool_block(0, "second"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("content block 0 was started twice"), "{e}");
+        // Still open (no stop yet) counts too.
+        let mut b = Assembly::new(limits(1 << 20, 8));
+        let [start, _, _] = tool_block(3, "x");
+        feed(&mut b, std::slice::from_ref(&start)).unwrap();
+        assert!(feed(&mut b, &[start]).is_err());
+    }
+
+    #[test]
+    fn calls_and_bytes_count_against_the_limits_as_they_arrive() {
+        let mut a = Assembly::new(limits(1 << 20, 2));
+        feed(&mut a, &tool_block(0, "a")).unwrap();
+        feed(&mut a, &tool_block(1, "b")).unwrap();
+        let e = feed(&mut a, &tool_block(2, "c")).unwrap_err().to_string();
+        assert!(e.contains("model.max_tool_calls"), "{e}");
+
+        let mut b = Assembly::new(limits(10, 2));
+        let text = |t: &str| json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}});
+        feed(&mut b, &[json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": "12345"}}), text("6789")]).unwrap();
+        let e = feed(&mut b, &[text("01")]).unwrap_err().to_string();
+        assert!(e.contains("model.max_response_bytes"), "{e}");
+        assert_eq!(b.text, "123456789");
+    }
+
+    #[test]
+    fn open_text_blocks_are_bounded() {
+        let mut a = Assembly::new(limits(1 << 20, 2));
+        let start = |i: u64| json!({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}});
+        for i in 0..MAX_OPEN_BLOCKS as u64 {
+            feed(&mut a, &[start(i)]).unwrap();
+        }
+        assert!(feed(&mut a, &[start(u64::MAX)]).is_err());
+    }
+
+    #[test]
+    fn usage_saturates() {
+        let mut a = Assembly::new(limits(1 << 20, 2));
+        feed(&mut a, &[json!({"type": "message_start", "message": {"usage": {"input_tokens": u64::MAX, "cache_read_input_tokens": 5}}})]).unwrap();
+        assert_eq!(a.usage.input_tokens, u64::MAX);
+    }
 }

@@ -140,6 +140,7 @@ pub(crate) struct Http {
 }
 
 /// What the provider's event handler says after an event.
+#[derive(Debug)]
 pub(crate) enum Flow {
     Continue,
     /// The response is complete; stop reading.

@@ -476,4 +476,41 @@ mod tests {
         assert_eq!(r.tool_calls[0].input, json!({"path": "a"}));
         assert_eq!(r.tool_calls[1].input, json!({"pattern": "*"}));
     }
+
+    #[test]
+    fn new_calls_and_argument_bytes_count_against_the_limits() {
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let mut a = Assembly::new(test_limits());
+        for i in 0..8u64 {
+            let chunk = json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, "id": format!("c{i}"), "function": {"name": "read", "arguments": ""}}]}}]});
+            a.event(&chunk.to_string(), &tx).unwrap();
+        }
+        // More fragments of a known call are fine; a ninth call is not.
+        let more = json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 7, "function": {"arguments": "{}"}}]}}]});
+        a.event(&more.to_string(), &tx).unwrap();
+        let ninth = json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": u64::MAX, "function": {"name": "read"}}]}}]});
+        let e = a.event(&ninth.to_string(), &tx).unwrap_err().to_string();
+        assert!(e.contains("more than 8 tool calls"), "{e}");
+
+        let mut b = Assembly::new(Limits {
+            max_response_bytes: 16,
+            ..test_limits()
+        });
+        let args = json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "x", "function": {"name": "read", "arguments": "0123456789abcdef"}}]}}]});
+        let e = b.event(&args.to_string(), &tx).unwrap_err().to_string();
+        assert!(e.contains("model.max_response_bytes"), "{e}");
+    }
+
+    #[test]
+    fn a_fragment_without_index_after_the_largest_index_does_not_overflow() {
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let mut a = Assembly::new(test_limits());
+        for data in [
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": u64::MAX, "id": "a", "function": {"name": "read", "arguments": "{}"}}]}}]}),
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"id": "b", "function": {"name": "glob", "arguments": "{}"}}]}}]}),
+        ] {
+            a.event(&data.to_string(), &tx).unwrap();
+        }
+        assert!(!a.calls.is_empty());
+    }
 }

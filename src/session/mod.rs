@@ -268,3 +268,47 @@ fn close_orphans(items: &[Item]) -> Vec<Item> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(turn: &str, id: &str) -> Item {
+        Item::ToolCall {
+            turn_id: turn.into(),
+            call_id: id.into(),
+            provider_call_id: None,
+            tool: "bash".into(),
+            input: serde_json::json!({}),
+        }
+    }
+
+    fn result(turn: &str, id: &str) -> Item {
+        Item::ToolResult {
+            turn_id: turn.into(),
+            call_id: id.into(),
+            is_error: false,
+            content: String::new(),
+            denied_by: None,
+        }
+    }
+
+    #[test]
+    fn calls_are_matched_to_results_one_by_one_even_with_a_repeated_id() {
+        // A log from before ids were unique: `x` answered in turn 1, reused in turn 2, open.
+        let items = [
+            call("t1", "x"),
+            result("t1", "x"),
+            call("t2", "x"),
+            call("t2", "y"),
+            result("t2", "y"),
+            call("t2", "y"),
+        ];
+        assert_eq!(open_calls(&items), [("t2", "x"), ("t2", "y")]);
+        let closing = close_orphans(&items);
+        assert_eq!(closing.len(), 2);
+        let mut all = items.to_vec();
+        all.extend(closing);
+        assert!(open_calls(&all).is_empty());
+    }
+}

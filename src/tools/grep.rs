@@ -366,4 +366,21 @@ mod tests {
             out.content
         );
     }
+
+    #[tokio::test]
+    async fn a_file_with_an_enormous_line_is_skipped_with_a_note() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut long = "x".repeat(2 * HEAP_LIMIT);
+        long.push_str(" TODO\n");
+        fs::write(dir.path().join("long.txt"), long).unwrap();
+        fs::write(dir.path().join("short.txt"), "a TODO\n").unwrap();
+        let out = Grep
+            .run(json!({"pattern": "TODO"}), &ToolContext::new(dir.path()))
+            .await;
+        assert!(!out.is_error, "{}", out.content);
+        assert_eq!(
+            out.content,
+            "short.txt:1:a TODO\n[1 files skipped: a line longer than 1 MiB]"
+        );
+    }
 }

@@ -410,4 +410,52 @@ mod tests {
             assert!(out.content.contains(field), "{input}: {}", out.content);
         }
     }
+
+    #[tokio::test]
+    async fn a_line_longer_than_the_cap_is_cut_without_being_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        // 1 MB of two-byte characters on one line, then a short line.
+        let mut body = "é".repeat(500_000);
+        body.push_str("\nsecond\n");
+        fs::write(dir.path().join("long.txt"), &body).unwrap();
+        let c = ToolContext::new(dir.path());
+        let out = Read.run(json!({"path": "long.txt", "limit": 1}), &c).await;
+        assert!(!out.is_error, "{}", out.content);
+        assert!(out.content.len() <= OUTPUT_CAP + 100);
+        assert!(out.content.starts_with("     1\téé"));
+        // A character cut in half by the cap is not an encoding problem.
+        assert!(
+            !out.content.contains("not valid UTF-8"),
+            "{}",
+            &out.content[..200]
+        );
+        assert!(out.content.contains("continue with offset=2"));
+        // The next line is found after it.
+        let out = Read.run(json!({"path": "long.txt", "offset": 2}), &c).await;
+        assert_eq!(out.content, "     2\tsecond\n");
+    }
+
+    #[test]
+    fn next_line_keeps_at_most_what_it_is_asked_for() {
+        let data = format!("{}\nb\n", "a".repeat(10_000));
+        let mut reader = BufReader::with_capacity(64, data.as_bytes());
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let mut line = Vec::new();
+        let got = next_line(&mut reader, &mut line, Some(100), &cancel).unwrap();
+        assert!(got.is_some_and(|l| l.cut));
+        assert_eq!(line.len(), 100);
+        // Skipping reads to the end of a line without keeping it.
+        let mut reader = BufReader::with_capacity(64, data.as_bytes());
+        let got = next_line(&mut reader, &mut line, None, &cancel).unwrap();
+        assert!(got.is_some_and(|l| !l.cut) && line.is_empty());
+        let got = next_line(&mut reader, &mut line, Some(100), &cancel).unwrap();
+        assert!(got.is_some_and(|l| !l.cut));
+        assert_eq!(line, b"b\n");
+        assert!(next_line(&mut reader, &mut line, Some(100), &cancel)
+            .unwrap()
+            .is_none());
+        cancel.cancel();
+        let mut reader = BufReader::new(data.as_bytes());
+        assert!(next_line(&mut reader, &mut line, None, &cancel).is_err());
+    }
 }
