@@ -74,6 +74,47 @@ fn bench(c: &mut Criterion) {
         })
     });
     g.finish();
+
+    // Hostile and huge inputs: each decision must stay well under 100 ms of CPU.
+    let mut worst = c.benchmark_group("worst_case");
+    worst.sample_size(10);
+    let nested_c = {
+        // `bash -c` nested as deep as quoting allows, around a large payload: every level is
+        // parsed again.
+        let mut s = "echo ".to_string() + &"a ".repeat(20_000);
+        for _ in 0..12 {
+            s = format!("bash -c {}", shell_quote(&s));
+        }
+        s
+    };
+    let cases: Vec<(&str, String)> = vec![
+        ("echo_a_800k", "echo a; ".repeat(100_000)),
+        (
+            "distinct_800k",
+            (0..80_000).map(|i| format!("echo a{i}; ")).collect(),
+        ),
+        ("one_word_1m", format!("echo {}", "a".repeat(1_000_000))),
+        (
+            "brush_backtracking",
+            "echo \"${M[}\"${M[}\"${M[}\"${M[}\"${M[}\"${M[}".repeat(1000),
+        ),
+        (
+            "unknown_wrapper_100k_args",
+            format!("taskset {}", "a ".repeat(100_000)),
+        ),
+        ("nested_bash_c", nested_c),
+        ("deep_parens", "( ".repeat(60) + "x" + &" )".repeat(60)),
+    ];
+    for (name, command) in &cases {
+        let input = json!({ "command": command });
+        worst.bench_function(*name, |b| b.iter(|| p200.decide("bash", black_box(&input))));
+    }
+    worst.finish();
+}
+
+/// `s` single-quoted for bash.
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
 }
 
 criterion_group!(benches, bench);

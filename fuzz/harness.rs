@@ -69,29 +69,8 @@ struct Fixture {
     runtime: tokio::runtime::Runtime,
 }
 
-/// brush-parser panics on some input (e.g. an io-number that overflows `i32`: `99999999999>x`);
-/// `permission::shell` calls it under `catch_unwind` and turns the panic into an
-/// `Opaque::ParseError` subject. The fuzzer's panic hook aborts on every panic, caught or not, so
-/// panics raised inside brush-parser's own source are let through to that `catch_unwind`; any
-/// other panic still reaches the previous hook (libFuzzer's abort).
-fn tolerate_caught_parser_panics() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            let in_parser = info
-                .location()
-                .is_some_and(|l| l.file().contains("brush-parser"));
-            if !in_parser {
-                previous(info);
-            }
-        }));
-    });
-}
-
 fn fixture() -> &'static Fixture {
     static FIXTURE: OnceLock<Fixture> = OnceLock::new();
-    tolerate_caught_parser_panics();
     FIXTURE.get_or_init(|| {
         let dir = tempfile::tempdir().expect("tempdir");
         let workspace = dir.path().canonicalize().expect("canonical tempdir");
@@ -256,7 +235,6 @@ pub fn manifest(data: &[u8]) {
 }
 
 pub fn shell(data: &[u8]) {
-    tolerate_caught_parser_panics();
     let text = String::from_utf8_lossy(data);
     let subjects = pod::permission::shell::extract(&text);
     let _ = format!("{subjects:?}");

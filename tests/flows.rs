@@ -443,32 +443,23 @@ fn a_skill_restricts_its_turn_over_the_wire() {
     check_event_rules(&pod.events, false);
 }
 
-/// A command line that makes the shell parser crawl (exponential backtracking in brush-parser,
-/// found by fuzzing) is given up on after the parse limit and counts as unparsed: the call is not
-/// run, the turn goes on, and the pod keeps serving.
+/// A command line that made the earlier shell parser crawl (exponential backtracking, found by
+/// fuzzing) is read at once now: the call is decided (an unparsed line, so not run), the turn
+/// goes on, and the pod keeps serving.
 #[test]
-fn a_command_the_parser_crawls_on_is_given_up_on() {
+fn a_command_that_made_the_old_parser_crawl_is_decided_at_once() {
     let slow = std::fs::read("fuzz/known-slow/shell-quoted-array-index-backtracking").unwrap();
     let slow = String::from_utf8_lossy(&slow).replace('\n', " ");
-    // Twice the reproducer: minutes of parsing in a debug build.
     let command = format!("{slow}{slow}");
     let ws = Workspace::with_manifest("[permissions]\ndefault_action = \"allow\"\n");
     let (mut pod, _) = start(&ws, false);
     let input = format!("@bash {}", json!({ "command": command }));
-    let started = Instant::now();
     let run = pod.call("run", text(&input));
     assert_eq!(run["stopReason"], "end_turn");
-    assert!(
-        started.elapsed() < Duration::from_secs(30),
-        "the turn waited for the parse"
-    );
     let result = pod.wait_event_type("toolResult");
     assert_eq!(result["deniedBy"], "permission", "{result}");
     let content = result["content"].as_str().unwrap_or("");
-    assert!(
-        content.contains("could not be parsed within 1 s"),
-        "{content}"
-    );
+    assert!(content.contains("could not be parsed"), "{content}");
     assert_eq!(
         pod.call("history", json!({}))["items"]
             .as_array()

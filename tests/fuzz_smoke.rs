@@ -128,10 +128,16 @@ proptest! {
 #[test]
 fn fuzz_regressions() {
     let started = std::time::Instant::now();
-    // shell: unclosed `(` runs made brush-parser backtrack exponentially (>10 s for 36 bytes).
+    // shell: unclosed `(` runs made the earlier parser (brush-parser) backtrack exponentially
+    // (>10 s for 36 bytes); quoted array indexes took it 25 s for 41 bytes.
     harness::shell(b"((((0((((((0(((((\0(((({(\0(((({");
     harness::shell("(".repeat(64).as_bytes());
-    // shell: brush-parser panics on an io-number over i32 (caught by `permission::shell`).
+    harness::shell(
+        "echo \"${M[}\"${M[}\"${M[}\"${M[}\"${M[}\"${M[}"
+            .repeat(8)
+            .as_bytes(),
+    );
+    // shell: brush-parser panicked on an io-number over i32.
     harness::shell(b"44444444444444444444444444444444444<4444W[,$[r\x01");
     // shell: a here-doc with an empty delimiter then a comment at the end looped forever.
     let (tx, rx) = std::sync::mpsc::channel();

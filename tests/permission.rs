@@ -177,12 +177,18 @@ fn opaque_commands_ask_under_a_default_allow() {
     assert_eq!(f.bash("echo x > $F"), Action::Ask);
 }
 
+/// Soundness: what the engine cannot read is never allowed, even by a rule written for it; a
+/// deny rule still denies it.
 #[test]
-fn an_explicit_rule_still_decides_an_opaque_command() {
+fn an_opaque_command_is_never_allowed_even_by_an_explicit_rule() {
     let f = fixture(&format!(
-        "{BYPASS_RULES}\n[[permissions.rule]]\ntool = \"bash\"\npattern = \"python3 -c *\"\naction = \"allow\"\n"
+        "{BYPASS_RULES}\n[[permissions.rule]]\ntool = \"bash\"\npattern = \"python3 -c *\"\naction = \"allow\"\n[[permissions.rule]]\ntool = \"bash\"\npattern = \"perl -e *\"\naction = \"deny\"\n"
     ));
-    assert_eq!(f.bash("python3 -c 'print(1)'"), Action::Allow);
+    let d = f.decide("bash", json!({"command": "python3 -c 'print(1)'"}));
+    assert_eq!(d.decision, Action::Ask);
+    assert!(d.subjects[0].opaque);
+    assert_eq!(d.subjects[0].rule.as_ref().map(|r| r.index), Some(5));
+    assert_eq!(f.bash("perl -e 1"), Action::Deny);
 }
 
 #[test]

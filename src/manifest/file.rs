@@ -88,8 +88,8 @@ pub struct ToolsSection {
     /// all six.
     #[schemars(with = "Option<Vec<String>>")]
     pub enabled: Option<Vec<Spanned<String>>>,
-    /// Most tool calls running at once (their hooks and shell parsing included); the others of
-    /// the same response wait their turn. Default: twice the number of cores, between 4 and 64.
+    /// Most tool calls running at once (their hooks included); the others of the same response
+    /// wait their turn. Default: twice the number of cores, between 4 and 64.
     pub max_parallel: Option<u32>,
 }
 

@@ -13,14 +13,16 @@ pub struct SessionGrants {
 }
 
 impl SessionGrants {
-    /// True when `decision` is an `ask` and every subject that asked is granted.
+    /// True when `decision` is an `ask` and every subject that asked is granted. A grant never
+    /// covers an opaque subject: the same text can be opaque in another line (`notes` after
+    /// `ln -sf .env notes`), and what the engine cannot read is never allowed.
     pub fn covers(&self, decision: &Decision) -> bool {
         decision.decision == Action::Ask
             && decision
                 .subjects
                 .iter()
                 .filter(|s| s.action == Action::Ask)
-                .all(|s| self.contains(&s.tool, &s.subject))
+                .all(|s| !s.opaque && self.contains(&s.tool, &s.subject))
     }
 
     pub fn contains(&self, tool: &str, subject: &str) -> bool {
@@ -32,7 +34,11 @@ impl SessionGrants {
     /// session log).
     pub fn grant(&mut self, decision: &Decision) -> Vec<(String, Vec<String>)> {
         let mut by_tool: Vec<(String, Vec<String>)> = Vec::new();
-        for s in decision.subjects.iter().filter(|s| s.action == Action::Ask) {
+        for s in decision
+            .subjects
+            .iter()
+            .filter(|s| s.action == Action::Ask && !s.opaque)
+        {
             self.insert(&s.tool, &s.subject);
             match by_tool.iter_mut().find(|(t, _)| *t == s.tool) {
                 Some((_, list)) => list.push(s.subject.clone()),
@@ -45,5 +51,36 @@ impl SessionGrants {
     pub fn insert(&mut self, tool: &str, subject: &str) {
         self.granted
             .insert((tool.to_ascii_lowercase(), subject.to_string()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::SubjectDecision;
+
+    fn ask(subject: &str, opaque: bool) -> Decision {
+        Decision {
+            decision: Action::Ask,
+            subjects: vec![SubjectDecision {
+                tool: "file_write".into(),
+                subject: subject.into(),
+                action: Action::Ask,
+                rule: None,
+                opaque,
+                note: None,
+            }],
+        }
+    }
+
+    #[test]
+    fn a_grant_never_covers_an_opaque_subject_of_the_same_text() {
+        let mut grants = SessionGrants::default();
+        grants.grant(&ask("notes", false));
+        assert!(grants.covers(&ask("notes", false)));
+        assert!(!grants.covers(&ask("notes", true)));
+        let mut grants = SessionGrants::default();
+        assert!(grants.grant(&ask("notes", true)).is_empty());
+        assert!(!grants.contains("file_write", "notes"));
     }
 }

@@ -3,7 +3,8 @@
 //! - a rule shadowed by an earlier rule (it can never decide anything);
 //! - `default_action = "allow"` with only deny rules (a blocklist: the weakest posture);
 //! - a rule for tools that are not enabled;
-//! - a pattern no subject can ever match (subjects are normalized, see permissions.md).
+//! - a pattern no subject can ever match (subjects are normalized, see permissions.md);
+//! - a bash allow rule for commands the engine cannot read (`python3 -c *`): it can only ask.
 
 use std::path::Path;
 
@@ -79,6 +80,14 @@ pub fn lint(
                 enabled.join(", ")
             )));
         }
+        if let Some(why) = allows_only_opaque(rule, &known) {
+            out.push(warn(format!(
+                "rule {} ({} \"{}\" allow) can never allow: {why}, which is never allowed, so it asks",
+                j + 1,
+                rule.tool,
+                rule.pattern
+            )));
+        }
         for why in never_matches(rule, &known, workspace) {
             out.push(warn(format!(
                 "rule {}: pattern \"{}\" can never match: {why}",
@@ -129,6 +138,20 @@ fn pattern_covers(a: &str, b: &str, case_insensitive: bool) -> bool {
     }
     // `b`'s bare form (from a trailing " *") is part of what it matches.
     pa.matches(b) && b.strip_suffix(" *").is_none_or(|bare| pa.matches(bare))
+}
+
+/// Why a bash allow rule only matches commands the engine cannot read, judged on its pattern
+/// with each wildcard read as a plain word.
+fn allows_only_opaque(rule: &RuleSpec, tools: &[&str]) -> Option<String> {
+    if rule.action != Action::Allow || tools != ["bash"] {
+        return None;
+    }
+    let sample = rule.pattern.replace(['*', '?'], "x");
+    let subjects = super::shell::extract(&sample);
+    match subjects.commands.as_slice() {
+        [only] => only.opaque.as_ref().map(|o| o.describe()),
+        _ => None,
+    }
 }
 
 fn never_matches(rule: &RuleSpec, tools: &[&str], workspace: &Path) -> Vec<String> {
@@ -217,5 +240,23 @@ mod tests {
             .any(|m| m.starts_with("rule 5: tool \"bsh\" matches no tool")));
         assert!(text.iter().any(|m| m.contains("is a blocklist")));
         assert_eq!(found.len(), 5);
+    }
+
+    #[test]
+    fn an_allow_rule_for_commands_the_engine_cannot_read_is_reported() {
+        let rules = Rules::compile(
+            Action::Ask,
+            vec![
+                spec("bash", "python3 -c *", Action::Allow),
+                spec("bash", "python3 *", Action::Allow),
+                spec("bash", "eval *", Action::Deny),
+            ],
+            None,
+        )
+        .unwrap();
+        let found = lint(&rules, &["bash".to_string()], Path::new("/w"), None);
+        let text: Vec<&str> = found.iter().map(|f| f.message.as_str()).collect();
+        assert_eq!(text.len(), 1, "{text:?}");
+        assert!(text[0].starts_with("rule 1 (bash \"python3 -c *\" allow) can never allow"));
     }
 }

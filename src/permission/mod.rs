@@ -175,20 +175,39 @@ impl Rules {
         self.rules.iter().map(|r| &r.spec)
     }
 
-    /// First match for one subject; no match: the default, tightened to `ask` for an opaque
-    /// subject when the default is `allow`.
-    fn decide_subject(&self, subject: Subject) -> SubjectDecision {
-        let rule = match self.by_tool.iter().find(|(t, _)| *t == subject.tool) {
+    /// The first rule whose tool and pattern match.
+    fn first_match(&self, tool: &str, text: &str) -> Option<&Rule> {
+        match self.by_tool.iter().find(|(t, _)| *t == tool) {
             Some((_, applicable)) => applicable
                 .iter()
                 .map(|&i| &self.rules[i])
-                .find(|r| r.pattern.matches(&subject.text)),
+                .find(|r| r.pattern.matches(text)),
             None => self
                 .rules
                 .iter()
-                .find(|r| r.tool.matches(&subject.tool) && r.pattern.matches(&subject.text)),
-        };
-        let (action, rule, note) = match (rule, &subject.problem) {
+                .find(|r| r.tool.matches(tool) && r.pattern.matches(text)),
+        }
+    }
+
+    /// First match for one subject; no match: the default. An opaque or unparsed subject is
+    /// never allowed (an allow becomes an ask). Deny and ask rules are also tried on the
+    /// commands the subject may run (`also_from`). A guess only counts when a deny or ask rule
+    /// matches it (None otherwise).
+    fn decide_subject(&self, subject: Subject) -> Option<SubjectDecision> {
+        let rule = self.first_match(&subject.tool, &subject.text);
+        let (mut action, mut rule_ref, mut note) = match (rule, &subject.problem) {
+            _ if subject.guess => match rule {
+                Some(r) if r.spec.action != Action::Allow => (
+                    r.spec.action,
+                    Some(r.reference()),
+                    Some(format!(
+                        "an argument that reads as a command line (`{}`): a program the engine \
+                         does not know may run it",
+                        subject.text
+                    )),
+                ),
+                _ => (Action::Allow, None, None),
+            },
             (_, Some(Problem::Invalid(why))) => (Action::Deny, None, Some(why.clone())),
             // The raw text of a command that did not parse holds every command of the line
             // (bash runs the lines before a syntax error), so no rule or default may allow it:
@@ -206,30 +225,50 @@ impl Rules {
                     Some(note),
                 )
             }
-            (Some(rule), problem) => (
-                rule.spec.action,
-                Some(rule.reference()),
-                problem.as_ref().map(Problem::describe),
-            ),
-            (None, Some(Problem::Opaque(why))) if self.default_action == Action::Allow => (
-                Action::Ask,
-                None,
-                Some(format!("{why}: a default never allows it, so it asks")),
-            ),
-            (None, problem) => (
-                self.default_action,
-                None,
-                problem.as_ref().map(Problem::describe),
-            ),
+            // Soundness: what the engine cannot read is never allowed, by a rule or a default.
+            (rule, Some(Problem::Opaque(why))) => {
+                let action = rule.map_or(self.default_action, |r| r.spec.action);
+                let note = if action == Action::Allow {
+                    format!("{why}: it is never allowed, so it asks")
+                } else {
+                    why.clone()
+                };
+                (
+                    action.max(Action::Ask),
+                    rule.map(Rule::reference),
+                    Some(note),
+                )
+            }
+            (Some(rule), None) => (rule.spec.action, Some(rule.reference()), None),
+            (None, None) => (self.default_action, None, None),
         };
-        SubjectDecision {
+        for &offset in &subject.also_from {
+            let Some(part) = subject.text.get(offset..) else {
+                continue;
+            };
+            match self.first_match(&subject.tool, part) {
+                Some(r) if r.spec.action != Action::Allow && r.spec.action > action => {
+                    action = r.spec.action;
+                    rule_ref = Some(r.reference());
+                    note = Some(format!(
+                        "rule {} matched `{part}`, which this command may run",
+                        r.index
+                    ));
+                }
+                _ => {}
+            }
+        }
+        if subject.guess && rule_ref.is_none() {
+            return None;
+        }
+        Some(SubjectDecision {
             tool: subject.tool,
             subject: subject.text,
             action,
-            rule,
+            rule: rule_ref,
             opaque: subject.problem.as_ref().is_some_and(Problem::is_opaque),
             note,
-        }
+        })
     }
 }
 
@@ -270,21 +309,29 @@ impl Policy {
             Some(command) => command.trim().to_string(),
             None => sorted_json(input),
         };
-        self.decide_subjects(vec![Subject {
-            tool: tool.to_string(),
+        self.decide_subjects(vec![Subject::new(
+            tool,
             text,
-            problem: Some(Problem::Unparsed(why.to_string())),
-        }])
+            Some(Problem::Unparsed(why.to_string())),
+        )])
     }
 
     fn decide_subjects(&self, subjects: Vec<Subject>) -> Decision {
+        // A long line repeats itself (`echo a; echo a; ...`): each distinct subject once.
+        let mut seen = std::collections::HashSet::new();
+        let subjects = subjects.into_iter().filter(|s| {
+            seen.insert((
+                s.tool.clone(),
+                s.text.clone(),
+                s.problem.as_ref().map(Problem::describe),
+                s.also_from.clone(),
+                s.guess,
+            ))
+        });
         let subjects: Vec<SubjectDecision> = match &self.rules {
-            Some(rules) => subjects
-                .into_iter()
-                .map(|s| rules.decide_subject(s))
-                .collect(),
+            Some(rules) => subjects.filter_map(|s| rules.decide_subject(s)).collect(),
             None => subjects
-                .into_iter()
+                .filter(|s| !s.guess)
                 .map(|s| SubjectDecision {
                     tool: s.tool,
                     subject: s.text,
@@ -334,14 +381,26 @@ struct Subject {
     tool: String,
     text: String,
     problem: Option<Problem>,
+    /// Offsets in `text` where a command this one may run starts: deny and ask rules are also
+    /// tried there.
+    also_from: Vec<usize>,
+    /// Not known to run (an argument that reads as a command line): only deny and ask rules
+    /// apply.
+    guess: bool,
 }
 
 impl Subject {
     fn plain(tool: &str, text: String) -> Subject {
+        Subject::new(tool, text, None)
+    }
+
+    fn new(tool: &str, text: String, problem: Option<Problem>) -> Subject {
         Subject {
             tool: tool.to_string(),
             text,
-            problem: None,
+            problem,
+            also_from: Vec::new(),
+            guess: false,
         }
     }
 }
@@ -354,11 +413,11 @@ fn subjects(
 ) -> Vec<Subject> {
     let field = |name: &str| input.get(name);
     let invalid = |why: String| {
-        vec![Subject {
-            tool: tool.to_string(),
-            text: sorted_json(input),
-            problem: Some(Problem::Invalid(why)),
-        }]
+        vec![Subject::new(
+            tool,
+            sorted_json(input),
+            Some(Problem::Invalid(why)),
+        )]
     };
     match kind {
         SubjectKind::Shell => match field("command").and_then(|c| c.as_str()) {
@@ -414,15 +473,14 @@ fn shell_subjects(tool: &str, command: &str, workspace: &Path) -> Vec<Subject> {
         });
         if let Some(path_form) = cmd.path_form {
             out.push(Subject {
-                tool: tool.to_string(),
-                text: path_form,
-                problem: problem.clone(),
+                guess: cmd.guess,
+                ..Subject::new(tool, path_form, problem.clone())
             });
         }
         out.push(Subject {
-            tool: tool.to_string(),
-            text: cmd.text,
-            problem,
+            also_from: cmd.also_from,
+            guess: cmd.guess,
+            ..Subject::new(tool, cmd.text, problem)
         });
     }
     for redirect in parsed.redirects {
@@ -430,18 +488,39 @@ fn shell_subjects(tool: &str, command: &str, workspace: &Path) -> Vec<Subject> {
             shell::RedirectKind::Read => "read",
             shell::RedirectKind::Write => "file_write",
         };
-        match redirect.opaque {
-            Some(opaque) => out.push(Subject {
-                tool: target_tool.to_string(),
-                text: redirect.path,
-                problem: Some(Problem::Opaque(opaque.describe())),
-            }),
-            None => out.extend(
-                path::subjects(&redirect.path, workspace)
-                    .into_iter()
-                    .map(|text| Subject::plain(target_tool, text)),
-            ),
+        if let Some(opaque) = redirect.opaque {
+            out.push(Subject::new(
+                target_tool,
+                redirect.path,
+                Some(Problem::Opaque(opaque.describe())),
+            ));
+            continue;
         }
+        let paths = path::subjects(&redirect.path, workspace);
+        // /proc/self, /dev/fd, ...: resolved in the shell's process, not the pod's.
+        let per_process = |p: &str| {
+            p == "/dev/stdin"
+                || p.starts_with("/proc/")
+                || p.starts_with("/dev/fd/")
+                || p == "/proc"
+        };
+        if per_process(&redirect.path) || paths.iter().any(|p| per_process(p)) {
+            out.push(Subject::new(
+                target_tool,
+                redirect.path,
+                Some(Problem::Opaque(
+                    "the path names a process's own files (/proc, /dev/fd), which the shell \
+                     resolves differently from the pod"
+                        .into(),
+                )),
+            ));
+            continue;
+        }
+        out.extend(
+            paths
+                .into_iter()
+                .map(|text| Subject::plain(target_tool, text)),
+        );
     }
     out
 }

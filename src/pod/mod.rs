@@ -7,9 +7,9 @@
 //! Must not touch: the wire. Events leave through an [`EventSink`]; the server decides how they
 //! are written. Decisions come from `permission`, never from here.
 //!
-//! Bounds: at most `[tools] max_parallel` calls run at once (their shell parse, hooks and tool
-//! run each hold a slot); an [`EventSink`] may make the turn wait, and the model stream waits
-//! with it ([`deltas`]).
+//! Bounds: at most `[tools] max_parallel` calls run at once (their hooks and tool run each hold
+//! a slot; shell analyses run one at a time anyway); an [`EventSink`] may make the turn wait,
+//! and the model stream waits with it ([`deltas`]).
 
 pub mod approval;
 mod checks;
@@ -129,7 +129,7 @@ pub struct Pod {
     state: Mutex<State>,
     /// Held while a non-concurrent tool runs; taken after a slot, never before.
     exclusive: tokio::sync::Mutex<()>,
-    /// `[tools] max_parallel` slots: one per shell parse, hook run or tool run under way.
+    /// `[tools] max_parallel` slots: one per hook run or tool run under way.
     slots: tokio::sync::Semaphore,
 }
 

@@ -27,8 +27,10 @@ use crate::protocol::{
 use crate::skills::Skill;
 use crate::tools::{ToolContext, ToolOutput};
 
-/// How long parsing one shell command may take before it counts as unparsed.
-const PARSE_LIMIT: Duration = Duration::from_secs(1);
+/// Shell command lines are analyzed one at a time, off the protocol's thread: each analysis is
+/// bounded (linear in the line, docs/permissions.md), and one at a time keeps a response full of
+/// hostile calls from taking every core from the server.
+static SHELL_ANALYSIS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
 
 /// A tool call as the turn handles it.
 struct Call {
@@ -434,9 +436,7 @@ impl Pod {
                 decision: None,
             };
         };
-        let Some(decision) = self.decide(turn, call).await else {
-            return cancelled();
-        };
+        let decision = self.decide(call).await;
         let mut chain = Vec::new();
         if let Some(skill) = &turn.skill {
             chain.push(Check::Skill(skill));
@@ -527,29 +527,28 @@ impl Pod {
         }
     }
 
-    /// The permission layer's decision for a call (`None`: the turn was cancelled first).
-    /// Shell commands are parsed on a blocking thread, in a slot, under [`PARSE_LIMIT`]: a
-    /// hostile command line that makes the parser crawl must neither stall the pod (the server
-    /// runs on one thread) nor be waited for; past the limit the command counts as unparsed,
-    /// which nothing allows.
-    async fn decide(&self, turn: &Turn<'_>, call: &Call) -> Option<Decision> {
+    /// The permission layer's decision for a call. Shell commands are analyzed on a blocking
+    /// thread, one at a time ([`SHELL_ANALYSIS`]), so the server's single thread never waits on
+    /// them; any failure on the way is an unparsed command, which nothing allows.
+    async fn decide(&self, call: &Call) -> Decision {
         if SubjectKind::of(&call.name) != SubjectKind::Shell {
-            return Some(self.policy.decide(&call.name, &call.input));
+            return self.policy.decide(&call.name, &call.input);
         }
-        let _slot = self.slot(turn).await?;
-        let (policy, name, input) = (self.policy.clone(), call.name.clone(), call.input.clone());
-        let parse = tokio::task::spawn_blocking(move || policy.decide(&name, &input));
-        Some(match tokio::time::timeout(PARSE_LIMIT, parse).await {
-            Ok(Ok(decision)) => decision,
-            Ok(Err(_)) | Err(_) => self.policy.unparsed(
+        let failed = || {
+            self.policy.unparsed(
                 &call.name,
                 &call.input,
-                &format!(
-                    "the command line could not be parsed within {} s",
-                    PARSE_LIMIT.as_secs()
-                ),
-            ),
-        })
+                "the command line could not be analyzed",
+            )
+        };
+        let Ok(_permit) = SHELL_ANALYSIS.acquire().await else {
+            return failed();
+        };
+        let (policy, name, input) = (self.policy.clone(), call.name.clone(), call.input.clone());
+        match tokio::task::spawn_blocking(move || policy.decide(&name, &input)).await {
+            Ok(decision) => decision,
+            Err(_) => failed(),
+        }
     }
 
     /// The built-in permission hook: the rules' decision, with an `ask` resolved by a session

@@ -1,0 +1,1008 @@
+//! The walk from a parsed command line to its subjects.
+//!
+//! Owns: visiting every node of a [`Script`] in execution order, analyzing words (their value
+//! when static; whether the model can choose it; the constructs bash would evaluate as code),
+//! building one subject per simple command (prefix assignments kept unless harmless, the
+//! command word reduced to its basename), following wrappers and `-c` scripts through
+//! [`programs`], and turning redirections into `read`/`file_write` subjects, opaque when an
+//! earlier command of the line may have changed what their path names.
+//!
+//! Must not: match rules, decide, or do I/O.
+
+use std::collections::HashSet;
+
+use super::parse::{self, is_name, Budget, MAX_DEPTH};
+use super::programs::{self, dangerous_variable, harmless_variable, Inner};
+use super::syntax::*;
+use super::{Opaque, RedirectKind, ShellCommand, ShellRedirect, ShellSubjects};
+
+/// How many argument positions of one command deny rules are tried from.
+pub const MAX_SUFFIXES: usize = 128;
+/// How deep arguments read as command lines are followed.
+const MAX_GUESS_DEPTH: usize = 2;
+
+/// Variables bash itself sets while the line runs (or from what the line did).
+fn set_by_bash(name: &str) -> bool {
+    const EXACT: &[&str] = &[
+        "_",
+        "PWD",
+        "OLDPWD",
+        "REPLY",
+        "OPTARG",
+        "OPTIND",
+        "MAPFILE",
+        "FUNCNAME",
+        "DIRSTACK",
+        "PIPESTATUS",
+        "HISTCMD",
+        "GROUPS",
+    ];
+    EXACT.contains(&name)
+        || name.starts_with("BASH_")
+        || name.starts_with("COMP_")
+        || name.starts_with("READLINE_")
+}
+
+/// A word after analysis.
+#[derive(Debug, Clone)]
+pub(super) struct Wd {
+    /// The value when static; the source text otherwise.
+    pub text: String,
+    /// No expansion, glob, brace or tilde: `text` is exactly what the program gets.
+    pub is_static: bool,
+    /// Not static, but only from the pod's own environment (variables the line does not set).
+    pub trusted: bool,
+    /// Holds an unquoted glob or brace expansion.
+    pub glob: bool,
+    /// Its value may start with `-`.
+    pub may_start_dash: bool,
+    /// Holds a construct bash may evaluate as code.
+    pub opaque: Option<Opaque>,
+    /// The static text before the first expansion.
+    prefix: String,
+    /// The literal text holds a `/` (a glob then names paths, never a bare command).
+    has_slash: bool,
+}
+
+impl Wd {
+    #[cfg(test)]
+    fn literal(text: &str) -> Wd {
+        Wd {
+            text: text.to_string(),
+            is_static: true,
+            trusted: true,
+            glob: false,
+            may_start_dash: text.starts_with('-'),
+            opaque: None,
+            prefix: text.to_string(),
+            has_slash: text.contains('/'),
+        }
+    }
+
+    /// The static text, if the word is static.
+    pub fn lit(&self) -> Option<&str> {
+        self.is_static.then_some(self.text.as_str())
+    }
+
+    /// The model can choose its value at run time (a substitution, a variable the line sets, a
+    /// positional parameter, a glob).
+    pub fn model_chosen(&self) -> bool {
+        !self.is_static && !self.trusted
+    }
+
+    /// A glob naming paths (it holds a `/`), with nothing else computed.
+    pub fn path_glob(&self) -> bool {
+        self.glob && self.has_slash && self.opaque.is_none()
+    }
+
+    /// The static text before the first expansion (all of it for a static word).
+    pub fn static_prefix(&self) -> &str {
+        if self.is_static {
+            &self.text
+        } else {
+            &self.prefix
+        }
+    }
+}
+
+/// `/bin/rm` -> `rm`.
+pub(super) fn basename(s: &str) -> &str {
+    match s.rsplit('/').next() {
+        Some(b) if !b.is_empty() => b,
+        _ => s,
+    }
+}
+
+/// A subscript that is a plain number (or `@`/`*`): evaluating it runs nothing.
+pub(super) fn numeric_subscript(s: &str) -> bool {
+    let t = s.trim();
+    matches!(t, "@" | "*") || numeric(t)
+}
+
+fn numeric(s: &str) -> bool {
+    let t = s.trim();
+    let t = t.strip_prefix('-').unwrap_or(t).trim();
+    !t.is_empty() && t.bytes().all(|c| c.is_ascii_digit())
+}
+
+/// Whether unquoted text (quoted and expanded characters masked) would be globbed or
+/// brace-expanded.
+fn has_glob(mask: &str) -> bool {
+    if mask.contains(['*', '?']) {
+        return true;
+    }
+    if let Some(open) = mask.find('[') {
+        if mask[open + 1..].contains(']') {
+            return true;
+        }
+    }
+    if let (Some(open), Some(close)) = (mask.find('{'), mask.rfind('}')) {
+        if open < close {
+            let inner = &mask[open..close];
+            if inner.contains(',') || inner.contains("..") {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// Mask character for quoted or computed text in glob detection.
+const MASK: char = '\u{1}';
+
+/// A prefix assignment after analysis.
+#[derive(Debug, Clone)]
+pub(super) struct AssignInfo {
+    name: String,
+    text: String,
+    opaque: Option<Opaque>,
+}
+
+impl AssignInfo {
+    /// `NAME=value` given as a word (`env NAME=value cmd`).
+    fn from_word(w: &Wd) -> AssignInfo {
+        let head = w.static_prefix();
+        let name = head.split('=').next().unwrap_or("").to_string();
+        let opaque = if !w.text.contains('=') || !is_name(&name) {
+            Some(Opaque::Code(format!(
+                "`{}` is not a plain variable assignment",
+                w.text
+            )))
+        } else if dangerous_variable(&name) {
+            Some(dangerous(&name))
+        } else {
+            w.opaque.clone()
+        };
+        AssignInfo {
+            name,
+            text: w.text.clone(),
+            opaque,
+        }
+    }
+}
+
+fn dangerous(name: &str) -> Opaque {
+    Opaque::Code(format!(
+        "`{name}` changes how bash or programs find and run commands"
+    ))
+}
+
+/// State while analyzing one word.
+#[derive(Default)]
+struct WordState {
+    text: String,
+    mask: String,
+    is_static: bool,
+    trusted: bool,
+    opaque: Option<Opaque>,
+    /// Whether the first character of the value is known not to be `-`.
+    start_known: Option<bool>,
+    prefix: String,
+    prefix_done: bool,
+}
+
+impl WordState {
+    fn literal(&mut self, s: &str, quoted: bool) {
+        if s.is_empty() {
+            return;
+        }
+        if self.start_known.is_none() {
+            self.start_known = Some(!s.starts_with('-'));
+        }
+        self.text.push_str(s);
+        if !self.prefix_done {
+            self.prefix.push_str(s);
+        }
+        if quoted {
+            self.mask
+                .extend(std::iter::repeat_n(MASK, s.chars().count()));
+        } else {
+            self.mask.push_str(s);
+        }
+    }
+
+    fn dynamic(&mut self, trusted: bool, starts_with_slash: bool) {
+        self.is_static = false;
+        self.trusted &= trusted;
+        self.prefix_done = true;
+        if self.start_known.is_none() {
+            // Unknown first character, unless the value is a path like `/dev/fd/63`.
+            self.start_known = Some(starts_with_slash);
+        }
+        self.mask.push(MASK);
+    }
+
+    fn opaque(&mut self, why: impl Into<String>) {
+        if self.opaque.is_none() {
+            self.opaque = Some(Opaque::Code(why.into()));
+        }
+    }
+}
+
+pub(super) struct Walk<'b> {
+    budget: &'b Budget,
+    pub out: ShellSubjects,
+    /// Names the line may assign.
+    assigned: HashSet<String>,
+    /// The line runs `source`/`.`/`eval`: any variable may hold anything.
+    sources: bool,
+    /// A command that may change the working folder or what a path names has been walked.
+    changed: bool,
+    /// Walking code that may run after later commands of the line (a background job, a
+    /// pipeline, a loop, a function body).
+    floating: usize,
+    /// Redirections walked while `floating`.
+    floating_redirects: Vec<usize>,
+    /// Walking an argument read as a command line.
+    guess: usize,
+}
+
+impl<'b> Walk<'b> {
+    pub fn new(budget: &'b Budget, parsed: &parse::Parsed) -> Walk<'b> {
+        Walk {
+            budget,
+            out: ShellSubjects::default(),
+            assigned: parsed.assigned.iter().cloned().collect(),
+            sources: parsed.sources,
+            changed: false,
+            floating: 0,
+            floating_redirects: Vec::new(),
+            guess: 0,
+        }
+    }
+
+    /// After the walk: redirections that may be opened after a path-changing command are
+    /// opaque.
+    pub fn finish(&mut self) {
+        if self.changed {
+            for &i in &self.floating_redirects {
+                mark_changed(&mut self.out.redirects[i]);
+            }
+        }
+    }
+
+    fn push(&mut self, mut command: ShellCommand) -> usize {
+        command.guess = self.guess > 0;
+        self.out.commands.push(command);
+        self.out.commands.len() - 1
+    }
+
+    fn push_opaque(&mut self, text: &str, why: Opaque) {
+        self.push(ShellCommand {
+            text: text.trim().to_string(),
+            path_form: None,
+            opaque: Some(why),
+            also_from: Vec::new(),
+            guess: false,
+        });
+        self.changed = true;
+    }
+
+    /// Parses `text` as a script of its own and walks it (`bash -c STR`).
+    fn nested(&mut self, text: &str, depth: usize) {
+        if depth > MAX_DEPTH {
+            self.push_opaque(
+                text,
+                Opaque::ParseError("the command nests too deeply".into()),
+            );
+            return;
+        }
+        match parse::parse(text, self.budget, depth) {
+            Ok(parsed) => {
+                self.assigned.extend(parsed.assigned.iter().cloned());
+                self.sources |= parsed.sources;
+                self.script(&parsed.script, depth);
+            }
+            Err(e) => self.push_opaque(text, Opaque::ParseError(e.to_string())),
+        }
+    }
+
+    pub fn script(&mut self, script: &Script, depth: usize) {
+        for item in &script.items {
+            self.and_or(item, depth);
+        }
+    }
+
+    fn and_or(&mut self, a: &AndOr, depth: usize) {
+        if a.background {
+            self.floating += 1;
+        }
+        for p in &a.pipelines {
+            self.pipeline(p, depth);
+        }
+        if a.background {
+            self.floating -= 1;
+        }
+    }
+
+    fn pipeline(&mut self, p: &Pipeline, depth: usize) {
+        let concurrent = p.commands.len() > 1;
+        if concurrent {
+            self.floating += 1;
+        }
+        for c in &p.commands {
+            self.command(c, depth);
+        }
+        if concurrent {
+            self.floating -= 1;
+        }
+    }
+
+    fn command(&mut self, c: &Command, depth: usize) {
+        match c {
+            Command::Simple(s) => self.simple(s, depth),
+            Command::Compound(compound, redirects) => {
+                for r in redirects {
+                    self.redirect(r, depth);
+                }
+                self.compound(compound, depth);
+            }
+            Command::Function {
+                body, redirects, ..
+            } => {
+                self.floating += 1;
+                for r in redirects {
+                    self.redirect(r, depth);
+                }
+                self.compound(body, depth);
+                self.floating -= 1;
+            }
+        }
+    }
+
+    fn compound(&mut self, c: &Compound, depth: usize) {
+        let depth = depth + 1;
+        match c {
+            Compound::Group(s) | Compound::Subshell(s) => self.script(s, depth),
+            Compound::AmbiguousSubshell(s) => {
+                self.push_opaque(
+                    "((",
+                    Opaque::Code("`((` read as nested subshells: bash's reading is subtle".into()),
+                );
+                self.script(s, depth);
+            }
+            Compound::If {
+                branches,
+                otherwise,
+            } => {
+                for (cond, body) in branches {
+                    self.script(cond, depth);
+                    self.script(body, depth);
+                }
+                if let Some(o) = otherwise {
+                    self.script(o, depth);
+                }
+            }
+            Compound::Loop { cond, body } => {
+                self.floating += 1;
+                self.script(cond, depth);
+                self.script(body, depth);
+                self.floating -= 1;
+            }
+            Compound::For { var, words, body } => {
+                for w in words.iter().flatten() {
+                    let wd = self.word(w, depth);
+                    if let Some(o) = wd.opaque {
+                        self.push_opaque(&w.src, o);
+                    }
+                }
+                if dangerous_variable(var) {
+                    self.push_opaque(&format!("for {var}"), dangerous(var));
+                }
+                self.floating += 1;
+                self.script(body, depth);
+                self.floating -= 1;
+            }
+            Compound::Case { word, arms } => {
+                let wd = self.word(word, depth);
+                if let Some(o) = wd.opaque {
+                    self.push_opaque(&word.src, o);
+                }
+                for (patterns, body) in arms {
+                    for p in patterns {
+                        let wd = self.word(p, depth);
+                        if let Some(o) = wd.opaque {
+                            self.push_opaque(&p.src, o);
+                        }
+                    }
+                    self.script(body, depth);
+                }
+            }
+            Compound::Cond(tokens) => self.cond(tokens, depth),
+            Compound::Arith(a) => {
+                if let Some(why) = self.arith(a, depth) {
+                    self.push_opaque(&format!("(( {} ))", a.text.trim()), why);
+                }
+            }
+            Compound::ArithFor(a, body) => {
+                if let Some(why) = self.arith(a, depth) {
+                    self.push_opaque(&format!("for (( {} ))", a.text.trim()), why);
+                }
+                self.floating += 1;
+                self.script(body, depth);
+                self.floating -= 1;
+            }
+        }
+    }
+
+    /// Walks an arithmetic expression's expansions; the reason it may run code, if it may.
+    fn arith(&mut self, a: &Arith, depth: usize) -> Option<Opaque> {
+        let mut st = WordState {
+            is_static: true,
+            trusted: true,
+            ..WordState::default()
+        };
+        self.parts(&a.parts, true, &mut st, depth);
+        if a.pure {
+            return st.opaque;
+        }
+        // Names are evaluated recursively: a value holding `a[$(cmd)]` runs cmd. Only names
+        // the model cannot set are safe, and no subscripts.
+        let names_ok = !a.text.contains('[')
+            && identifiers(&a.text).all(|n| self.trusted_name(n) || numeric(n));
+        if names_ok && st.trusted && st.opaque.is_none() {
+            return None;
+        }
+        st.opaque.or_else(|| {
+            Some(Opaque::Code(format!(
+                "arithmetic on `{}` evaluates variables, which can run code through array subscripts",
+                a.text.trim()
+            )))
+        })
+    }
+
+    fn cond(&mut self, tokens: &[CondToken], depth: usize) {
+        let words: Vec<Option<Wd>> = tokens
+            .iter()
+            .map(|t| match t {
+                CondToken::Word(w) => Some(self.word(w, depth)),
+                CondToken::Op(_) => None,
+            })
+            .collect();
+        let source = || {
+            tokens
+                .iter()
+                .map(|t| match t {
+                    CondToken::Word(w) => w.src.as_str(),
+                    CondToken::Op(o) => o,
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let numeric_operand = |w: &Option<Wd>| {
+            w.as_ref()
+                .is_some_and(|w| w.lit().is_some_and(numeric) || (w.trusted && !w.is_static))
+        };
+        for (i, t) in tokens.iter().enumerate() {
+            let CondToken::Word(w) = t else { continue };
+            let op = parse::literal_text(w);
+            match op.as_deref() {
+                Some("-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge") => {
+                    let left = i
+                        .checked_sub(1)
+                        .and_then(|k| words.get(k))
+                        .cloned()
+                        .flatten();
+                    let right = words.get(i + 1).cloned().flatten();
+                    if !(numeric_operand(&left) && numeric_operand(&right)) {
+                        self.push_opaque(
+                            &format!("[[ {} ]]", source()),
+                            Opaque::Code(
+                                "an arithmetic comparison in `[[ ]]` evaluates its operands, which can run code"
+                                    .into(),
+                            ),
+                        );
+                        return;
+                    }
+                }
+                Some("-v" | "-R") => {
+                    let ok = words
+                        .get(i + 1)
+                        .and_then(|w| w.as_ref())
+                        .is_some_and(|w| w.lit().is_some_and(is_name));
+                    if !ok {
+                        self.push_opaque(
+                            &format!("[[ {} ]]", source()),
+                            Opaque::Code("`[[ -v ]]` evaluates a subscript as arithmetic".into()),
+                        );
+                        return;
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(o) = words.iter().flatten().find_map(|w| w.opaque.clone()) {
+            self.push_opaque(&format!("[[ {} ]]", source()), o);
+        }
+    }
+
+    fn trusted_name(&self, name: &str) -> bool {
+        !self.sources && !self.assigned.contains(name) && !set_by_bash(name)
+    }
+
+    fn param_trusted(&self, p: &Param) -> bool {
+        let n = p.name.as_str();
+        if matches!(n, "#" | "?" | "$" | "!" | "-" | "0") {
+            return true;
+        }
+        if n.bytes().all(|c| c.is_ascii_digit()) || matches!(n, "@" | "*") {
+            return false;
+        }
+        self.trusted_name(n)
+    }
+
+    pub(super) fn word(&mut self, w: &Word, depth: usize) -> Wd {
+        let mut st = WordState {
+            is_static: true,
+            trusted: true,
+            ..WordState::default()
+        };
+        let tilde = matches!(w.parts.first(), Some(Part::Lit(s)) if s.starts_with('~'));
+        self.parts(&w.parts, false, &mut st, depth);
+        let glob = has_glob(&st.mask);
+        if tilde {
+            let trusted = self.trusted_name("HOME")
+                && !matches!(w.parts.first(), Some(Part::Lit(s)) if s.starts_with("~+") || s.starts_with("~-"));
+            st.dynamic(trusted, true);
+        }
+        if glob {
+            st.is_static = false;
+            st.trusted = false;
+        }
+        let is_static = st.is_static;
+        Wd {
+            text: if is_static { st.text } else { w.src.clone() },
+            is_static,
+            trusted: !is_static && st.trusted,
+            glob,
+            may_start_dash: if is_static {
+                w.parts.first().is_some() && st.start_known == Some(false)
+            } else {
+                st.start_known != Some(true) || (glob && st.prefix.is_empty())
+            },
+            opaque: st.opaque,
+            has_slash: st.prefix.contains('/') || w.src.contains('/'),
+            prefix: st.prefix,
+        }
+    }
+
+    fn parts(&mut self, parts: &[Part], quoted: bool, st: &mut WordState, depth: usize) {
+        for p in parts {
+            match p {
+                Part::Lit(s) => st.literal(s, quoted),
+                Part::Quoted(s) => st.literal(s, true),
+                Part::Double { parts, locale } => {
+                    if *locale {
+                        st.dynamic(false, false);
+                    }
+                    self.parts(parts, true, st, depth);
+                }
+                Part::Param(param) => {
+                    let trusted = self.param_trusted(param);
+                    st.dynamic(trusted, false);
+                    self.param(param, st, depth);
+                }
+                Part::CommandSub(s) => {
+                    st.dynamic(false, false);
+                    self.script(s, depth + 1);
+                }
+                Part::AmbiguousSub(s) => {
+                    st.dynamic(false, false);
+                    st.opaque("`$((` read as a command substitution: bash's reading is subtle");
+                    self.script(s, depth + 1);
+                }
+                Part::Arith(a) => {
+                    let why = self.arith(a, depth + 1);
+                    st.dynamic(why.is_none(), false);
+                    if let Some(Opaque::Code(w)) = why {
+                        st.opaque(w);
+                    }
+                }
+                Part::ProcessSub(s) => {
+                    st.dynamic(false, true);
+                    self.floating += 1;
+                    self.script(s, depth + 1);
+                    self.floating -= 1;
+                }
+                Part::Unknown(_) => st.dynamic(false, false),
+            }
+        }
+    }
+
+    fn param(&mut self, p: &Param, st: &mut WordState, depth: usize) {
+        if p.indirect {
+            st.opaque(format!(
+                "`${{!{}}}` reads the variable a value names",
+                p.name
+            ));
+        }
+        if let Some(sub) = &p.subscript {
+            if !numeric_subscript(sub) {
+                st.opaque(format!(
+                    "the subscript `{}[{sub}]` is evaluated as arithmetic, which can run code",
+                    p.name
+                ));
+            }
+        }
+        let nested = |this: &mut Self, w: &Word, st: &mut WordState| {
+            let wd = this.word(w, depth + 1);
+            if let Some(Opaque::Code(why)) = &wd.opaque {
+                st.opaque(why.clone());
+            }
+            if wd.model_chosen() {
+                st.trusted = false;
+            }
+        };
+        match &p.op {
+            ParamOp::Plain => {}
+            ParamOp::Word { word, assigns } => {
+                nested(self, word, st);
+                if *assigns && dangerous_variable(&p.name) {
+                    st.opaque(format!(
+                        "`${{{}:=...}}` assigns a variable that changes how commands run",
+                        p.name
+                    ));
+                }
+            }
+            ParamOp::Replace(pattern, replacement) => {
+                nested(self, pattern, st);
+                if let Some(r) = replacement {
+                    nested(self, r, st);
+                }
+            }
+            ParamOp::Substring(offset, length) => {
+                if !numeric(offset) || length.as_deref().is_some_and(|l| !numeric(l)) {
+                    st.opaque("a substring offset is evaluated as arithmetic, which can run code");
+                }
+            }
+            ParamOp::Transform(c) => st.opaque(format!(
+                "`${{{}@{c}}}` transforms the value (`@P` expands it as a prompt, running substitutions)",
+                p.name
+            )),
+        }
+    }
+
+    fn assign(&mut self, a: &Assign, depth: usize) -> AssignInfo {
+        let mut opaque = None;
+        let sub_check = |sub: &str, opaque: &mut Option<Opaque>| {
+            if !numeric_subscript(sub) && opaque.is_none() {
+                *opaque = Some(Opaque::Code(format!(
+                    "the subscript `{}[{sub}]` is evaluated as arithmetic, which can run code",
+                    a.name
+                )));
+            }
+        };
+        if let Some(sub) = &a.subscript {
+            sub_check(sub, &mut opaque);
+        }
+        let text = match &a.value {
+            AssignValue::Scalar(w) => {
+                let wd = self.word(w, depth);
+                if opaque.is_none() {
+                    opaque = wd.opaque.clone();
+                }
+                let op = if a.src[a.name.len()..].contains("+=") && !a.src.contains('=') {
+                    "+="
+                } else {
+                    "="
+                };
+                if wd.is_static && a.subscript.is_none() && !a.src.contains("+=") {
+                    format!("{}{op}{}", a.name, wd.text)
+                } else {
+                    a.src.clone()
+                }
+            }
+            AssignValue::Array(elements) => {
+                for (key, w) in elements {
+                    if let Some(k) = key {
+                        sub_check(k, &mut opaque);
+                    }
+                    let wd = self.word(w, depth);
+                    if opaque.is_none() {
+                        opaque = wd.opaque.clone();
+                    }
+                }
+                a.src.clone()
+            }
+        };
+        if dangerous_variable(&a.name) {
+            opaque = Some(dangerous(&a.name));
+        }
+        AssignInfo {
+            name: a.name.clone(),
+            text,
+            opaque,
+        }
+    }
+
+    fn simple(&mut self, s: &Simple, depth: usize) {
+        let assigns: Vec<AssignInfo> = s.assigns.iter().map(|a| self.assign(a, depth)).collect();
+        let words: Vec<Wd> = s.words.iter().map(|w| self.word(w, depth)).collect();
+        for r in &s.redirects {
+            self.redirect(r, depth);
+        }
+        if words.is_empty() {
+            for a in assigns {
+                if let Some(o) = a.opaque {
+                    self.push_opaque(&a.text, o);
+                }
+            }
+            return;
+        }
+        self.run(&assigns, &words, depth);
+    }
+
+    /// One command given as analyzed words (and prefix assignments): its subject, then what it
+    /// wraps or runs.
+    fn run(&mut self, assigns: &[AssignInfo], words: &[Wd], depth: usize) {
+        let Some(first) = words.first() else {
+            for a in assigns {
+                if let Some(o) = &a.opaque {
+                    self.push_opaque(&a.text, o.clone());
+                }
+            }
+            return;
+        };
+        if depth > MAX_DEPTH || !self.budget.spend(words.len() as u64 + 1) {
+            self.push_opaque(
+                &join(words),
+                Opaque::ParseError("the command nests too deeply".into()),
+            );
+            return;
+        }
+        let mut opaque = assigns
+            .iter()
+            .find_map(|a| a.opaque.clone())
+            .or_else(|| words.iter().find_map(|w| w.opaque.clone()));
+        let prefix: String = assigns
+            .iter()
+            .filter(|a| !harmless_variable(&a.name))
+            .map(|a| format!("{} ", a.text))
+            .collect();
+        let args = &words[1..];
+        if !first.is_static {
+            let text = format!("{prefix}{}", join(words));
+            let also_from = suffixes(&text, prefix.len(), words, 0);
+            self.push(ShellCommand {
+                text,
+                path_form: None,
+                opaque: Some(opaque.unwrap_or(Opaque::DynamicCommandWord)),
+                also_from,
+                guess: false,
+            });
+            self.changed = true;
+            return;
+        }
+        if first.text.is_empty() || first.text.chars().any(char::is_whitespace) {
+            opaque.get_or_insert(Opaque::Code(
+                "the command word holds a blank or is empty".into(),
+            ));
+        }
+        let name = basename(&first.text).to_string();
+        let analysis = programs::analyze(&name, args);
+        let rest = join(args);
+        let with = |head: &str| {
+            if rest.is_empty() {
+                format!("{prefix}{head}")
+            } else {
+                format!("{prefix}{head} {rest}")
+            }
+        };
+        let text = match &analysis.text {
+            Some(t) => format!("{prefix}{t}"),
+            None => with(&name),
+        };
+        let path_form = first.text.contains('/').then(|| with(&first.text));
+        let mut also_from = Vec::new();
+        if !prefix.is_empty() {
+            also_from.push(prefix.len());
+        }
+        if analysis.runs_args && analysis.text.is_none() {
+            let head = prefix.len() + name.len() + 1;
+            also_from.extend(suffixes(&text, head, args, 0));
+            if args.len() > MAX_SUFFIXES && opaque.is_none() {
+                opaque = Some(Opaque::Code(format!(
+                    "`{name}` has more than {MAX_SUFFIXES} arguments that may hold a command"
+                )));
+            }
+        }
+        if let Some(o) = analysis.opaque.clone() {
+            opaque.get_or_insert(o);
+        }
+        let guess_args = analysis.guess_args;
+        self.push(ShellCommand {
+            text,
+            path_form,
+            opaque,
+            also_from,
+            guess: false,
+        });
+        if guess_args && self.guess < MAX_GUESS_DEPTH {
+            for w in args {
+                let looks_like_a_command_line = w.is_static
+                    && w.text.contains([' ', '\t', '\n', ';', '|', '&'])
+                    && !w.text.starts_with('-');
+                if looks_like_a_command_line {
+                    self.guess += 1;
+                    let changed = self.changed;
+                    let redirects = self.out.redirects.len();
+                    self.nested(&w.text, depth + 1);
+                    // A guess is not known to run: its redirections are not subjects.
+                    self.out.redirects.truncate(redirects);
+                    self.changed = changed;
+                    self.guess -= 1;
+                }
+            }
+        }
+        for inner in &analysis.inner {
+            match inner {
+                Inner::Command { assigns, words } => {
+                    let inner_assigns: Vec<AssignInfo> = args[assigns.clone()]
+                        .iter()
+                        .map(AssignInfo::from_word)
+                        .collect();
+                    self.run(&inner_assigns, &args[words.clone()], depth + 1);
+                }
+                Inner::Script(script) => self.nested(script, depth + 1),
+            }
+        }
+        for &i in &analysis.writes {
+            if let Some(w) = args.get(i) {
+                self.redirect_target(RedirectKind::Write, w.clone());
+            }
+        }
+        if analysis.changes_paths {
+            self.changed = true;
+        }
+    }
+
+    fn redirect(&mut self, r: &Redirect, depth: usize) {
+        match r {
+            Redirect::File { read, target } => {
+                let wd = self.word(target, depth);
+                let kind = if *read {
+                    RedirectKind::Read
+                } else {
+                    RedirectKind::Write
+                };
+                self.redirect_target(kind, wd);
+            }
+            Redirect::Dup { read, target } => {
+                let wd = self.word(target, depth);
+                let descriptor = wd.lit().is_some_and(|t| {
+                    let t = t.strip_suffix('-').unwrap_or(t);
+                    t.bytes().all(|c| c.is_ascii_digit())
+                });
+                if !descriptor {
+                    let kind = if *read {
+                        RedirectKind::Read
+                    } else {
+                        RedirectKind::Write
+                    };
+                    self.redirect_target(kind, wd);
+                }
+            }
+            Redirect::HereDoc { body } => {
+                if let Some(Some(parts)) = body.get() {
+                    let mut st = WordState {
+                        is_static: true,
+                        trusted: true,
+                        ..WordState::default()
+                    };
+                    self.parts(parts, true, &mut st, depth + 1);
+                    if let Some(o) = st.opaque {
+                        self.push_opaque("<<", o);
+                    }
+                }
+            }
+            Redirect::HereString(w) => {
+                let wd = self.word(w, depth);
+                if let Some(o) = wd.opaque {
+                    self.push_opaque(&w.src, o);
+                }
+            }
+        }
+    }
+
+    fn redirect_target(&mut self, kind: RedirectKind, wd: Wd) {
+        if self.guess > 0 {
+            return;
+        }
+        if wd.is_static
+            && matches!(
+                wd.text.as_str(),
+                "/dev/null" | "/dev/stdout" | "/dev/stderr"
+            )
+        {
+            return;
+        }
+        let opaque = if !wd.is_static {
+            Some(Opaque::DynamicPath)
+        } else if self.changed {
+            Some(changed_reason())
+        } else {
+            None
+        };
+        self.out.redirects.push(ShellRedirect {
+            kind,
+            path: wd.text,
+            opaque,
+        });
+        if self.floating > 0 {
+            self.floating_redirects.push(self.out.redirects.len() - 1);
+        }
+    }
+}
+
+fn changed_reason() -> Opaque {
+    Opaque::Code(
+        "a command of the line may change the working folder or what this path names (cd, ln, mv, ...) before it is opened"
+            .into(),
+    )
+}
+
+fn mark_changed(r: &mut ShellRedirect) {
+    if r.opaque.is_none() {
+        r.opaque = Some(changed_reason());
+    }
+}
+
+/// The identifiers in arithmetic text.
+fn identifiers(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|s| s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'))
+}
+
+fn join(words: &[Wd]) -> String {
+    words
+        .iter()
+        .map(|w| w.text.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Offsets in `text` (which holds `words[from..]` joined by single spaces from offset `head`) of
+/// the words a command may start at: static, not an option, no blank.
+fn suffixes(text: &str, head: usize, words: &[Wd], from: usize) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut offset = head;
+    for w in &words[from..] {
+        if out.len() >= MAX_SUFFIXES {
+            break;
+        }
+        let plausible = w.is_static
+            && !w.text.is_empty()
+            && !w.text.starts_with('-')
+            && !w.text.chars().any(char::is_whitespace);
+        if plausible && offset < text.len() && offset > 0 {
+            out.push(offset);
+        }
+        offset += w.text.len() + 1;
+    }
+    out
+}
+
+#[cfg(test)]
+pub(super) fn literal_word(text: &str) -> Wd {
+    Wd::literal(text)
+}
