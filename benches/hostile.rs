@@ -1,5 +1,6 @@
 //! pod under a hostile model or client: peak memory, CPU and process counts of `pod serve` against
-//! a scripted loopback provider, for the before/after tables of `docs/hardening.md` (section 6).
+//! a scripted loopback provider, for the before/after tables of `docs/hardening.md` ("Bounds
+//! under a hostile model or client").
 //! Bounds are asserted in `tests/bounds.rs`; the costs are measured here, never timed in tests.
 //!
 //! `cargo bench --bench hostile` runs every scenario; `cargo bench --bench hostile -- delta calls`

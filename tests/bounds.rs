@@ -2,7 +2,7 @@
 //! against scripted loopback providers (`common::provider`), each case for both APIs where the
 //! API matters. Each test asserts the bound itself (counts, bytes, a ceiling on processes, that
 //! the server still answers), never a time; the costs are measured in `benches/hostile.rs`
-//! (`docs/hardening.md`, section 6).
+//! (`docs/hardening.md`, "Bounds under a hostile model or client").
 
 mod common;
 

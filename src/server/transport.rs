@@ -260,23 +260,50 @@ pub const RESPONSE_ROOM: usize = 16 * 1024 * 1024;
 #[derive(Debug, Default)]
 struct Queued {
     bytes: AtomicUsize,
-    /// Woken whenever the writer takes a message.
+    /// Tasks waiting in [`Queued::below`]; the writer wakes them only when there are some.
+    waiting: AtomicUsize,
+    /// Woken when the writer takes a message while someone waits.
     taken: Notify,
 }
 
 impl Queued {
-    /// Waits until fewer than `limit` bytes are queued.
+    /// Waits until fewer than `limit` bytes are queued. Free when there is room (one load).
     async fn below(&self, limit: usize) {
-        loop {
+        while self.bytes.load(Ordering::SeqCst) >= limit {
+            // Counted, then registered, then checked again: a take either sees the count (and
+            // wakes us) or happened before the check (which then sees the room). SeqCst on
+            // both sides makes one of the two true.
+            let _waiting = Waiting::count(&self.waiting);
             let taken = self.taken.notified();
             tokio::pin!(taken);
-            // Registered before the check, so a take between the check and the wait wakes us.
             taken.as_mut().enable();
-            if self.bytes.load(Ordering::Acquire) < limit {
-                return;
+            if self.bytes.load(Ordering::SeqCst) >= limit {
+                taken.await;
             }
-            taken.await;
         }
+    }
+
+    fn take(&self, n: usize) {
+        self.bytes.fetch_sub(n, Ordering::SeqCst);
+        if self.waiting.load(Ordering::SeqCst) > 0 {
+            self.taken.notify_waiters();
+        }
+    }
+}
+
+/// One task counted in [`Queued::waiting`] for as long as it lives (a dropped wait included).
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn count(waiting: &'a AtomicUsize) -> Waiting<'a> {
+        waiting.fetch_add(1, Ordering::SeqCst);
+        Waiting(waiting)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -313,9 +340,9 @@ impl Outbox {
     pub fn send(&self, text: String) {
         let len = text.len();
         // Counted before it is queued, so the writer never takes more than was counted.
-        self.queued.bytes.fetch_add(len, Ordering::AcqRel);
+        self.queued.bytes.fetch_add(len, Ordering::SeqCst);
         if self.tx.send(text).is_err() {
-            self.queued.bytes.fetch_sub(len, Ordering::AcqRel);
+            self.queued.take(len);
         }
     }
 
@@ -333,14 +360,13 @@ impl Outbox {
 
     /// Bytes queued and not yet taken by the writer.
     pub fn queued_bytes(&self) -> usize {
-        self.queued.bytes.load(Ordering::Acquire)
+        self.queued.bytes.load(Ordering::SeqCst)
     }
 }
 
 impl Queue {
     fn took(&self, text: &str) {
-        self.queued.bytes.fetch_sub(text.len(), Ordering::AcqRel);
-        self.queued.taken.notify_waiters();
+        self.queued.take(text.len());
     }
 
     /// The next message; `None` once every [`Outbox`] is gone (or closed) and all is taken.
@@ -565,5 +591,31 @@ mod tests {
             text,
             "Content-Length: 7\r\n\r\n{\"n\":1}Content-Length: 7\r\n\r\n{\"n\":2}"
         );
+    }
+
+    #[tokio::test]
+    async fn events_wait_for_room_and_responses_never_do() {
+        let (outbox, mut queue) = Outbox::channel();
+        let big = "x".repeat(OUTBOX_ROOM);
+        outbox.send_paced(big.clone()).await;
+        // Over the room: the next event waits, a response does not.
+        let waiting =
+            tokio::time::timeout(Duration::from_millis(50), outbox.send_paced("{}".into())).await;
+        assert!(waiting.is_err(), "an event went past a full outbox");
+        outbox.send("{\"id\":1}".into());
+        assert_eq!(outbox.queued_bytes(), OUTBOX_ROOM + 8);
+        // The writer takes the big one: the waiting event goes in.
+        let paced = outbox.send_paced("{\"event\":2}".into());
+        let (taken, ()) = tokio::join!(
+            async {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                queue.recv().await
+            },
+            paced
+        );
+        assert_eq!(taken.map(|t| t.len()), Some(OUTBOX_ROOM));
+        assert_eq!(queue.recv().await.as_deref(), Some("{\"id\":1}"));
+        assert_eq!(queue.recv().await.as_deref(), Some("{\"event\":2}"));
+        assert_eq!(outbox.queued_bytes(), 0);
     }
 }
