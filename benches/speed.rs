@@ -264,6 +264,9 @@ impl Peer {
             .arg("--manifest")
             .arg(ws.path().join("pod.toml"))
             .args(extra)
+            // Session logs stay in the throwaway workspace.
+            .arg("--state-dir")
+            .arg(ws.path().join(".pod"))
             .current_dir(ws.path());
         Peer::spawn(c)
     }
@@ -453,10 +456,7 @@ fn read_tool_cost(ws: &Workspace, calls: usize) -> (f64, f64) {
         .enable_all()
         .build()
         .expect("runtime");
-    let ctx = ToolContext {
-        workspace: ws.path().canonicalize().expect("canonical"),
-        cancel: tokio_util::sync::CancellationToken::new(),
-    };
+    let ctx = ToolContext::new(ws.path().canonicalize().expect("canonical"));
     let input = json!({ "path": "small.txt" });
     rt.block_on(async {
         for _ in 0..200 {
@@ -804,7 +804,8 @@ fn session(runs: usize) {
     let (mut append, mut serialize, mut resume, mut process) = (vec![], vec![], vec![], vec![]);
     for _ in 0..runs {
         let ws = Workspace::new(&manifest("default_action = \"ask\""), "");
-        let mut log = SessionLog::create(ws.path()).expect("create");
+        let sessions = ws.path().join(".pod/sessions");
+        let mut log = SessionLog::create(&sessions).expect("create");
         let id = log.id().to_string();
         let t = Instant::now();
         for item in &items {
@@ -819,7 +820,7 @@ fn session(runs: usize) {
         }
         serialize.push(us(t.elapsed()) / ITEMS as f64);
         let t = Instant::now();
-        let resumed = SessionLog::resume(ws.path(), &id).expect("resume");
+        let resumed = SessionLog::resume(&sessions, &id, ws.path()).expect("resume");
         resume.push(t.elapsed().as_secs_f64() * 1e3);
         assert_eq!(resumed.items.len(), ITEMS);
         drop(resumed);

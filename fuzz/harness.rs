@@ -76,7 +76,9 @@ fn fixture() -> &'static Fixture {
         let workspace = dir.path().canonicalize().expect("canonical tempdir");
         let path = workspace.join("pod.toml");
         std::fs::write(&path, DISPATCH_MANIFEST).expect("write manifest");
-        let dispatch = Manifest::load(&path).expect("dispatch manifest");
+        let mut dispatch = Manifest::load(&path).expect("dispatch manifest");
+        // Session logs in the throwaway workspace, removed after each input.
+        dispatch.set_state_dir(&workspace.join(".pod"));
         let policy = Manifest::parse(POLICY_MANIFEST, &path)
             .expect("policy manifest")
             .policy();

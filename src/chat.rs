@@ -22,7 +22,7 @@
 //! Without `--manifest` the chat uses `examples/pod.toml` (embedded): it is written to a fresh
 //! temporary folder with `workspace` set to the current directory (line numbers unchanged), so
 //! `!ls` lists the user's files, and the folder is removed at exit. Sessions are logged where
-//! `pod serve` logs them: `<workspace>/.pod/sessions/`.
+//! `pod serve` logs them: the per-user state folder (`pod sessions` lists them).
 
 use std::collections::VecDeque;
 use std::io::{IsTerminal, Write};

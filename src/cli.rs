@@ -1,5 +1,5 @@
-//! The one-shot commands: `pod check`, `pod explain`, `pod schema`. Each returns the process
-//! exit code; output goes to stdout, problems to stderr.
+//! The one-shot commands: `pod check`, `pod explain`, `pod sessions`, `pod schema`. Each returns
+//! the process exit code; output goes to stdout, problems to stderr.
 
 use std::path::Path;
 
@@ -143,6 +143,15 @@ pub fn explain(path: &Path, tool: &str, input: &str, json: bool) -> u8 {
 pub fn explain_text(manifest: &Manifest, decision: &Decision) -> String {
     let mut out = format!("decision: {}\n", decision.decision);
     let file = manifest.path.display();
+    if let Some(tool) = decision.subjects.first().map(|s| s.tool.as_str()) {
+        let governing = crate::permission::kinds::governing(tool);
+        if !governing.is_empty() {
+            out.push_str(&format!(
+                "  rules consulted: {tool}'s own, and those of {} (rules follow the kind of access)\n",
+                governing.join(" and ")
+            ));
+        }
+    }
     for s in &decision.subjects {
         let by = match (&s.rule, manifest.default_action()) {
             (Some(r), _) => format!(
@@ -170,6 +179,42 @@ pub fn explain_text(manifest: &Manifest, decision: &Decision) -> String {
         out.push('\n');
     }
     out
+}
+
+/// `pod sessions`: the folder holding a pod's session logs, then one line per session (id, last
+/// change, size), oldest first. A session is removed by deleting its file.
+pub fn sessions(path: &Path, state_dir: Option<&Path>) -> u8 {
+    let mut manifest = match Manifest::load(path) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("{e}");
+            return 1;
+        }
+    };
+    if let Some(folder) = state_dir {
+        manifest.set_state_dir(folder);
+    }
+    let dir = manifest.sessions_dir();
+    let sessions = match crate::session::list(&dir) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return 1;
+        }
+    };
+    println!("{} ({} sessions)", dir.display(), sessions.len());
+    for s in sessions {
+        let when = s
+            .modified
+            .map(time::OffsetDateTime::from)
+            .and_then(|t| {
+                t.format(&time::format_description::well_known::Rfc3339)
+                    .ok()
+            })
+            .unwrap_or_else(|| "?".into());
+        println!("{}  {when}  {} bytes", s.id, s.bytes);
+    }
+    0
 }
 
 /// `pod schema [--check]`.

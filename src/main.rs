@@ -28,6 +28,10 @@ enum Command {
         /// Resume this session id instead of starting a new session.
         #[arg(long)]
         resume: Option<String>,
+        /// The folder holding the session logs (default: `[pod].state_dir`, else
+        /// `$XDG_STATE_HOME/pod/<workspace>-<hash>`).
+        #[arg(long)]
+        state_dir: Option<PathBuf>,
         /// Largest accepted message in bytes.
         #[arg(long, default_value_t = pod::server::DEFAULT_MAX_MESSAGE)]
         max_message_bytes: usize,
@@ -50,6 +54,14 @@ enum Command {
         /// Read the kit from this folder instead of the copy built into the binary.
         #[arg(long)]
         kit: Option<PathBuf>,
+    },
+    /// List a pod's sessions (id, last change, size) and the folder holding them.
+    Sessions {
+        #[arg(long, default_value = "pod.toml")]
+        manifest: PathBuf,
+        /// The folder holding the session logs, as given to `pod serve --state-dir`.
+        #[arg(long)]
+        state_dir: Option<PathBuf>,
     },
     /// Validate a manifest and lint its rules; exit 1 on errors.
     Check { manifest: PathBuf },
@@ -84,8 +96,13 @@ fn main() -> ExitCode {
         Command::Serve {
             manifest,
             resume,
+            state_dir,
             max_message_bytes,
-        } => pod::server::main(&manifest, resume, max_message_bytes),
+        } => pod::server::main(&manifest, resume, state_dir.as_deref(), max_message_bytes),
+        Command::Sessions {
+            manifest,
+            state_dir,
+        } => pod::cli::sessions(&manifest, state_dir.as_deref()),
         Command::Chat { manifest } => pod::chat::main(manifest.as_deref()),
         Command::Conformance {
             pod_cmd,

@@ -1,7 +1,9 @@
 //! Scope: the directory-level write boundary (`[scope].writable`) for the file tools.
 //!
-//! Independent of permissions (both must pass). Checked after symlink resolution, so writing
-//! through a symlink that points outside the writable folders is refused.
+//! Independent of permissions (both must pass). Checked on the target the runtime pinned (the
+//! path resolved through symlinks), so writing through a symlink that points outside the
+//! writable folders is refused; the writable folder found is the one the tool opens the target
+//! beneath.
 //!
 //! Must not touch: rules, approvals, running tools.
 
@@ -28,19 +30,25 @@ impl Scope {
         }
     }
 
-    /// `Err(text)` when `tool` would write outside the writable folders.
-    pub fn check(&self, tool: &str, input: &serde_json::Value) -> Result<(), String> {
-        if !WRITING_TOOLS.contains(&tool) {
-            return Ok(());
+    /// True when `tool` writes the file its `path` names.
+    pub fn writes(tool: &str) -> bool {
+        WRITING_TOOLS.contains(&tool)
+    }
+
+    /// For a writing `tool`, the writable folder holding `resolved` (the pinned target of input
+    /// path `raw`), or `Err(text)` when it is outside them; `Ok(None)` for other tools.
+    pub fn check(&self, tool: &str, raw: &str, resolved: &Path) -> Result<Option<&Path>, String> {
+        if !Scope::writes(tool) {
+            return Ok(None);
         }
-        let Some(raw) = input.get("path").and_then(|p| p.as_str()) else {
-            return Err(format!(
-                "denied by scope: the {tool} input has no string `path`, so its target cannot be checked"
-            ));
-        };
-        let resolved = path::resolve_in(&self.workspace, Path::new(raw));
-        if self.writable.iter().any(|w| resolved.starts_with(w)) {
-            return Ok(());
+        // The deepest writable folder holding it, so the open starts as low as it can.
+        if let Some(root) = self
+            .writable
+            .iter()
+            .filter(|w| resolved.starts_with(w))
+            .max_by_key(|w| w.components().count())
+        {
+            return Ok(Some(root));
         }
         let shown: Vec<String> = self
             .writable
@@ -49,7 +57,7 @@ impl Scope {
             .collect();
         Err(format!(
             "denied by scope: {raw} resolves to {}, outside [scope].writable ({})",
-            path::display(&resolved, &self.workspace),
+            path::display(resolved, &self.workspace),
             shown.join(", ")
         ))
     }
@@ -67,18 +75,21 @@ mod tests {
         std::fs::create_dir(ws.join("src")).unwrap();
         std::os::unix::fs::symlink(outside.path(), ws.join("src/out")).unwrap();
         let scope = Scope::new(&ws, &[ws.join("src")]);
-        let input = |p: &str| serde_json::json!({ "path": p, "content": "x" });
-        assert!(scope.check("file_write", &input("src/a.txt")).is_ok());
-        assert!(scope.check("file_write", &input("b.txt")).is_err());
-        let err = scope.check("edit", &input("src/out/c.txt")).unwrap_err();
+        let check = |tool: &str, raw: &str| {
+            let resolved = path::resolve_in(&ws, Path::new(raw));
+            scope
+                .check(tool, raw, &resolved)
+                .map(|r| r.map(Path::to_path_buf))
+        };
+        assert_eq!(check("file_write", "src/a.txt"), Ok(Some(ws.join("src"))));
+        assert!(check("file_write", "b.txt").is_err());
+        let err = check("edit", "src/out/c.txt").unwrap_err();
         assert!(err.contains("outside [scope].writable (src)"), "{err}");
-        assert!(scope.check("file_write", &input("src/../b.txt")).is_err());
+        assert!(check("file_write", "src/../b.txt").is_err());
         // `..` after a symlink leaves through the link's target, not lexically.
         std::fs::create_dir(outside.path().join("deeper")).unwrap();
         std::os::unix::fs::symlink(outside.path().join("deeper"), ws.join("src/deep")).unwrap();
-        assert!(scope
-            .check("file_write", &input("src/deep/../x.txt"))
-            .is_err());
-        assert!(scope.check("read", &input("/etc/passwd")).is_ok());
+        assert!(check("file_write", "src/deep/../x.txt").is_err());
+        assert_eq!(check("read", "/etc/passwd"), Ok(None));
     }
 }

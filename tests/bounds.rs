@@ -646,7 +646,6 @@ fn a_stalled_client_holds_the_stream_back_and_cancel_still_works() {
     }
     assert_eq!(cancelled, Some(json!(true)));
     assert_eq!(run, Some(json!("cancelled")));
-    drop(send);
     let _ = child.kill();
     let _ = child.wait();
 }

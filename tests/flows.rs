@@ -364,7 +364,10 @@ fn resume_reports_resumed_keeps_history_and_session_grants() {
     let id = first["session"]["id"].as_str().unwrap_or("").to_string();
     let mut pod = PodProcess::spawn_with(&ws, Framing::Headers, &["--resume", &id]);
     let init = pod.initialize(true);
-    assert_eq!(init["session"], json!({"id": id, "resumed": true}));
+    assert_eq!(
+        init["session"],
+        json!({"id": id, "resumed": true, "droppedGrants": 0})
+    );
     let history = pod.call("history", json!({}));
     let users = items_of(&history, "userMessage");
     assert_eq!(users.len(), 1);

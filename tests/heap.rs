@@ -144,10 +144,12 @@ async fn settle() {
 async fn the_heap_beyond_history_is_flat_and_released_at_close() {
     const CYCLES: usize = 1000;
     let ws = Workspace::new(300);
-    let manifest = Manifest::load(&ws.manifest()).expect("manifest");
+    let mut manifest = Manifest::load(&ws.manifest()).expect("manifest");
+    manifest.set_state_dir(&ws.state_dir());
     let copy = Workspace::new(300);
-    let copy_manifest = Manifest::load(&copy.manifest()).expect("manifest");
-    std::fs::create_dir_all(copy.path(".pod/sessions")).expect("mkdir");
+    let mut copy_manifest = Manifest::load(&copy.manifest()).expect("manifest");
+    copy_manifest.set_state_dir(&copy.state_dir());
+    std::fs::create_dir_all(copy.sessions_dir()).expect("mkdir");
 
     settle().await;
     let start = held();
@@ -183,8 +185,8 @@ async fn the_heap_beyond_history_is_flat_and_released_at_close() {
             live_100 = held() - start;
             let name = format!("{session}.jsonl");
             std::fs::copy(
-                ws.path(&format!(".pod/sessions/{name}")),
-                copy.path(&format!(".pod/sessions/{name}")),
+                ws.sessions_dir().join(&name),
+                copy.sessions_dir().join(&name),
             )
             .expect("copy the log");
         }

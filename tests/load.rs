@@ -36,10 +36,10 @@ const TOLERATED_KIB_PER_CYCLE: i64 = 4;
 /// history costs, without any of the live pod's turn machinery.
 fn resumed_rss(ws: &Workspace, session: &str) -> u64 {
     let copy = Workspace::new(300);
-    let dir = copy.path(".pod/sessions");
+    let dir = copy.sessions_dir();
     std::fs::create_dir_all(&dir).unwrap_or_default();
     let name = format!("{session}.jsonl");
-    std::fs::copy(ws.path(&format!(".pod/sessions/{name}")), dir.join(&name)).unwrap_or_default();
+    std::fs::copy(ws.sessions_dir().join(&name), dir.join(&name)).unwrap_or_default();
     let mut pod = PodProcess::spawn_with(&copy, Framing::Lines, &["--resume", session]);
     let init = pod.initialize(true);
     assert_eq!(init["session"]["resumed"], true, "{init}");

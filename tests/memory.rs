@@ -7,7 +7,7 @@ mod common;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::provider::{self, Api, Out, Provider, Script};
@@ -51,7 +51,7 @@ unsafe impl GlobalAlloc for Counting {
 static ALLOCATOR: Counting = Counting;
 
 /// One test at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Runs `f` and returns the most bytes held during it beyond what was held before.
 async fn peak_during<F: std::future::Future>(f: F) -> (F::Output, i64) {
@@ -78,7 +78,7 @@ fn write_one_line(path: &std::path::Path, size: usize) {
 
 #[tokio::test]
 async fn read_holds_a_small_multiple_of_its_cap_whatever_the_line() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = SERIAL.lock().await;
     let dir = tempfile::tempdir().unwrap();
     write_one_line(&dir.path().join("big.txt"), 64 * 1024 * 1024);
     let ctx = ToolContext::new(dir.path());
@@ -122,7 +122,7 @@ fn config(api: Api, provider: &Provider, key: &std::path::Path) -> ModelConfig {
 
 #[tokio::test]
 async fn an_error_body_is_held_only_up_to_a_limit() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = SERIAL.lock().await;
     const BODY: usize = 64 * 1024 * 1024;
     let dir = tempfile::tempdir().unwrap();
     let key = dir.path().join("key");
@@ -162,7 +162,7 @@ async fn an_error_body_is_held_only_up_to_a_limit() {
 /// An in-process connection whose client stops reading after `initialize`.
 #[tokio::test]
 async fn a_client_that_stops_reading_keeps_the_pod_flat() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = SERIAL.lock().await;
     let api = Api::Anthropic;
     let body: Arc<Script> = Arc::new(move |out: &mut Out| {
         out.sse_head()?;

@@ -1010,7 +1010,9 @@ message = "Deleting files is not allowed in this workspace."
     std::fs::write(ws.join("pod.toml"), manifest).unwrap();
     std::fs::create_dir(ws.join("build")).unwrap();
     std::fs::write(ws.join("build/keep.txt"), "x").unwrap();
-    let manifest = pod::manifest::Manifest::load(&ws.join("pod.toml")).unwrap();
+    let mut manifest = pod::manifest::Manifest::load(&ws.join("pod.toml")).unwrap();
+    // Session logs beside the workspace, in the same temporary folder.
+    manifest.set_state_dir(&dir.path().join("state"));
     let pod = pod::pod::Pod::open(manifest, pod::pod::PodOptions::default()).unwrap();
 
     let (tx, mut rx) = mpsc::unbounded_channel();

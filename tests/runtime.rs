@@ -17,6 +17,8 @@ use tokio_util::sync::CancellationToken;
 struct Fixture {
     _dir: tempfile::TempDir,
     ws: PathBuf,
+    /// The state folder (session logs), outside the workspace.
+    state: tempfile::TempDir,
     manifest: Manifest,
 }
 
@@ -24,10 +26,13 @@ fn fixture(manifest: &str) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().canonicalize().unwrap();
     std::fs::write(ws.join("pod.toml"), manifest).unwrap();
-    let manifest = Manifest::load(&ws.join("pod.toml")).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let mut manifest = Manifest::load(&ws.join("pod.toml")).unwrap();
+    manifest.set_state_dir(state.path());
     Fixture {
         _dir: dir,
         ws,
+        state,
         manifest,
     }
 }
@@ -324,8 +329,8 @@ async fn scope_refuses_writes_through_an_outside_symlink() {
     assert!(!outside.path().join("escape.txt").exists());
 }
 
-fn session_file(ws: &Path, id: &str) -> PathBuf {
-    ws.join(".pod/sessions").join(format!("{id}.jsonl"))
+fn session_file(state: &Path, id: &str) -> PathBuf {
+    state.join("sessions").join(format!("{id}.jsonl"))
 }
 
 /// A crash mid-write: the log ends in a torn line and a tool call has no result. Resume drops
@@ -337,7 +342,7 @@ async fn resume_after_a_torn_write_closes_orphans() {
     run(&pod, "!echo one").await;
     let id = pod.session_id().to_string();
     drop(pod);
-    let path = session_file(&f.ws, &id);
+    let path = session_file(f.state.path(), &id);
     let log = std::fs::read_to_string(&path).unwrap();
     // Keep everything up to the tool call, then half of the result line: a crash mid-write.
     let lines: Vec<&str> = log.lines().collect();
@@ -478,11 +483,10 @@ async fn max_steps_ends_the_turn() {
         "[pod]\nmax_steps = 3\n[model]\nscenario = \"scenario.toml\"\n",
     )
     .unwrap();
-    let pod = Pod::open(
-        Manifest::load(&ws.join("pod.toml")).unwrap(),
-        PodOptions::default(),
-    )
-    .unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let mut manifest = Manifest::load(&ws.join("pod.toml")).unwrap();
+    manifest.set_state_dir(state.path());
+    let pod = Pod::open(manifest, PodOptions::default()).unwrap();
     let (result, _) = run(&pod, "go").await;
     assert_eq!(result.stop_reason, StopReason::MaxSteps);
     assert_eq!(tool_results(&pod.history()).len(), 3);

@@ -28,6 +28,7 @@ async fn a_jsonrpsee_client_runs_an_ask_flow() {
         .arg("serve")
         .arg("--manifest")
         .arg(ws.manifest())
+        .env("XDG_STATE_HOME", ws.state_home())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .kill_on_drop(true)

@@ -8,8 +8,8 @@
 //!
 //! - allow-list (`echo *`, `printf *`, `true`, `:` and writes to `out*`): an allowed command
 //!   must exec nothing and write nothing but its redirection subjects;
-//! - deny-list (default allow, `rm *` and `touch *` denied): no `rm` or `touch` may appear in the
-//!   trace of an allowed command.
+//! - deny-list (default allow, `rm *` and `touch *` denied, writes to `*.env` denied): no `rm` or
+//!   `touch` may appear in the trace of an allowed command, and no `*.env` file may be written.
 //!
 //! `oracle_smoke` runs a bounded number of cases in CI (`POD_ORACLE_CASES`, default 3000
 //! generated lines); `oracle_long` is the long run (`cargo test --release --test shell_oracle --
@@ -64,6 +64,10 @@ action = "deny"
 [[permissions.rule]]
 tool = "bash"
 pattern = "touch *"
+action = "deny"
+[[permissions.rule]]
+tool = "file_write"
+pattern = "*.env"
 action = "deny"
 "#;
 
@@ -221,10 +225,12 @@ fn parse_trace(text: &str) -> Trace {
                     trace.writes.extend(strings.first().cloned());
                 }
             }
-            "unlink" | "unlinkat" | "rename" | "renameat" | "renameat2" | "mkdir" | "mkdirat"
-            | "symlink" | "symlinkat" | "link" | "linkat" | "truncate" => {
-                trace.writes.extend(strings)
+            // A link's target is not written; the new name is.
+            "symlink" | "symlinkat" | "link" | "linkat" => {
+                trace.writes.extend(strings.last().cloned())
             }
+            "unlink" | "unlinkat" | "rename" | "renameat" | "renameat2" | "mkdir" | "mkdirat"
+            | "truncate" => trace.writes.extend(strings),
             _ => {}
         }
     }
@@ -302,6 +308,9 @@ fn allow_list_finding(decision: &Decision, trace: &Trace, dir: &Path) -> Option<
 
 /// A finding of the deny-list check, if any.
 fn deny_list_finding(trace: &Trace) -> Option<String> {
+    if let Some(w) = trace.writes.iter().find(|w| w.ends_with(".env")) {
+        return Some(format!("allowed, but wrote {w}"));
+    }
     let denied: Vec<_> = trace
         .execs
         .iter()
@@ -412,7 +421,12 @@ impl Gen {
     fn compound(&mut self, depth: usize) -> String {
         let s = self.script(depth);
         let w = self.word(depth);
-        match self.rng.gen_range(0..14) {
+        let p = self.payload();
+        match self.rng.gen_range(0..18) {
+            14 => format!("cat <<EOF\nE\\\nOF\n{p}\nEOF"),
+            15 => format!("sh -c '{}'", s.replace('\'', "")),
+            16 => format!("bash -c '{}' '{p}' x", s.replace('\'', "")),
+            17 => format!("set -H; set -o history\n: {p}\n!:1-$"),
             0 => format!("{{ {s}; }}"),
             1 => format!("( {s} )"),
             2 => format!("if {s}; then {}; fi", self.script(depth)),
@@ -431,7 +445,10 @@ impl Gen {
     }
 
     fn assignment(&mut self, depth: usize) -> String {
-        let name = self.pick(&["x", "y", "a", "PS4", "BASH_ENV", "r", "a[0]", "a[x]", "OPT"]);
+        let name = self.pick(&[
+            "x", "y", "a", "PS4", "BASH_ENV", "r", "a[0]", "a[x]", "OPT", "pc", "bash", "hBc",
+            "ZIPOPT", "i",
+        ]);
         let p = self.payload();
         let value = match self.rng.gen_range(0..12) {
             0 => format!("'$({p})'"),
@@ -496,6 +513,32 @@ impl Gen {
                 "bash",
                 "sh",
                 "printf -v x",
+                "printf -vx",
+                "read -ax",
+                "command printf -v x",
+                "builtin read x",
+                "wait -n -p",
+                "declare -a",
+                "sed",
+                "split -l1",
+                "zip x.zip",
+                "git grep --no-index -O",
+                "make --ev=",
+                "ssh -4o",
+                "python3 -i notes",
+                "cp notes",
+                "dd if=notes of=",
+                "sort -o",
+                "truncate -s 0",
+                "ln -s notes",
+                "tee",
+                "touch",
+                "mv notes",
+                "install notes",
+                "sh -c",
+                "dash -c",
+                "set -H;",
+                "echo $((MACHTYPE)) $(( $- )) $(( $0 ))",
                 "echo",
                 "echo",
                 "echo",
@@ -540,7 +583,7 @@ impl Gen {
     fn word(&mut self, depth: usize) -> String {
         let p = self.payload();
         let nested = depth < 3;
-        match self.rng.gen_range(0..34) {
+        match self.rng.gen_range(0..36) {
             0 => "hi".into(),
             1 => format!("'{p}'"),
             2 => format!("\"{p}\""),
@@ -574,6 +617,34 @@ impl Gen {
             30 => "\\;".into(),
             31 => format!("$'{p}'"),
             32 => "a[$(echo 0)]".into(),
+            33 => self
+                .pick(&[
+                    "{-v,x}",
+                    "[-]i",
+                    "{-e1e\\ rm\\ -rf\\ victim,x}",
+                    "$0",
+                    "$-",
+                    "$_",
+                    "x.env",
+                    "'a[$(rm -rf victim)]'",
+                    "$((MACHTYPE))",
+                    "'s[a[b[;e rm -rf victim'",
+                    "':a e touch pwned'",
+                    "'a foo\\\\\ne touch pwned'",
+                    "'1e touch pwned'",
+                    "'s/x/y/w x.env'",
+                    "--filter='rm -rf victim'",
+                    "-vPS4",
+                    "{--filter=touch\\ pwned,x}",
+                    "'$(rm -rf victim)'",
+                    "-i",
+                    "[z]",
+                    "x[z]",
+                    "--upload-pac='touch pwned;:'",
+                    "-O'touch pwned #'",
+                    "--unzip-command='touch pwned #'",
+                ])
+                .to_string(),
             _ => "victim".into(),
         }
     }
@@ -711,6 +782,53 @@ const KNOWN: &[&str] = &[
     "echo `rm -rf victim`",
     "echo ${x:-$(rm -rf victim)}",
     "echo \"${x:-$(rm -rf victim)}\"",
+    // Found by an attacker pass on the first version of the engine (docs/hardening.md).
+    "cat <<EOF\nE\\\nOF\nrm -rf victim\nEOF",
+    "echo <<EOF\nE\\\nOF\ntouch pwned\nEOF",
+    "sed 's[a[b[;e rm -rf victim' notes",
+    "sed -n 's[a[b[;w x.env' notes",
+    "sed -n ':a e touch pwned' notes",
+    "sed -n ':a w x.env' notes",
+    "sed 't a e touch pwned\n:a' notes",
+    "sed -n 'a foo\\\\\ne touch pwned' notes",
+    "sed -n p {-e1e\\ rm\\ -rf\\ victim,x} notes",
+    "echo >-i; sed s/a/b/ [-]i notes",
+    "printf {-vPS4,'$(rm -rf victim)'}; set -x; true",
+    "echo > -v; printf [-]v PS4 '$(rm -rf victim)'; set -x; true",
+    "shopt -s nullglob; printf [z] -v PS4 '$(rm -rf victim)'; set -x; true",
+    "[ {-v,'a[$(rm -rf victim)]'} ]; echo",
+    "split -l1 {--filter=rm\\ -rf\\ victim,-a3} notes",
+    "printf -vx '%s' 'a[$(rm -rf victim)]'; echo $((x))",
+    "printf -vx 'a[$(touch pwned)]'; [[ $x -eq 1 ]]",
+    "read -ax <<< 'a[$(rm${IFS}-rf${IFS}victim)]'; echo $((x))",
+    "command printf -v x '%s' 'a[$(rm -rf victim)]'; echo $((x))",
+    "builtin read x <<< 'a[$(rm -rf victim)]'; echo $((x))",
+    "hBc='a[$(rm -rf victim)]'; echo $(( $- ))",
+    "bash='a[$(rm -rf victim)]'; echo $(( $0 ))",
+    "pc='a[$(rm -rf victim)]'; echo $((MACHTYPE))",
+    "bash -c 'echo $(($0))' 'a[$(rm -rf victim)]'",
+    "bash -c 'setpriv sh -c \"$0\"' 'rm -rf victim'",
+    "declare -a 'x=([$(rm -rf victim)]=1)'",
+    "sleep 0 & wait -n -p 'a[$(rm -rf victim)]'; echo",
+    "set -o history; set -H\n: rm -rf victim\n!:1-$",
+    "sh -c '((rm -rf victim))'",
+    "sh -c '[[ a || rm -rf victim ]]'",
+    "sh -c 'echo a &>/dev/null rm -rf victim; wait'",
+    "ssh -4oProxyCommand='rm -rf victim' x",
+    "git init -q r && git ls-remote --upload-pac='rm -rf victim;:' r",
+    "git grep --no-index -O'rm -rf victim #' line",
+    "make --ev='$(shell rm -rf victim)'",
+    "make '-E$(shell rm -rf victim)'",
+    "sqlite3 --cmd '.shell rm -rf victim' x.db 'select 1'",
+    "split --f='rm -rf victim' notes",
+    "zip --unzip-command='rm -rf victim #' -T x.zip notes",
+    "ZIPOPT='-T -TT rm${IFS}-rf${IFS}victim;:' zip x.zip notes",
+    "python3 -i notes <<'EOF'\nimport os;os.system('rm -rf victim')\nEOF",
+    "cp notes x.env",
+    "dd if=notes of=x.env",
+    "ln -s notes x.env",
+    "sort -o x.env notes",
+    "truncate -s 0 x.env",
 ];
 
 /// The checks themselves can fail: a command that runs `rm` and writes outside its subjects,

@@ -180,6 +180,25 @@ const ATTACKS: &[(&str, &str)] = &[
         "python3 -m timeit -n 1 'import shutil; shutil.rmtree(\"VICTIM\")'",
     ),
     ("code", "python3 -c 'import shutil; shutil.rmtree(\"VICTIM\")'"),
+    // Found by an attacker pass on the first version of the engine (docs/hardening.md).
+    ("attacker", "cat <<EOF\nE\\\nOF\nrm -rf VICTIM\nEOF"),
+    ("attacker", "sed 's[a[b[;e rm -rf VICTIM' notes"),
+    ("attacker", "sed -n ':a e rm -rf VICTIM' notes"),
+    ("attacker", "sed -n p {-e1e\\ rm\\ -rf\\ VICTIM,x} notes"),
+    ("attacker", "printf {-vPS4,'$(rm -rf VICTIM)'}; set -x; true"),
+    ("attacker", "printf -vx '%s' 'a[$(rm -rf VICTIM)]'; echo $((x))"),
+    ("attacker", "command printf -v x '%s' 'a[$(rm -rf VICTIM)]'; echo $((x))"),
+    ("attacker", "pc='a[$(rm -rf VICTIM)]'; echo $((MACHTYPE))"),
+    ("attacker", "bash -c 'echo $(($0))' 'a[$(rm -rf VICTIM)]'"),
+    ("attacker", "declare -a 'x=([$(rm -rf VICTIM)]=1)'"),
+    ("attacker", "set -o history; set -H\n: rm -rf VICTIM\n!:1-$"),
+    ("attacker", "sh -c '((rm -rf VICTIM))'"),
+    ("attacker", "sh -c 'echo a &>/dev/null rm -rf VICTIM; wait'"),
+    ("attacker", "ssh -4oProxyCommand='rm -rf VICTIM' x"),
+    ("attacker", "make --ev='$(shell rm -rf VICTIM)'"),
+    ("attacker", "split --f='rm -rf VICTIM' notes"),
+    ("attacker", "git grep --no-index -O'rm -rf VICTIM #' n"),
+    ("attacker", "python3 -i notes <<'EOF'\nimport shutil;shutil.rmtree('VICTIM')\nEOF"),
 ];
 
 /// Writes the deny-list forbids; the files must be unchanged afterwards.
@@ -210,6 +229,12 @@ const MUST_STAY: &[(&str, &str, &str)] = &[
     ("printf '%s\\n' a b | sed 's/a/b/'", "allow", "allow"),
     ("cat notes | grep n > out2.txt && wc -l notes", "allow", "deny"),
     ("rmdir empty", "allow", "deny"),
+    ("x=5; echo $((x+1))", "allow", "allow"),
+    ("for i in 1 2 3; do echo $((i*2)); done", "allow", "allow"),
+    ("awk '{ if ($1 > 5) print $1 }' notes", "allow", "allow"),
+    ("awk '/n|m/' notes", "allow", "allow"),
+    ("echo \"${HOME@Q}\"", "allow", "allow"),
+    ("cargo --version", "allow", "deny"),
 ];
 
 fn victim_of(i: usize) -> String {

@@ -28,6 +28,7 @@ const SKILL: &str = "---\nname: release-notes\ndescription: Drafts release notes
 
 struct Fixture {
     _tmp: tempfile::TempDir,
+    _state: tempfile::TempDir,
     pod: Arc<Pod>,
 }
 
@@ -45,9 +46,15 @@ fn fixture(extra: &str) -> Fixture {
     );
     let path = dir.join("pod.toml");
     std::fs::write(&path, &text).unwrap();
-    let manifest = Manifest::parse(&text, &path).unwrap();
+    let mut manifest = Manifest::parse(&text, &path).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    manifest.set_state_dir(state.path());
     let pod = Pod::open(manifest, PodOptions::default()).unwrap();
-    Fixture { _tmp: tmp, pod }
+    Fixture {
+        _tmp: tmp,
+        _state: state,
+        pod,
+    }
 }
 
 fn script(dir: &Path, name: &str, body: &str) -> PathBuf {

@@ -29,6 +29,7 @@ impl Raw {
             .arg(ws.manifest())
             .env("POD_TEST_PANIC", "1")
             .env("RUST_BACKTRACE", "0")
+            .env("XDG_STATE_HOME", ws.state_home())
             .current_dir(ws.dir.path())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

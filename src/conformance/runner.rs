@@ -60,9 +60,11 @@ pub fn run(requirement: &Requirement, pod_cmd: &str) -> Result<(), String> {
     std::fs::write(&manifest, &requirement.manifest.1)
         .map_err(|e| format!("cannot write the manifest: {e}"))?;
     let command = pod_cmd.replace("{manifest}", &shell_quote(&manifest.display().to_string()));
+    // The pod's per-user state (session logs) goes to the same throwaway folder.
     let mut child = Command::new("sh")
         .arg("-c")
         .arg(&command)
+        .env("XDG_STATE_HOME", dir.0.join(".state"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

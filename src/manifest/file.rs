@@ -32,6 +32,10 @@ pub struct PodSection {
     pub workspace: Option<String>,
     /// Model requests per turn before the turn ends with `max_steps`. Default 50.
     pub max_steps: Option<u32>,
+    /// The folder holding this pod's session logs (`sessions/<id>.jsonl`), relative to the
+    /// manifest's folder. Default: `$XDG_STATE_HOME/pod/<workspace>-<hash>` (or
+    /// `~/.local/state/pod/...`), outside the workspace. `pod serve --state-dir` overrides it.
+    pub state_dir: Option<String>,
 }
 
 /// Which model answers.

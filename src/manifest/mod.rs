@@ -16,7 +16,7 @@ use std::time::Duration;
 pub use error::{line_col, ManifestError};
 pub use file::Provider;
 
-use crate::permission::{Policy, RuleSpec, Rules};
+use crate::permission::{Policy, Protected, ProtectedPath, RuleSpec, Rules};
 use crate::protocol::Action;
 
 /// The built-in tools, in the order they are offered to the model.
@@ -63,6 +63,12 @@ pub struct Manifest {
     /// `[skills].directories`, absolute.
     pub skill_dirs: Vec<PathBuf>,
     pub hooks: Vec<HookConfig>,
+    /// The folder holding this pod's session logs (`sessions/`): `[pod].state_dir`, or the
+    /// per-user default keyed by workspace ([`default_state_dir`]).
+    pub state_dir: PathBuf,
+    /// The state folder writes are kept out of: `state_dir` when it was set, else the per-user
+    /// `pod` state folder holding every workspace's sessions.
+    pub state_root: PathBuf,
 }
 
 #[derive(Debug, Clone)]
@@ -264,6 +270,19 @@ impl Manifest {
             });
         }
 
+        let (state_dir, state_root) = match &pod.state_dir {
+            Some(configured) => {
+                let folder = crate::permission::path::normalize(&dir.join(configured));
+                (folder.clone(), folder)
+            }
+            None => {
+                let root = default_state_root().map_err(|problem| {
+                    at(key_offset(text, "pod", "state_dir"), problem.to_string())
+                })?;
+                (root.join(workspace_key(&workspace)), root)
+            }
+        };
+
         let model = raw.model.unwrap_or_default();
         at_least_one("model", "max_response_bytes", model.max_response_bytes)?;
         at_least_one(
@@ -314,18 +333,124 @@ impl Manifest {
             permissions_line,
             skill_dirs,
             hooks,
+            state_dir,
+            state_root,
         })
     }
 
-    /// The permission policy this manifest declares.
+    /// Puts the session logs in `folder` (`pod serve --state-dir`); relative to the current
+    /// folder.
+    pub fn set_state_dir(&mut self, folder: &Path) {
+        let folder = std::path::absolute(folder).unwrap_or_else(|_| folder.to_path_buf());
+        let folder = crate::permission::path::normalize(&folder);
+        self.state_dir = folder.clone();
+        self.state_root = folder;
+    }
+
+    /// The folder of this pod's session logs.
+    pub fn sessions_dir(&self) -> PathBuf {
+        self.state_dir.join("sessions")
+    }
+
+    /// The permission policy this manifest declares, protecting [`Manifest::protected_paths`].
     pub fn policy(&self) -> Policy {
         Policy::new(self.permissions.clone(), self.workspace.clone())
+            .with_protected(Protected::new(self.protected_paths()))
+    }
+
+    /// Pod's own files, which no write gets without a person: the manifest and every other
+    /// configuration file it names, hook programs (and the scripts they are given), skill
+    /// folders and the state folder. A configuration layer added later (a user config file)
+    /// adds its file here.
+    pub fn protected_paths(&self) -> Vec<ProtectedPath> {
+        let entry = |path: PathBuf, what: &str| ProtectedPath {
+            path,
+            what: what.to_string(),
+        };
+        let manifest = match self.path.file_name() {
+            Some(name) => self.dir.join(name),
+            None => self.path.clone(),
+        };
+        let mut out = vec![entry(manifest, "the manifest")];
+        for file in [&self.model.scenario, &self.model.api_key_file]
+            .into_iter()
+            .flatten()
+        {
+            out.push(entry(file.clone(), "a file the manifest configures"));
+        }
+        for hook in &self.hooks {
+            for (i, word) in hook.command.iter().enumerate() {
+                let candidate = hook.dir.join(word);
+                let named = (i == 0 && word.contains('/')) || (i > 0 && candidate.is_file());
+                if named {
+                    out.push(entry(candidate, "a hook program"));
+                }
+            }
+        }
+        for dir in &self.skill_dirs {
+            out.push(entry(dir.clone(), "a skill folder"));
+        }
+        out.push(entry(self.state_root.clone(), "pod's state folder"));
+        out
     }
 
     /// The default action, or `None` when the permission layer is off.
     pub fn default_action(&self) -> Option<Action> {
         self.permissions.as_ref().map(|r| r.default_action())
     }
+}
+
+/// Why no default state folder can be found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "pod.state_dir: no state folder for the session logs: set [pod].state_dir, or an absolute \
+     XDG_STATE_HOME or HOME"
+)]
+pub struct NoStateFolder;
+
+/// The per-user folder holding every workspace's state: `$XDG_STATE_HOME/pod`, else
+/// `$HOME/.local/state/pod` (only absolute values count, as the XDG spec says).
+pub fn default_state_root() -> Result<PathBuf, NoStateFolder> {
+    let absolute = |name: &str| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    if let Some(state) = absolute("XDG_STATE_HOME") {
+        return Ok(state.join("pod"));
+    }
+    absolute("HOME")
+        .map(|home| home.join(".local/state/pod"))
+        .ok_or(NoStateFolder)
+}
+
+/// The name of a workspace's folder under the state root: its folder name (made safe) and a
+/// hash of its full path, so two workspaces never share one: `myproject-3f2a9c1e5b7d8a04`.
+pub fn workspace_key(workspace: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let name: String = workspace
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "root".into())
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    // FNV-1a (64 bits): stable across builds and platforms, unlike std's hasher.
+    let hash = workspace
+        .as_os_str()
+        .as_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+    format!("{name}-{hash:016x}")
 }
 
 /// Turns a toml/serde error into `file:line:col: key: message (did you mean ...)`.
@@ -434,4 +559,52 @@ fn key_offset(text: &str, section: &str, key: &str) -> usize {
         offset += line.len();
     }
     header_offset(text, section).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protected_paths_name_the_configuration_hooks_skills_and_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(ws.join("hooks")).unwrap();
+        std::fs::write(ws.join("hooks/guard.py"), "").unwrap();
+        let text = "[pod]\nstate_dir = \"state\"\n[skills]\ndirectories = [\"skills\"]\n\
+                    [[hooks.pre_tool_call]]\ncommand = [\"python3\", \"hooks/guard.py\", \"-v\"]\n\
+                    [[hooks.pre_tool_call]]\ncommand = [\"./hooks/check.sh\"]\n";
+        let m = Manifest::parse(text, &ws.join("pod.toml")).unwrap();
+        let paths: Vec<(String, String)> = m
+            .protected_paths()
+            .into_iter()
+            .map(|p| (path_text(&p.path, &ws), p.what))
+            .collect();
+        let want = [
+            ("pod.toml", "the manifest"),
+            ("hooks/guard.py", "a hook program"),
+            ("hooks/check.sh", "a hook program"),
+            ("skills", "a skill folder"),
+            ("state", "pod's state folder"),
+        ];
+        let want: Vec<(String, String)> = want
+            .iter()
+            .map(|(p, w)| (p.to_string(), w.to_string()))
+            .collect();
+        assert_eq!(paths, want);
+        assert_eq!(m.sessions_dir(), ws.join("state/sessions"));
+    }
+
+    fn path_text(p: &Path, ws: &Path) -> String {
+        crate::permission::path::display(&crate::permission::path::normalize(p), ws)
+    }
+
+    #[test]
+    fn the_default_state_folder_is_per_workspace_and_stable() {
+        let a = workspace_key(Path::new("/home/u/my project"));
+        assert!(a.starts_with("my_project-"), "{a}");
+        assert_eq!(a, workspace_key(Path::new("/home/u/my project")));
+        assert_ne!(a, workspace_key(Path::new("/srv/my project")));
+        assert_eq!(a.len(), "my_project-".len() + 16);
+    }
 }

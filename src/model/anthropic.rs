@@ -2,7 +2,7 @@
 //!
 //! Owns: mapping the provider-neutral conversation to a Messages API request
 //! (`POST {base_url}/v1/messages`, streaming) and the streamed events back to one
-//! [`ModelResponse`]. Must not touch: HTTP retries, keys and SSE framing (in [`super::http`]),
+//! [`ModelResponse`]. Must not touch: HTTP retries, keys and SSE framing (in `http` and `sse`),
 //! permissions, tools, the turn loop.
 //!
 //! Mapping: `User` -> a user message with the text; `Assistant` -> an assistant message with a
@@ -18,7 +18,7 @@
 //! ends before `message_stop` is a transport error. A block index that starts twice in one
 //! response is a protocol error (it would otherwise drop the earlier block, a tool call among
 //! them). Text, tool inputs and the number of tool calls count against the response's
-//! [`Budget`] as they arrive.
+//! `Budget` as they arrive.
 //!
 //! Key: `api_key_env`, else `api_key_file`, else the `ANTHROPIC_API_KEY` environment variable;
 //! sent as `x-api-key`, never logged.

@@ -4,7 +4,7 @@
 //! Owns: mapping the provider-neutral conversation to a Chat Completions request
 //! (`POST {base_url}/chat/completions`, `stream: true`, `stream_options.include_usage`) and the
 //! streamed chunks back to one [`ModelResponse`]. Must not touch: HTTP retries, keys and SSE
-//! framing (in [`super::http`]), permissions, tools, the turn loop.
+//! framing (in `http` and `sse`), permissions, tools, the turn loop.
 //!
 //! Mapping: the system prompt -> a `system` message; `User` -> `user`; `Assistant` ->
 //! `assistant` with `content` (null when empty) and `tool_calls`

@@ -2,10 +2,23 @@
 //!
 //! A grant is keyed by the tool whose rules asked and the exact normalized subject text. It only
 //! ever answers an `ask`: a subject a rule or the default denies stays denied.
+//!
+//! Grants read back from a session log are re-validated ([`SessionGrants::restore`]): the log is
+//! a file, and a grant is only restored when the subject could have been granted under the rules
+//! in force now.
 
 use std::collections::HashSet;
 
-use crate::protocol::{Action, Decision};
+use super::{Policy, SubjectKind};
+use crate::protocol::{Action, Decision, SubjectDecision};
+
+/// A grant of a session log that resume did not restore, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DroppedGrant {
+    pub tool: String,
+    pub subject: String,
+    pub reason: String,
+}
 
 #[derive(Debug, Clone, Default)]
 pub struct SessionGrants {
@@ -54,10 +67,178 @@ impl SessionGrants {
     }
 }
 
+impl SessionGrants {
+    /// The grants of a resumed session: each `(tool, subject)` is restored only when the subject
+    /// could have been granted now. It must be what the tool's input yields as one subject of
+    /// its own (a shell grant must read as exactly that one command), and it must not be opaque
+    /// or unparsed (never offered a session grant), denied by a rule or the default, or a write
+    /// of pod's own files. The others are returned with the reason.
+    pub fn restore<'a>(
+        policy: &Policy,
+        grants: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> (SessionGrants, Vec<DroppedGrant>) {
+        let mut restored = SessionGrants::default();
+        let mut dropped = Vec::new();
+        for (tool, subject) in grants {
+            match grantable(policy, tool, subject) {
+                Ok(()) => restored.insert(tool, subject),
+                Err(reason) => dropped.push(DroppedGrant {
+                    tool: tool.to_string(),
+                    subject: subject.to_string(),
+                    reason,
+                }),
+            }
+        }
+        (restored, dropped)
+    }
+}
+
+/// Why `subject` could not have been granted for `tool` under `policy`, if it could not.
+fn grantable(policy: &Policy, tool: &str, subject: &str) -> Result<(), String> {
+    let tool = tool.to_ascii_lowercase();
+    let kind = SubjectKind::of(&tool);
+    let input = match kind {
+        SubjectKind::Shell => serde_json::json!({ "command": subject }),
+        SubjectKind::Path | SubjectKind::SearchRoot => serde_json::json!({ "path": subject }),
+        SubjectKind::Json => match serde_json::from_str::<serde_json::Value>(subject) {
+            Ok(value @ serde_json::Value::Object(_)) => value,
+            _ => return Err("it is not the JSON input of a call of this tool".into()),
+        },
+    };
+    let decision = policy.decide(&tool, &input);
+    let own: Vec<&SubjectDecision> = decision
+        .subjects
+        .iter()
+        .filter(|s| s.tool.eq_ignore_ascii_case(&tool) && s.subject == subject)
+        .collect();
+    let found = match (kind, own.as_slice()) {
+        // Exactly this one command (the files it writes are subjects of their own tools).
+        (SubjectKind::Shell, [one])
+            if decision
+                .subjects
+                .iter()
+                .filter(|s| s.tool.eq_ignore_ascii_case(&tool))
+                .count()
+                == 1 =>
+        {
+            *one
+        }
+        (SubjectKind::Shell, _) => {
+            return Err(format!(
+                "as a command line it reads as {} subject(s), not as exactly this one command",
+                decision
+                    .subjects
+                    .iter()
+                    .filter(|s| s.tool.eq_ignore_ascii_case(&tool))
+                    .count()
+            ))
+        }
+        (_, [first, ..]) => *first,
+        (_, []) => return Err("it is not a subject this tool's input yields".into()),
+    };
+    if found.opaque {
+        return Err(
+            "its effect cannot be read statically (opaque or unparsed), which is never granted for a session"
+                .into(),
+        );
+    }
+    if found.action == Action::Deny {
+        return Err(match &found.rule {
+            Some(r) => format!(
+                "rule {} ({} \"{}\" deny) now denies it",
+                r.index, r.tool, r.pattern
+            ),
+            None => "the rules now deny it".into(),
+        });
+    }
+    if policy.protects(found) {
+        return Err(
+            "it writes pod's own configuration or state, which is never granted for a session"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
+    use super::super::{Protected, ProtectedPath, RuleSpec, Rules};
     use super::*;
-    use crate::protocol::SubjectDecision;
+    use std::path::PathBuf;
+
+    fn policy() -> Policy {
+        let spec = |tool: &str, pattern: &str, action| RuleSpec {
+            tool: tool.into(),
+            pattern: pattern.into(),
+            action,
+            message: None,
+            line: None,
+        };
+        let rules = Rules::compile(
+            Action::Ask,
+            vec![
+                spec("bash", "rm *", Action::Deny),
+                spec("read", "*.env", Action::Deny),
+            ],
+            None,
+        )
+        .unwrap();
+        Policy::new(Some(rules), PathBuf::from("/w")).with_protected(Protected::new(vec![
+            ProtectedPath {
+                path: PathBuf::from("/w/pod.toml"),
+                what: "the manifest".into(),
+            },
+        ]))
+    }
+
+    #[test]
+    fn only_grants_that_could_have_been_made_are_restored() {
+        let p = policy();
+        let grants = [
+            ("bash", "touch a"),
+            ("BASH", "git push"),
+            ("file_write", "out.txt"),
+            ("read", "notes/a.md"),
+            ("bash", "eval touch pwned"),
+            ("bash", "touch a; touch b"),
+            ("bash", "rm -rf victim"),
+            ("bash", "git status\nrm -rf victim\n)"),
+            ("read", ".env"),
+            ("file_write", "pod.toml"),
+            ("edit", "/w/pod.toml"),
+            ("bash", "python3 -c 'import os'"),
+            ("mcp_tool", "not json"),
+        ];
+        let (restored, dropped) = SessionGrants::restore(&p, grants);
+        let kept: Vec<(&str, &str)> = grants
+            .iter()
+            .copied()
+            .filter(|(t, s)| restored.contains(t, s))
+            .collect();
+        assert_eq!(
+            kept,
+            vec![
+                ("bash", "touch a"),
+                ("BASH", "git push"),
+                ("file_write", "out.txt"),
+                ("read", "notes/a.md"),
+            ]
+        );
+        assert_eq!(dropped.len(), grants.len() - kept.len(), "{dropped:#?}");
+        let reason = |subject: &str| {
+            dropped
+                .iter()
+                .find(|d| d.subject == subject)
+                .map(|d| d.reason.clone())
+                .unwrap_or_default()
+        };
+        assert!(reason("eval touch pwned").contains("opaque"));
+        assert!(reason("touch a; touch b").contains("2 subject(s)"));
+        assert!(reason("rm -rf victim").contains("rule 1"));
+        assert!(reason(".env").contains("rule 2"));
+        assert!(reason("pod.toml").contains("pod's own configuration"));
+        assert!(reason("not json").contains("JSON"));
+    }
 
     fn ask(subject: &str, opaque: bool) -> Decision {
         Decision {

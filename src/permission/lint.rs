@@ -4,11 +4,13 @@
 //! - `default_action = "allow"` with only deny rules (a blocklist: the weakest posture);
 //! - a rule for tools that are not enabled;
 //! - a pattern no subject can ever match (subjects are normalized, see permissions.md);
-//! - a bash allow rule for commands the engine cannot read (`python3 -c *`): it can only ask.
+//! - a bash allow rule for commands the engine cannot read (`python3 -c *`): it can only ask;
+//! - an allow for `edit`, `grep` or `glob` on paths that a rule of a tool governing it
+//!   (`file_write`, `read`) denies: the deny wins there, so the allow does nothing.
 
 use std::path::Path;
 
-use super::{Pattern, RuleSpec, Rules, SubjectKind};
+use super::{kinds, Pattern, RuleSpec, Rules, SubjectKind};
 use crate::protocol::Action;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -96,6 +98,7 @@ pub fn lint(
             )));
         }
     }
+    out.extend(kind_conflicts(&specs));
     if rules.default_action() == Action::Allow
         && !specs.is_empty()
         && specs.iter().all(|r| r.action == Action::Deny)
@@ -109,6 +112,52 @@ pub fn lint(
                       \"deny\" plus allow rules)"
                     .into(),
         });
+    }
+    out
+}
+
+/// An allow for a tool on paths a governing tool's rule denies: `file_write "*.env" deny` with
+/// `edit "*.env" allow` (in either order) denies every edit of those paths anyway.
+fn kind_conflicts(specs: &[&RuleSpec]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for (j, allow) in specs.iter().enumerate() {
+        if allow.action != Action::Allow {
+            continue;
+        }
+        let allow_tool = Pattern::case_insensitive(&allow.tool);
+        for tool in ["edit", "grep", "glob"] {
+            if !allow_tool.matches(tool) {
+                continue;
+            }
+            for kind in kinds::governing(tool) {
+                let conflict = specs.iter().enumerate().find(|(_, deny)| {
+                    let deny_tool = Pattern::case_insensitive(&deny.tool);
+                    deny.action == Action::Deny
+                        && deny_tool.matches(kind)
+                        && !deny_tool.matches(tool)
+                        && (deny.pattern == allow.pattern
+                            || pattern_covers(&deny.pattern, &allow.pattern, false)
+                            || pattern_covers(&allow.pattern, &deny.pattern, false))
+                });
+                if let Some((i, deny)) = conflict {
+                    out.push(Finding {
+                        severity: Severity::Warning,
+                        line: allow.line,
+                        message: format!(
+                            "rule {} allows {tool} on \"{}\", but rule {} ({} \"{}\" deny{}) \
+                             denies {kind} there, and {kind} rules also govern {tool}: those \
+                             {tool} calls are denied. Deny {tool} there too, or narrow the allow",
+                            j + 1,
+                            allow.pattern,
+                            i + 1,
+                            deny.tool,
+                            deny.pattern,
+                            deny.line.map(|l| format!(", line {l}")).unwrap_or_default(),
+                        ),
+                    });
+                }
+            }
+        }
     }
     out
 }
@@ -258,5 +307,35 @@ mod tests {
         let text: Vec<&str> = found.iter().map(|f| f.message.as_str()).collect();
         assert_eq!(text.len(), 1, "{text:?}");
         assert!(text[0].starts_with("rule 1 (bash \"python3 -c *\" allow) can never allow"));
+    }
+
+    #[test]
+    fn an_edit_allow_under_a_file_write_deny_is_reported() {
+        let rules = Rules::compile(
+            Action::Ask,
+            vec![
+                spec("edit", "*.env", Action::Allow),
+                spec("file_write", "*.env", Action::Deny),
+                spec("grep", "*", Action::Allow),
+                spec("read", "secrets/*", Action::Deny),
+                spec("edit", "src/*", Action::Allow),
+            ],
+            None,
+        )
+        .unwrap();
+        let all: Vec<String> = KNOWN_TOOLS.iter().map(|t| t.to_string()).collect();
+        let found = lint(&rules, &all, Path::new("/w"), None);
+        let text: Vec<&str> = found.iter().map(|f| f.message.as_str()).collect();
+        assert!(
+            text.iter()
+                .any(|m| m.starts_with("rule 1 allows edit on \"*.env\", but rule 2")),
+            "{text:#?}"
+        );
+        assert!(
+            text.iter()
+                .any(|m| m.starts_with("rule 3 allows grep on \"*\", but rule 4")),
+            "{text:#?}"
+        );
+        assert!(!text.iter().any(|m| m.starts_with("rule 5 ")), "{text:#?}");
     }
 }

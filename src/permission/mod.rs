@@ -7,19 +7,25 @@
 //! server and `pod explain` all call [`Policy::decide`], so they cannot disagree.
 //!
 //! Must not touch: the wire, the model, running tools. It reads the file system only to resolve
-//! symlinks of path subjects.
+//! symlinks of path subjects and, for hard links, to find read-denied files by identity
+//! (`links.rs`).
 
 mod grants;
+pub mod kinds;
+pub mod links;
 pub mod lint;
 pub mod path;
 mod pattern;
+mod protected;
 pub mod shell;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use grants::SessionGrants;
+pub use grants::{DroppedGrant, SessionGrants};
+pub use links::{FileRules, LinkDenial};
 pub use pattern::Pattern;
+pub use protected::{Protected, ProtectedPath};
 
 use crate::protocol::{Action, Decision, RuleRef, SubjectDecision};
 
@@ -278,12 +284,18 @@ impl Rules {
 pub struct Policy {
     rules: Option<Rules>,
     workspace: PathBuf,
+    /// Pod's own files, which writes never get without a person (`protected.rs`).
+    protected: Protected,
 }
 
 impl Policy {
     /// `workspace` should be canonical so that symlink-resolved subjects compare with it.
     pub fn new(rules: Option<Rules>, workspace: PathBuf) -> Policy {
-        Policy { rules, workspace }
+        Policy {
+            rules,
+            workspace,
+            protected: Protected::default(),
+        }
     }
 
     pub fn rules(&self) -> Option<&Rules> {
@@ -299,7 +311,7 @@ impl Policy {
     /// allowed and no rule is named.
     pub fn decide(&self, tool: &str, input: &serde_json::Value) -> Decision {
         let subjects = subjects(tool, SubjectKind::of(tool), input, &self.workspace);
-        self.decide_subjects(subjects)
+        self.decide_subjects(tool, subjects)
     }
 
     /// The decision for a call whose subjects could not be extracted (the runtime gave up on a
@@ -309,26 +321,36 @@ impl Policy {
             Some(command) => command.trim().to_string(),
             None => sorted_json(input),
         };
-        self.decide_subjects(vec![Subject::new(
+        self.decide_subjects(
             tool,
-            text,
-            Some(Problem::Unparsed(why.to_string())),
-        )])
+            vec![Subject::new(
+                tool,
+                text,
+                Some(Problem::Unparsed(why.to_string())),
+            )],
+        )
     }
 
-    fn decide_subjects(&self, subjects: Vec<Subject>) -> Decision {
+    /// Each distinct subject decided, plus the subjects other tools' rules add (`kinds.rs`),
+    /// with protected writes tightened (`protected.rs`).
+    fn decide_subjects(&self, tool: &str, subjects: Vec<Subject>) -> Decision {
         // A long line repeats itself (`echo a; echo a; ...`): each distinct subject once.
         let mut seen = std::collections::HashSet::new();
-        let subjects = subjects.into_iter().filter(|s| {
-            seen.insert((
-                s.tool.clone(),
-                s.text.clone(),
-                s.problem.as_ref().map(Problem::describe),
-                s.also_from.clone(),
-                s.guess,
-            ))
-        });
-        let subjects: Vec<SubjectDecision> = match &self.rules {
+        let subjects: Vec<Subject> = subjects
+            .into_iter()
+            .filter(|s| {
+                seen.insert((
+                    s.tool.clone(),
+                    s.text.clone(),
+                    s.problem.as_ref().map(Problem::describe),
+                    s.also_from.clone(),
+                    s.guess,
+                ))
+            })
+            .collect();
+        let governed = kinds::governed(self.rules.as_ref(), tool, &subjects);
+        let subjects = subjects.into_iter();
+        let mut subjects: Vec<SubjectDecision> = match &self.rules {
             Some(rules) => subjects.filter_map(|s| rules.decide_subject(s)).collect(),
             None => subjects
                 .filter(|s| !s.guess)
@@ -342,6 +364,10 @@ impl Policy {
                 })
                 .collect(),
         };
+        subjects.extend(governed);
+        if self.rules.is_some() {
+            self.protected.tighten(&mut subjects, &self.workspace);
+        }
         let decision = subjects
             .iter()
             .map(|s| s.action)

@@ -9,11 +9,12 @@
 //!
 //! Bounds: at most `[tools] max_parallel` calls run at once (their hooks and tool run each hold
 //! a slot; shell analyses run one at a time anyway); an [`EventSink`] may make the turn wait,
-//! and the model stream waits with it ([`deltas`]).
+//! and the model stream waits with it (`deltas`).
 
 pub mod approval;
 mod checks;
 mod deltas;
+mod pin;
 mod turn;
 
 use std::collections::HashSet;
@@ -28,7 +29,7 @@ pub use turn::TURN_FAILED_TEXT;
 use crate::hooks::UserHook;
 use crate::manifest::Manifest;
 use crate::model::{self, Message, Model, ModelError};
-use crate::permission::{Policy, SessionGrants};
+use crate::permission::{FileRules, Policy, SessionGrants};
 use crate::protocol::{AskMode, Event, Item, PermissionsInfo, ToolInfo};
 use crate::scope::Scope;
 use crate::session::{SessionError, SessionLog};
@@ -117,6 +118,8 @@ pub struct Pod {
     manifest: Manifest,
     /// Shared with the blocking thread that parses shell commands.
     policy: Arc<Policy>,
+    /// The rules' view of files the tools meet (walks, hard links).
+    files: Arc<FileRules>,
     scope: Scope,
     toolbox: Toolbox,
     tool_infos: Vec<ToolInfo>,
@@ -125,6 +128,8 @@ pub struct Pod {
     hooks: Vec<UserHook>,
     approver: Approver,
     resumed: bool,
+    /// Session grants of the resumed log that the rules in force no longer allow.
+    dropped_grants: usize,
     session_id: String,
     state: Mutex<State>,
     /// Held while a non-concurrent tool runs; taken after a slot, never before.
@@ -139,34 +144,48 @@ impl Pod {
         let model = model::from_config(&manifest.model)?;
         let skills = Skills::load(&manifest.skill_dirs)?;
         let toolbox = Toolbox::builtin(&manifest.tools);
+        let sessions = manifest.sessions_dir();
         let (log, items, resumed) = match &options.resume {
             Some(id) => {
-                let resumed = SessionLog::resume(&manifest.workspace, id)?;
+                let resumed = SessionLog::resume(&sessions, id, &manifest.workspace)?;
                 for warning in &resumed.warnings {
                     tracing::warn!("{warning}");
                 }
                 (resumed.log, resumed.items, true)
             }
-            None => (SessionLog::create(&manifest.workspace)?, Vec::new(), false),
+            None => (SessionLog::create(&sessions)?, Vec::new(), false),
         };
-        let mut grants = SessionGrants::default();
-        let mut call_ids = HashSet::new();
-        for item in &items {
-            match item {
-                Item::SessionGrant { tool, subjects } => {
-                    for s in subjects {
-                        grants.insert(tool, s);
-                    }
-                }
-                Item::ToolCall { call_id, .. } => {
-                    call_ids.insert(call_id.clone());
-                }
-                _ => {}
-            }
+        let policy = Arc::new(manifest.policy());
+        // The log is a file: every grant in it is checked against the rules in force now.
+        let (grants, dropped) = SessionGrants::restore(
+            &policy,
+            items.iter().flat_map(|item| match item {
+                Item::SessionGrant { tool, subjects } => subjects
+                    .iter()
+                    .map(|s| (tool.as_str(), s.as_str()))
+                    .collect::<Vec<_>>(),
+                _ => Vec::new(),
+            }),
+        );
+        for d in &dropped {
+            tracing::warn!(
+                "resume: session grant for {} `{}` not restored: {}",
+                d.tool,
+                d.subject,
+                d.reason
+            );
         }
+        let call_ids: HashSet<String> = items
+            .iter()
+            .filter_map(|item| match item {
+                Item::ToolCall { call_id, .. } => Some(call_id.clone()),
+                _ => None,
+            })
+            .collect();
         let messages = turn::messages_from_items(&items);
         Ok(Arc::new(Pod {
-            policy: Arc::new(manifest.policy()),
+            files: Arc::new(FileRules::new(policy.clone())),
+            policy,
             scope: Scope::new(&manifest.workspace, &manifest.writable),
             tool_infos: toolbox.info(),
             toolbox,
@@ -175,6 +194,7 @@ impl Pod {
             hooks: manifest.hooks.iter().cloned().map(UserHook::new).collect(),
             approver: options.approver,
             resumed,
+            dropped_grants: dropped.len(),
             session_id: log.id().to_string(),
             state: Mutex::new(State {
                 log,
@@ -205,6 +225,11 @@ impl Pod {
 
     pub fn resumed(&self) -> bool {
         self.resumed
+    }
+
+    /// How many session grants of the resumed log were not restored (logged on stderr).
+    pub fn dropped_grants(&self) -> usize {
+        self.dropped_grants
     }
 
     pub fn tools(&self) -> &[ToolInfo] {

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::checks::{self, Check, Denial};
 use super::deltas::Deltas;
-use super::{Answer, Approver, EventSink, Pod, RunError};
+use super::{pin, Answer, Approver, EventSink, Pod, RunError};
 use crate::model::{Message, ModelError, ModelRequest, ToolCall, ToolResult};
 use crate::permission::SubjectKind;
 use crate::protocol::{
@@ -451,6 +451,7 @@ impl Pod {
         chain.push(Check::Scope);
 
         let mut decision_item = None;
+        let mut target = None;
         for check in chain {
             let verdict = match check {
                 Check::Skill(skill) => skill
@@ -479,10 +480,15 @@ impl Pod {
                         ..cancelled()
                     },
                 },
-                Check::Scope => self
-                    .scope
-                    .check(&call.name, &call.input)
-                    .map_err(|text| Denial::new(DeniedBy::Scope, text)),
+                // Pins the location the tool opens: the one the permission layer decided.
+                Check::Scope => pin::pin(
+                    &call.name,
+                    &call.input,
+                    &decision,
+                    &self.manifest.workspace,
+                    &self.scope,
+                )
+                .map(|pinned| target = pinned),
             };
             if let Err(denial) = verdict {
                 return Outcome {
@@ -502,6 +508,8 @@ impl Pod {
         let ctx = ToolContext {
             workspace: self.manifest.workspace.clone(),
             cancel: turn.cancel.child_token(),
+            target,
+            files: self.files.clone(),
         };
         if crate::testing::panics_armed() {
             crate::testing::maybe_panic(&call.input.to_string(), crate::testing::TOOL_MARKER);
@@ -623,11 +631,12 @@ impl Pod {
         };
         // A session grant is keyed by exact subject text; for a subject whose effect cannot be
         // read (`eval ...`, `python -c ...`, an unparsed line) "always" would approve code nobody
-        // can see, so only a one-time answer is offered.
+        // can see, and a write of pod's own files is approved one time at most, so only a
+        // one-time answer is offered.
         let options = if decision
             .subjects
             .iter()
-            .any(|s| s.action == Action::Ask && s.opaque)
+            .any(|s| s.action == Action::Ask && (s.opaque || self.policy.protects(s)))
         {
             vec![ReplyDecision::AllowOnce, ReplyDecision::Deny]
         } else {

@@ -52,6 +52,10 @@ pub struct InitializeParams {
 pub struct SessionInfo {
     pub id: String,
     pub resumed: bool,
+    /// Session grants of a resumed log that were not restored because the rules in force no
+    /// longer allow granting them (each is logged on stderr). Always 0 for a new session.
+    #[serde(default)]
+    pub dropped_grants: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

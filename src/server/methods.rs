@@ -86,6 +86,7 @@ fn initialize(params: &Params<'_>, conn: &Connection) -> Result<InitializeResult
         session: SessionInfo {
             id: pod.session_id().to_string(),
             resumed: pod.resumed(),
+            dropped_grants: pod.dropped_grants(),
         },
         tools: pod.tools().to_vec(),
         permissions: pod.permissions_info(),

@@ -38,15 +38,24 @@ const WIND_DOWN_BUDGET: Duration = Duration::from_millis(600);
 const WRITER_BUDGET: Duration = Duration::from_millis(200);
 
 /// Runs the server until stdin closes or `shutdown`; returns the process exit code. A manifest
-/// that does not load is reported on stderr (exit 1) before any protocol traffic.
-pub fn main(manifest: &Path, resume: Option<String>, max_message_bytes: usize) -> u8 {
-    let manifest = match Manifest::load(manifest) {
+/// that does not load is reported on stderr (exit 1) before any protocol traffic. `state_dir`
+/// overrides where session logs live (`--state-dir`).
+pub fn main(
+    manifest: &Path,
+    resume: Option<String>,
+    state_dir: Option<&Path>,
+    max_message_bytes: usize,
+) -> u8 {
+    let mut manifest = match Manifest::load(manifest) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("{e}");
             return 1;
         }
     };
+    if let Some(folder) = state_dir {
+        manifest.set_state_dir(folder);
+    }
     // One thread: every request and event passes a few channels between tasks, and on a
     // multi-threaded runtime each hop can be a cross-thread wake-up (measured: 3x slower).
     // Tools that block run on tokio's blocking pool either way.

@@ -1,5 +1,6 @@
-//! The session log: an append-only JSONL file of history items under
-//! `<workspace>/.pod/sessions/<id>.jsonl`.
+//! The session log: an append-only JSONL file of history items, `sessions/<id>.jsonl` in the
+//! pod's state folder (`Manifest::state_dir`: by default `$XDG_STATE_HOME/pod/<workspace key>`,
+//! outside the workspace, so the model's file tools cannot forge what a resumed session trusts).
 //!
 //! Owns: writing items as the turn goes (one line each, written at once), flushing and fsyncing
 //! at each turn end, and reading a session back for resume. A torn last line (a crash mid-write)
@@ -7,7 +8,7 @@
 //! "interrupted" error result, so a resumed history never holds an unanswered call (calls are
 //! matched to results one by one, see [`open_calls`]).
 //!
-//! Must not touch: anything but its own files. This is the only writer under `.pod/`.
+//! Must not touch: anything but its own files. This is the only writer in the state folder.
 
 use std::collections::{HashMap, VecDeque};
 use std::fs::{File, OpenOptions};
@@ -20,8 +21,19 @@ use crate::protocol::{DeniedBy, Item};
 pub enum SessionError {
     #[error("session id {0:?} is not valid (letters, digits, '-' and '_' only)")]
     BadId(String),
-    #[error("no session {id} in {}", dir.display())]
+    #[error("no session {id} in {} (`pod sessions` lists them)", dir.display())]
     NotFound { id: String, dir: PathBuf },
+    #[error(
+        "session {id} is in {}, inside the workspace, where the model's tools can write it, so it \
+         is not trusted; session logs now live in {}: move the file there to resume it",
+        found.display(),
+        dir.display()
+    )]
+    InWorkspace {
+        id: String,
+        found: PathBuf,
+        dir: PathBuf,
+    },
     #[error("{}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -55,8 +67,61 @@ pub struct Resumed {
     pub warnings: Vec<String>,
 }
 
-fn sessions_dir(workspace: &Path) -> PathBuf {
-    workspace.join(".pod").join("sessions")
+/// One session of a sessions folder, for `pod sessions`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionSummary {
+    pub id: String,
+    pub path: PathBuf,
+    pub bytes: u64,
+    pub modified: Option<std::time::SystemTime>,
+}
+
+/// The sessions in `dir`, oldest first; an absent folder holds none.
+pub fn list(dir: &Path) -> Result<Vec<SessionSummary>, SessionError> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(SessionError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })
+        }
+    };
+    let mut out: Vec<SessionSummary> = entries
+        .flatten()
+        .filter_map(|entry| {
+            let path = entry.path();
+            let id = path
+                .file_name()?
+                .to_str()?
+                .strip_suffix(".jsonl")?
+                .to_string();
+            check_id(&id).ok()?;
+            let meta = entry.metadata().ok()?;
+            Some(SessionSummary {
+                id,
+                bytes: meta.len(),
+                modified: meta.modified().ok(),
+                path,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.modified.cmp(&b.modified).then(a.id.cmp(&b.id)));
+    Ok(out)
+}
+
+/// Creates `dir` (and its parents) readable by its owner only: it holds transcripts.
+fn create_private_dir(dir: &Path) -> Result<(), SessionError> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|source| SessionError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })
 }
 
 fn check_id(id: &str) -> Result<(), SessionError> {
@@ -73,14 +138,10 @@ fn check_id(id: &str) -> Result<(), SessionError> {
 }
 
 impl SessionLog {
-    /// Starts a new session with a fresh id.
-    pub fn create(workspace: &Path) -> Result<SessionLog, SessionError> {
+    /// Starts a new session with a fresh id in the sessions folder `dir`.
+    pub fn create(dir: &Path) -> Result<SessionLog, SessionError> {
         let id = uuid::Uuid::new_v4().to_string();
-        let dir = sessions_dir(workspace);
-        std::fs::create_dir_all(&dir).map_err(|source| SessionError::Io {
-            path: dir.clone(),
-            source,
-        })?;
+        create_private_dir(dir)?;
         let path = dir.join(format!("{id}.jsonl"));
         let file = OpenOptions::new()
             .create_new(true)
@@ -93,15 +154,24 @@ impl SessionLog {
         Ok(SessionLog { id, path, file })
     }
 
-    /// Opens session `id` for appending and reads its items back.
-    pub fn resume(workspace: &Path, id: &str) -> Result<Resumed, SessionError> {
+    /// Opens session `id` of the sessions folder `dir` for appending and reads its items back.
+    /// A log left in the workspace by an older pod (`<workspace>/.pod/sessions/`) is refused
+    /// with a message saying where it is: the model's tools could have written it.
+    pub fn resume(dir: &Path, id: &str, workspace: &Path) -> Result<Resumed, SessionError> {
         check_id(id)?;
-        let dir = sessions_dir(workspace);
         let path = dir.join(format!("{id}.jsonl"));
         if !path.exists() {
+            let legacy = workspace.join(".pod/sessions").join(format!("{id}.jsonl"));
+            if legacy.exists() {
+                return Err(SessionError::InWorkspace {
+                    id: id.to_string(),
+                    found: legacy,
+                    dir: dir.to_path_buf(),
+                });
+            }
             return Err(SessionError::NotFound {
                 id: id.to_string(),
-                dir,
+                dir: dir.to_path_buf(),
             });
         }
         let io = |source| SessionError::Io {

@@ -1,18 +1,20 @@
 //! Helpers shared by the built-in tools: input parsing with field-naming errors, input schemas,
-//! path resolution against the workspace, atomic file writes, and capped output text.
+//! path resolution against the workspace, the walk of `grep` and `glob` and what it withheld,
+//! and capped output text.
 //!
 //! Owns: how a tool turns raw JSON into its typed input (and the wording of bad-input errors),
-//! how paths in inputs are resolved and shown, and the one atomic-write routine that
-//! `file_write` and `edit` share. Must not touch: scope or permission checks (done before a tool
-//! runs).
+//! how paths in inputs are resolved and shown, and how withheld files are reported. Must not
+//! touch: scope or permission checks (done before a tool runs); which files are withheld is the
+//! permission layer's answer ([`crate::permission::FileRules`]).
 
-use std::fs;
-use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+
+use crate::permission::LinkDenial;
+use crate::protocol::RuleRef;
 
 /// Why a tool's input was rejected; `field` names the offending input field when there is one.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -142,55 +144,6 @@ pub fn display(workspace: &Path, path: &Path) -> String {
     }
 }
 
-/// Writes `bytes` to `path` atomically: a temp file in the same folder, fsync, rename, fsync of
-/// the folder. Creates missing parent folders. The temp file is removed on failure. An existing
-/// file's permissions are kept. A symlink at `path` is replaced, not written through.
-pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
-    if path.is_dir() {
-        return Err(io::Error::new(
-            io::ErrorKind::IsADirectory,
-            "is a directory",
-        ));
-    }
-    fs::create_dir_all(&parent)?;
-    let tmp = parent.join(format!(
-        ".{}.pod-tmp-{}",
-        name.to_string_lossy(),
-        uuid::Uuid::new_v4().simple()
-    ));
-    let result = (|| {
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?;
-        file.write_all(bytes)?;
-        if let Ok(meta) = fs::symlink_metadata(path) {
-            if meta.is_file() {
-                file.set_permissions(meta.permissions())?;
-            }
-        }
-        file.sync_all()?;
-        drop(file);
-        fs::rename(&tmp, path)?;
-        // Make the rename itself durable; not all filesystems allow syncing a folder.
-        if let Ok(dir) = fs::File::open(&parent) {
-            let _ = dir.sync_all();
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
-}
-
 /// A walk under `root` that honours `.gitignore`, `.ignore` and git excludes (also outside a git
 /// repository), skips hidden files and folders, and visits entries sorted by name.
 pub fn walker(root: &Path) -> ignore::Walk {
@@ -211,6 +164,65 @@ pub fn search_root(workspace: &Path, path: Option<&str>) -> Result<PathBuf, Stri
         return Err(format!("path not found: {}", display(workspace, &root)));
     }
     Ok(root)
+}
+
+/// Files a walk met but left out of its result because the rules deny reading them.
+#[derive(Debug, Default)]
+pub struct Withheld {
+    /// Per deciding rule (by index), in first-seen order.
+    by_rule: Vec<(RuleRef, usize)>,
+    /// Files with several hard links whose other names could not all be checked.
+    unchecked: usize,
+}
+
+impl Withheld {
+    pub fn rule(&mut self, rule: RuleRef) {
+        match self.by_rule.iter_mut().find(|(r, _)| r.index == rule.index) {
+            Some((_, n)) => *n += 1,
+            None => self.by_rule.push((rule, 1)),
+        }
+    }
+
+    pub fn link(&mut self, denial: LinkDenial) {
+        match denial {
+            LinkDenial::OtherName { rule, .. } => self.rule(*rule),
+            LinkDenial::Unchecked { .. } => self.unchecked += 1,
+        }
+    }
+
+    pub fn count(&self) -> usize {
+        self.by_rule.iter().map(|(_, n)| n).sum::<usize>() + self.unchecked
+    }
+
+    /// `[N files withheld by permission rules: 2 by rule 3 (read "*.env" deny), ...]`, or
+    /// nothing when no file was withheld.
+    pub fn note(&self) -> Option<String> {
+        let total = self.count();
+        if total == 0 {
+            return None;
+        }
+        let mut parts: Vec<String> = self
+            .by_rule
+            .iter()
+            .map(|(r, n)| {
+                format!(
+                    "{n} by rule {} ({} \"{}\" deny)",
+                    r.index, r.tool, r.pattern
+                )
+            })
+            .collect();
+        if self.unchecked > 0 {
+            parts.push(format!(
+                "{} with several hard links whose other names could not all be checked",
+                self.unchecked
+            ));
+        }
+        Some(format!(
+            "[{total} file{} withheld by permission rules: {}]",
+            if total == 1 { "" } else { "s" },
+            parts.join(", ")
+        ))
+    }
 }
 
 /// Text gathered up to a byte cap, keeping the head and the tail and counting what was cut.
@@ -335,20 +347,5 @@ mod tests {
         let mut h = HeadTail::new(100);
         h.push(b"short");
         assert_eq!(h.finish(), "short");
-    }
-
-    #[test]
-    fn atomic_write_creates_parents_and_leaves_no_temp() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("a/b/c.txt");
-        atomic_write(&p, b"hello").unwrap();
-        assert_eq!(fs::read_to_string(&p).unwrap(), "hello");
-        atomic_write(&p, b"bye").unwrap();
-        assert_eq!(fs::read_to_string(&p).unwrap(), "bye");
-        let names: Vec<_> = fs::read_dir(p.parent().unwrap())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names.len(), 1, "{names:?}");
     }
 }

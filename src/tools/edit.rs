@@ -2,14 +2,20 @@
 //!
 //! Owns: exact-match replacement of `old` by `new` (no regex, no whitespace folding), refusing
 //! when `old` is empty, absent, or occurs several times without `replace_all` (the error says how
-//! many times), and writing the result atomically like `file_write`.
+//! many times), and writing the result atomically like `file_write`. The file is opened at the
+//! target the runtime pinned and checked, following no symlink ([`confined`]); a file with
+//! several hard links is refused when another of its names is read-denied (an edit tells whether
+//! text occurs in it).
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::common::{atomic_write, display, parse_input, resolve, schema_of};
-use super::{Tool, ToolContext, ToolOutput};
+use std::io::Read as _;
+
+use super::common::{display, parse_input, resolve, schema_of};
+use super::{confined, Target, Tool, ToolContext, ToolOutput};
+use crate::permission::FileRules;
 
 /// Input of `edit`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -63,7 +69,9 @@ impl Tool for Edit {
             Err(e) => return ToolOutput::error(e.to_string()),
         };
         let shown = display(&ctx.workspace, &path);
-        let job = tokio::task::spawn_blocking(move || edit_file(&path, &shown, &input));
+        let target = ctx.target(&path);
+        let files = ctx.files.clone();
+        let job = tokio::task::spawn_blocking(move || edit_file(&target, &shown, &input, &files));
         match job.await {
             Ok(Ok(msg)) => ToolOutput::ok(msg),
             Ok(Err(msg)) => ToolOutput::error(msg),
@@ -72,14 +80,26 @@ impl Tool for Edit {
     }
 }
 
-fn edit_file(path: &std::path::Path, shown: &str, input: &EditInput) -> Result<String, String> {
-    if path.is_dir() {
+fn edit_file(
+    target: &Target,
+    shown: &str,
+    input: &EditInput,
+    files: &FileRules,
+) -> Result<String, String> {
+    let cannot_read = |e: std::io::Error| match e.kind() {
+        std::io::ErrorKind::NotFound => format!("file not found: {shown}"),
+        _ => format!("cannot read {shown}: {}", confined::describe(&e)),
+    };
+    let mut file = confined::open_read(&target.path).map_err(cannot_read)?;
+    let meta = file.metadata().map_err(cannot_read)?;
+    if meta.is_dir() {
         return Err(format!("{shown} is a directory, not a file"));
     }
-    let bytes = std::fs::read(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => format!("file not found: {shown}"),
-        _ => format!("cannot read {shown}: {e}"),
-    })?;
+    files
+        .check_links(&target.path, &meta)
+        .map_err(|denial| format!("permission denied: {denial}"))?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(cannot_read)?;
     let text = String::from_utf8(bytes)
         .map_err(|_| format!("{shown} is not valid UTF-8 text; edit works on text files only"))?;
     let count = text.matches(input.old.as_str()).count();
@@ -99,7 +119,12 @@ fn edit_file(path: &std::path::Path, shown: &str, input: &EditInput) -> Result<S
         }
         _ => text.replace(input.old.as_str(), &input.new),
     };
-    atomic_write(path, updated.as_bytes()).map_err(|e| format!("cannot write {shown}: {e}"))?;
+    confined::write_atomic(&target.beneath, &target.path, updated.as_bytes()).map_err(|e| {
+        format!(
+            "cannot write {shown}: {}; nothing changed",
+            confined::describe(&e)
+        )
+    })?;
     Ok(format!(
         "replaced {count} occurrence{} in {shown}",
         if count == 1 { "" } else { "s" }

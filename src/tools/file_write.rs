@@ -2,15 +2,16 @@
 //!
 //! Owns: creating or replacing one file with the given content, creating missing parent
 //! folders, and doing so atomically (temp file in the same folder, fsync, rename; see
-//! [`super::common::atomic_write`]), so a reader never sees a half-written file. Scope is checked
-//! before the tool runs, not here.
+//! [`confined::write_atomic`]), so a reader never sees a half-written file. It writes the target
+//! the runtime pinned and checked, beneath its writable root, following no symlink; scope and
+//! permissions are checked before the tool runs, not here.
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::common::{atomic_write, display, parse_input, resolve, schema_of};
-use super::{Tool, ToolContext, ToolOutput};
+use super::common::{display, parse_input, resolve, schema_of};
+use super::{confined, Tool, ToolContext, ToolOutput};
 
 /// Input of `file_write`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -51,16 +52,21 @@ impl Tool for FileWrite {
             Err(e) => return ToolOutput::error(e.to_string()),
         };
         let shown = display(&ctx.workspace, &path);
-        let existed = path.exists();
+        let target = ctx.target(&path);
+        let existed = target.path.symlink_metadata().is_ok();
         let len = input.content.len();
-        let job =
-            tokio::task::spawn_blocking(move || atomic_write(&path, input.content.as_bytes()));
+        let job = tokio::task::spawn_blocking(move || {
+            confined::write_atomic(&target.beneath, &target.path, input.content.as_bytes())
+        });
         match job.await {
             Ok(Ok(())) => ToolOutput::ok(format!(
                 "{} {shown}: {len} bytes written",
                 if existed { "replaced" } else { "created" }
             )),
-            Ok(Err(e)) => ToolOutput::error(format!("cannot write {shown}: {e}")),
+            Ok(Err(e)) => ToolOutput::error(format!(
+                "cannot write {shown}: {}; nothing was written",
+                confined::describe(&e)
+            )),
             Err(e) => ToolOutput::error(format!("cannot write {shown}: {e}")),
         }
     }

@@ -5,7 +5,8 @@
 //! search folder (`path`, default the workspace) during a `.gitignore`-aware walk that skips
 //! hidden files (`ignore`), and listing matches relative to the workspace, sorted, at most 1000
 //! with a note saying how many more there were. Only files (and symlinks) are listed, not
-//! folders.
+//! folders. The walk starts at the folder the runtime pinned, and a file the read rules deny is
+//! never listed: the result says how many were withheld and by which rule.
 //!
 //! Memory: only the first [`MAX_PATHS`] matches in sort order are kept during the walk (the
 //! others are counted), so a tree of millions of files costs no more than the output.
@@ -18,8 +19,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use super::common::{display, parse_input, schema_of, search_root, walker};
+use super::common::{display, parse_input, schema_of, search_root, walker, Withheld};
 use super::{Tool, ToolContext, ToolOutput};
+use crate::permission::FileRules;
 
 /// At most this many paths are listed.
 pub const MAX_PATHS: usize = 1000;
@@ -77,7 +79,7 @@ impl Tool for Glob {
             }
         };
         let root = match search_root(&ctx.workspace, input.path.as_deref()) {
-            Ok(r) => r,
+            Ok(r) => ctx.target(&r).path,
             Err(e) => return ToolOutput::error(e),
         };
         if !root.is_dir() {
@@ -88,7 +90,9 @@ impl Tool for Glob {
         }
         let workspace = ctx.workspace.clone();
         let cancel = ctx.cancel.clone();
-        let job = tokio::task::spawn_blocking(move || find(&workspace, &root, &matcher, &cancel));
+        let files = ctx.files.clone();
+        let job =
+            tokio::task::spawn_blocking(move || find(&workspace, &root, &matcher, &files, &cancel));
         match job.await {
             Ok(Ok(text)) => ToolOutput::ok(text),
             Ok(Err(e)) => ToolOutput::error(e),
@@ -101,11 +105,13 @@ fn find(
     workspace: &Path,
     root: &Path,
     matcher: &GlobMatcher,
+    files: &FileRules,
     cancel: &CancellationToken,
 ) -> Result<String, String> {
     // A max-heap of the smallest paths seen: its top is the first one to drop.
     let mut found = std::collections::BinaryHeap::new();
     let mut total = 0usize;
+    let mut withheld = Withheld::default();
     for entry in walker(root) {
         if cancel.is_cancelled() {
             return Err("cancelled".to_string());
@@ -118,15 +124,24 @@ fn find(
             continue;
         };
         if matcher.is_match(rel) {
-            total += 1;
-            found.push(display(workspace, entry.path()));
-            if found.len() > MAX_PATHS {
-                found.pop();
+            match files.withheld("glob", entry.path()) {
+                Some(rule) => withheld.rule(rule),
+                None => {
+                    total += 1;
+                    found.push(display(workspace, entry.path()));
+                    if found.len() > MAX_PATHS {
+                        found.pop();
+                    }
+                }
             }
         }
     }
+    let note = withheld.note();
     if found.is_empty() {
-        return Ok("no files match".to_string());
+        return Ok(match note {
+            Some(note) => format!("no files match\n{note}"),
+            None => "no files match".to_string(),
+        });
     }
     let mut out = found.into_sorted_vec().join("\n");
     if total > MAX_PATHS {
@@ -134,6 +149,10 @@ fn find(
             "\n[{} more not shown ({total} in all); narrow the pattern or path]",
             total - MAX_PATHS
         ));
+    }
+    if let Some(note) = note {
+        out.push('\n');
+        out.push_str(&note);
     }
     Ok(out)
 }

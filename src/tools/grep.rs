@@ -6,6 +6,11 @@
 //! relative to the search root), skipping binary files, and the output: `path:line:text` lines,
 //! paths relative to the workspace, capped at 500 matches (and 50 KB) with a note.
 //!
+//! The walk starts at the search root the runtime pinned. Each file is opened following no
+//! symlink ([`confined::open_read`]), and a file the read rules deny (by name, or by another
+//! name when it has several hard links) is never searched: the result says how many were
+//! withheld and by which rule.
+//!
 //! Memory: the searcher holds at most [`HEAP_LIMIT`] bytes of a file at once; a file with a
 //! longer line is skipped and counted in the note, so one enormous line cannot make a search
 //! hold the whole of it.
@@ -21,8 +26,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use super::common::{display, parse_input, schema_of, search_root, walker};
-use super::{Tool, ToolContext, ToolOutput};
+use super::common::{display, parse_input, schema_of, search_root, walker, Withheld};
+use super::{confined, Tool, ToolContext, ToolOutput};
+use crate::permission::FileRules;
 
 /// At most this many matching lines are listed.
 pub const MAX_MATCHES: usize = 500;
@@ -95,13 +101,20 @@ impl Tool for Grep {
             },
         };
         let root = match search_root(&ctx.workspace, input.path.as_deref()) {
-            Ok(r) => r,
+            Ok(r) => ctx.target(&r).path,
             Err(e) => return ToolOutput::error(e),
         };
         let workspace = ctx.workspace.clone();
         let cancel = ctx.cancel.clone();
+        let files = ctx.files.clone();
         let job = tokio::task::spawn_blocking(move || {
-            search(&workspace, &root, &matcher, filter.as_ref(), &cancel)
+            let walk = Walk {
+                workspace: &workspace,
+                root: &root,
+                files: &files,
+                cancel: &cancel,
+            };
+            search(&walk, &matcher, filter.as_ref())
         });
         match job.await {
             Ok(Ok(text)) => ToolOutput::ok(text),
@@ -151,13 +164,25 @@ fn cut_line(line: &str) -> String {
     format!("{} [... line cut]", &line[..end])
 }
 
+/// Where a search walks, and what it consults on the way.
+struct Walk<'a> {
+    workspace: &'a Path,
+    root: &'a Path,
+    files: &'a FileRules,
+    cancel: &'a CancellationToken,
+}
+
 fn search(
-    workspace: &Path,
-    root: &Path,
+    walk: &Walk<'_>,
     matcher: &RegexMatcher,
     filter: Option<&FileFilter>,
-    cancel: &CancellationToken,
 ) -> Result<String, String> {
+    let Walk {
+        workspace,
+        root,
+        files,
+        cancel,
+    } = *walk;
     let mut searcher = SearcherBuilder::new()
         .binary_detection(BinaryDetection::quit(b'\x00'))
         .line_number(true)
@@ -168,6 +193,7 @@ fn search(
     let mut full = false;
     let mut unreadable = 0usize;
     let mut long_lines = 0usize;
+    let mut withheld = Withheld::default();
     for entry in walker(root) {
         if cancel.is_cancelled() {
             return Err("cancelled".to_string());
@@ -185,10 +211,31 @@ fn search(
                 continue;
             }
         }
+        if let Some(rule) = files.withheld("grep", &path) {
+            withheld.rule(rule);
+            continue;
+        }
+        // The walk met this path; opening it follows nothing a concurrent swap put there.
+        let Ok(file) = confined::open_read(&path) else {
+            unreadable += 1;
+            continue;
+        };
+        match file.metadata() {
+            Ok(meta) => {
+                if let Err(denial) = files.check_links(&path, &meta) {
+                    withheld.link(denial);
+                    continue;
+                }
+            }
+            Err(_) => {
+                unreadable += 1;
+                continue;
+            }
+        }
         let shown = display(workspace, &path);
-        let result = searcher.search_path(
+        let result = searcher.search_file(
             matcher,
-            &path,
+            &file,
             Lossy(|number, line| {
                 if matches >= MAX_MATCHES || out.len() >= OUTPUT_CAP {
                     full = true;
@@ -230,6 +277,12 @@ fn search(
             "[{long_lines} files skipped: a line longer than {} MiB]",
             HEAP_LIMIT / 1024 / 1024
         ));
+    }
+    if let Some(note) = withheld.note() {
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str(&note);
     }
     Ok(out.trim_end_matches('\n').to_string())
 }

@@ -6,18 +6,22 @@
 //!
 //! Must not touch: permission decisions, scope, the session log, the wire. Which subjects a
 //! tool's input yields is decided by `permission::SubjectKind::of`, not here, so that runtime and
-//! `pod explain` share one code path.
+//! `pod explain` share one code path. A path tool opens the [`Target`] the runtime pinned and
+//! checked, through [`confined`], never its input path again; what the rules say about the files
+//! a walk meets or about other names of a file comes from [`FileRules`].
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
+use crate::permission::{path, FileRules};
 use crate::protocol::ToolInfo;
 
 pub mod bash;
 pub mod common;
+pub mod confined;
 pub mod edit;
 pub mod file_write;
 pub mod glob;
@@ -47,6 +51,15 @@ impl ToolOutput {
     }
 }
 
+/// The location a path tool works on, pinned by the runtime when the checks passed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// Absolute and symlink-free: the location the permission layer and scope checked.
+    pub path: PathBuf,
+    /// The folder it is opened beneath: the writable root holding it for writes, `/` for reads.
+    pub beneath: PathBuf,
+}
+
 /// What a running tool may use.
 #[derive(Debug, Clone)]
 pub struct ToolContext {
@@ -54,14 +67,34 @@ pub struct ToolContext {
     pub workspace: PathBuf,
     /// Cancelled when the turn is cancelled: a tool stops (and kills its processes) promptly.
     pub cancel: CancellationToken,
+    /// For `read`, `file_write`, `edit`, `grep` and `glob`: the checked location of `path`.
+    pub target: Option<Target>,
+    /// The rules' view of the files a walk meets and of hard links.
+    pub files: Arc<FileRules>,
 }
 
 impl ToolContext {
-    /// A context for `workspace` with a fresh, uncancelled token.
+    /// A context for `workspace` with a fresh, uncancelled token, no pinned target and no rules
+    /// (for using tools without a pod).
     pub fn new(workspace: impl Into<PathBuf>) -> ToolContext {
+        let workspace = workspace.into();
         ToolContext {
-            workspace: workspace.into(),
+            files: Arc::new(FileRules::none(&workspace)),
+            workspace,
             cancel: CancellationToken::new(),
+            target: None,
+        }
+    }
+
+    /// The location to open for the input path `raw`: the pinned target, or without one `raw`
+    /// resolved now.
+    pub fn target(&self, raw: &Path) -> Target {
+        match &self.target {
+            Some(target) => target.clone(),
+            None => Target {
+                path: path::resolve_in(&self.workspace, raw),
+                beneath: PathBuf::from("/"),
+            },
         }
     }
 }

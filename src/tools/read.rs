@@ -8,11 +8,14 @@
 //! Output format: each line is `{number:>6}\t{text}` (as `cat -n`), so the numbers are not part
 //! of the text; `edit` wants the text after the tab.
 //!
+//! The file is opened at the target the runtime pinned and checked, following no symlink
+//! ([`confined::open_read`]), and a file with several hard links is refused when another of its
+//! names is read-denied ([`FileRules::check_links`]).
+//!
 //! Memory: a line is never held whole. Lines before `offset` are only counted, and of a line in
 //! range at most the output cap is kept, so a read holds about twice the cap whatever the file's
 //! longest line (a 200 MB file of one line read with `limit: 1` reads only its first 100 KB).
 
-use std::fs;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
@@ -21,7 +24,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::common::{display, parse_input, resolve, schema_of};
-use super::{Tool, ToolContext, ToolOutput};
+use super::{confined, Tool, ToolContext, ToolOutput};
+use crate::permission::FileRules;
 
 /// Files larger than this are read only with `offset` or `limit`.
 pub const MAX_WHOLE_FILE: u64 = 10 * 1024 * 1024;
@@ -81,9 +85,18 @@ impl Tool for Read {
             Err(e) => return ToolOutput::error(e.to_string()),
         };
         let shown = display(&ctx.workspace, &path);
+        let target = ctx.target(&path);
+        let files = ctx.files.clone();
         let cancel = ctx.cancel.clone();
         let job = tokio::task::spawn_blocking(move || {
-            read_lines(&path, &shown, input.offset, input.limit, &cancel)
+            read_lines(
+                &target.path,
+                &shown,
+                input.offset,
+                input.limit,
+                &cancel,
+                &files,
+            )
         });
         match job.await {
             Ok(Ok(text)) => ToolOutput::ok(text),
@@ -99,16 +112,22 @@ fn read_lines(
     offset: Option<u64>,
     limit: Option<u64>,
     cancel: &tokio_util::sync::CancellationToken,
+    files: &FileRules,
 ) -> Result<String, String> {
-    let meta = fs::metadata(path).map_err(|e| match e.kind() {
+    let cannot_read = |e: std::io::Error| match e.kind() {
         std::io::ErrorKind::NotFound => format!("file not found: {shown}"),
-        _ => format!("cannot read {shown}: {e}"),
-    })?;
+        _ => format!("cannot read {shown}: {}", confined::describe(&e)),
+    };
+    let file = confined::open_read(path).map_err(cannot_read)?;
+    let meta = file.metadata().map_err(cannot_read)?;
     if meta.is_dir() {
         return Err(format!(
             "{shown} is a directory, not a file (use glob to list its files)"
         ));
     }
+    files
+        .check_links(path, &meta)
+        .map_err(|denial| format!("permission denied: {denial}"))?;
     if meta.len() > MAX_WHOLE_FILE && offset.is_none() && limit.is_none() {
         return Err(format!(
             "{shown} is {} bytes, over the {} MiB limit for a whole-file read; give `offset` \
@@ -117,7 +136,6 @@ fn read_lines(
             MAX_WHOLE_FILE / 1024 / 1024
         ));
     }
-    let file = fs::File::open(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
     let mut reader = BufReader::with_capacity(64 * 1024, file);
 
     // Binary check on the first bytes.
@@ -273,6 +291,7 @@ fn next_line(
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::fs;
 
     #[tokio::test]
     async fn whole_file_and_ranges() {

@@ -54,9 +54,11 @@ action = "deny"
     )
 }
 
-/// A temporary workspace holding `pod.toml`.
+/// A temporary workspace holding `pod.toml`, and a temporary per-user state folder (the pods
+/// it spawns get it as `XDG_STATE_HOME`, so session logs never land in the real home).
 pub struct Workspace {
     pub dir: tempfile::TempDir,
+    pub state: tempfile::TempDir,
 }
 
 impl Workspace {
@@ -67,7 +69,28 @@ impl Workspace {
     pub fn with_manifest(text: &str) -> Workspace {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(dir.path().join("pod.toml"), text).expect("write manifest");
-        Workspace { dir }
+        Workspace {
+            dir,
+            state: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    /// The value the pods of this workspace get as `XDG_STATE_HOME`.
+    pub fn state_home(&self) -> &Path {
+        self.state.path()
+    }
+
+    /// This workspace's state folder, as its pods compute it from `XDG_STATE_HOME`.
+    pub fn state_dir(&self) -> PathBuf {
+        let ws = self.dir.path().canonicalize().expect("canonical workspace");
+        self.state_home()
+            .join("pod")
+            .join(pod::manifest::workspace_key(&ws))
+    }
+
+    /// The folder holding this workspace's session logs.
+    pub fn sessions_dir(&self) -> PathBuf {
+        self.state_dir().join("sessions")
     }
 
     pub fn path(&self, rel: &str) -> PathBuf {
@@ -78,9 +101,9 @@ impl Workspace {
         self.path("pod.toml")
     }
 
-    /// The session log files under `.pod/sessions/`.
+    /// The session log files, in the state folder.
     pub fn session_logs(&self) -> Vec<PathBuf> {
-        let dir = self.path(".pod/sessions");
+        let dir = self.sessions_dir();
         let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
             .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
             .unwrap_or_default();
@@ -118,15 +141,26 @@ impl PodProcess {
     }
 
     pub fn spawn_with(ws: &Workspace, framing: Framing, args: &[&str]) -> PodProcess {
+        PodProcess::spawn_logging(ws, framing, args, Stdio::inherit())
+    }
+
+    /// [`PodProcess::spawn_with`], its stderr (the log) going to `stderr`.
+    pub fn spawn_logging(
+        ws: &Workspace,
+        framing: Framing,
+        args: &[&str],
+        stderr: Stdio,
+    ) -> PodProcess {
         let mut child = Command::new(env!("CARGO_BIN_EXE_pod"))
             .arg("serve")
             .arg("--manifest")
             .arg(ws.manifest())
             .args(args)
             .current_dir(ws.dir.path())
+            .env("XDG_STATE_HOME", ws.state_home())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("spawn pod serve");
         let stdout = child.stdout.take().expect("stdout");

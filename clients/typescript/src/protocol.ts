@@ -394,6 +394,11 @@ export interface PermissionsInfo {
  * via the `definition` "SessionInfo".
  */
 export interface SessionInfo {
+  /**
+   * Session grants of a resumed log that were not restored because the rules in force no
+   * longer allow granting them (each is logged on stderr). Always 0 for a new session.
+   */
+  droppedGrants?: number;
   id: string;
   resumed: boolean;
 }

@@ -142,7 +142,7 @@ pub fn extract(command: &str) -> ShellSubjects {
         return unparsed("it holds a NUL byte".into());
     }
     let budget = parse::Budget::for_input(command.len());
-    let parsed = match parse::parse(command, &budget, 0) {
+    let parsed = match parse::parse(command, &budget, 0, parse::Dialect::Bash) {
         Ok(p) => p,
         Err(e) => return unparsed(e.to_string()),
     };

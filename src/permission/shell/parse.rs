@@ -72,15 +72,33 @@ impl Budget {
 #[derive(Debug, Default)]
 pub struct Parsed {
     pub script: Script,
-    /// Every variable name the line may assign (`X=`, `for X`, `read X`, `${X:=}`, ...).
-    pub assigned: Vec<String>,
+    /// Every variable name the line may assign (`X=`, `for X`, `read X`, `${X:=}`, ...), and
+    /// whether that assignment gives it a plain integer (`X=5`, `for i in 1 2 3`). Builtins'
+    /// arguments are over-approximated: every name-like piece of them counts.
+    pub assigned: Vec<(String, bool)>,
     /// The line runs `source`/`.`/`eval`: any variable may hold anything.
     pub sources: bool,
 }
 
+/// Which shell will read the text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// bash: the whole subset.
+    Bash,
+    /// `sh -c` and the like (dash on Debian): constructs whose meaning differs between bash and
+    /// a POSIX shell (`((`, `[[`, `$'...'`, `&>`, `<<<`, `|&`, `<( )`, arrays, `function`,
+    /// `time`, `;&`) are refused.
+    Posix,
+}
+
 /// Parses a whole command line (or a nested script) at nesting `depth`.
-pub fn parse(src: &str, budget: &Budget, depth: usize) -> Result<Parsed, ParseError> {
-    let mut p = Parser::new(src, budget, depth);
+pub fn parse(
+    src: &str,
+    budget: &Budget,
+    depth: usize,
+    dialect: Dialect,
+) -> Result<Parsed, ParseError> {
+    let mut p = Parser::new(src, budget, depth, dialect);
     let script = p.script_to_end()?;
     Ok(Parsed {
         script,
@@ -197,14 +215,23 @@ struct Parser<'a> {
     /// List nesting, which owns here-documents.
     level: usize,
     pending: Vec<PendingDoc>,
-    assigned: Vec<String>,
+    assigned: Vec<(String, bool)>,
     sources: bool,
+    dialect: Dialect,
 }
 
 type R<T> = Result<T, ParseError>;
 
+/// A plain integer literal (what `X=5` may safely give arithmetic).
+fn integer_literal(word: &Word) -> bool {
+    literal_text(word).is_some_and(|t| {
+        let t = t.strip_prefix('-').unwrap_or(&t);
+        !t.is_empty() && t.bytes().all(|c| c.is_ascii_digit())
+    })
+}
+
 impl<'a> Parser<'a> {
-    fn new(src: &'a str, budget: &'a Budget, depth: usize) -> Parser<'a> {
+    fn new(src: &'a str, budget: &'a Budget, depth: usize, dialect: Dialect) -> Parser<'a> {
         Parser {
             src,
             b: src.as_bytes(),
@@ -215,7 +242,22 @@ impl<'a> Parser<'a> {
             pending: Vec::new(),
             assigned: Vec::new(),
             sources: false,
+            dialect,
         }
+    }
+
+    /// Refuses a construct whose meaning differs between bash and a POSIX shell.
+    fn bash_only(&self, what: &str) -> R<()> {
+        match self.dialect {
+            Dialect::Bash => Ok(()),
+            Dialect::Posix => self.err(format!(
+                "{what} means something else to sh (dash) than to bash"
+            )),
+        }
+    }
+
+    fn note(&mut self, name: &str, integer: bool) {
+        self.assigned.push((name.to_string(), integer));
     }
 
     fn err<T>(&self, message: impl Into<String>) -> R<T> {
@@ -380,6 +422,11 @@ impl<'a> Parser<'a> {
                 self.pos = line_end.map_or(self.b.len(), |e| e + 1);
                 break;
             }
+            if !doc.quoted && line.ends_with('\\') {
+                // bash joins a backslash-newline in an unquoted body before it looks for the
+                // delimiter (`E\` newline `OF` ends the document).
+                return self.err("a line of an unquoted here-document ends with a backslash");
+            }
             if line.starts_with(&doc.delimiter) {
                 return self.err(format!(
                     "a here-document line starts with its delimiter `{}` but is not it",
@@ -419,7 +466,7 @@ impl<'a> Parser<'a> {
 
     /// Parses `text` (a piece of this input, or text derived from it) as a script of its own.
     fn nested_script(&mut self, text: &str) -> R<Script> {
-        let mut p = Parser::new(text, self.budget, self.depth + 1);
+        let mut p = Parser::new(text, self.budget, self.depth + 1, self.dialect);
         let script = p.script_to_end().map_err(|e| ParseError {
             message: e.message,
             offset: self.pos,
@@ -431,7 +478,7 @@ impl<'a> Parser<'a> {
 
     /// Reads `text` as word parts in `mode` (here-document bodies, arithmetic).
     fn nested_parts(&mut self, text: &str, mode: Mode) -> R<Vec<Part>> {
-        let mut p = Parser::new(text, self.budget, self.depth + 1);
+        let mut p = Parser::new(text, self.budget, self.depth + 1, self.dialect);
         let parts = p.word_parts(mode).map_err(|e| ParseError {
             message: e.message,
             offset: self.pos,
@@ -536,6 +583,7 @@ impl<'a> Parser<'a> {
             match self.peek_reserved() {
                 Some("!") => self.bump()?,
                 Some("time") => {
+                    self.bash_only("`time`")?;
                     self.advance(4)?;
                     self.skip_blanks()?;
                     if self.starts_with("-p") && is_delimiter(self.peek_at(2)) {
@@ -551,6 +599,7 @@ impl<'a> Parser<'a> {
             if self.peek() == Some(b'|') && self.peek_at(1) != Some(b'|') {
                 self.bump()?;
                 if self.peek() == Some(b'&') {
+                    self.bash_only("`|&`")?;
                     self.bump()?;
                 }
                 self.skip_newlines()?;
@@ -567,6 +616,7 @@ impl<'a> Parser<'a> {
             None => return self.err("a command is missing"),
             Some(b'(') => {
                 if self.peek_at(1) == Some(b'(') {
+                    self.bash_only("`((`")?;
                     return self.double_paren_command();
                 }
                 self.bump()?;
@@ -589,11 +639,15 @@ impl<'a> Parser<'a> {
         if let Some(word) = self.peek_reserved() {
             return match word {
                 "{" | "if" | "while" | "until" | "for" | "case" | "[[" => {
+                    if word == "[[" {
+                        self.bash_only("`[[`")?;
+                    }
                     let compound = self.compound()?;
                     let redirects = self.redirects()?;
                     Ok(Command::Compound(Box::new(compound), redirects))
                 }
                 "function" => {
+                    self.bash_only("`function`")?;
                     self.advance(word.len())?;
                     self.skip_blanks()?;
                     let name = self.function_name()?;
@@ -802,7 +856,8 @@ impl<'a> Parser<'a> {
             Some(v) if is_name(&v) => v,
             _ => return self.err("a `for` variable must be a name"),
         };
-        self.assigned.push(var.clone());
+        let var_at = self.assigned.len();
+        self.note(&var, false);
         self.skip_newlines()?;
         let mut words = None;
         if self.peek_reserved() == Some("in") {
@@ -823,6 +878,9 @@ impl<'a> Parser<'a> {
                     None => return self.err("`for` has no body"),
                     _ => list.push(self.word(Mode::Normal)?),
                 }
+            }
+            if !list.is_empty() && list.iter().all(integer_literal) {
+                self.assigned[var_at].1 = true;
             }
             words = Some(list);
         } else if self.peek() == Some(b';') {
@@ -863,8 +921,12 @@ impl<'a> Parser<'a> {
             let body = self.list(Stop::CaseArm)?;
             arms.push((patterns, body));
             if self.starts_with(";;&") {
+                self.bash_only("`;;&`")?;
                 self.advance(3)?;
-            } else if self.starts_with(";;") || self.starts_with(";&") {
+            } else if self.starts_with(";&") {
+                self.bash_only("`;&`")?;
+                self.advance(2)?;
+            } else if self.starts_with(";;") {
                 self.advance(2)?;
             }
         }
@@ -902,7 +964,7 @@ impl<'a> Parser<'a> {
             let mode = if regex { Mode::Regex } else { Mode::Normal };
             let word = self.word_required(mode)?;
             if word.src == "=~" {
-                self.assigned.push("BASH_REMATCH".into());
+                self.note("BASH_REMATCH", false);
             }
             tokens.push(CondToken::Word(word));
         }
@@ -945,6 +1007,9 @@ impl<'a> Parser<'a> {
         let Some(op) = OPS.iter().copied().find(|op| self.starts_with(op)) else {
             return self.err("expected a redirection");
         };
+        if matches!(op, "&>>" | "&>" | "<<<") {
+            self.bash_only(&format!("`{op}`"))?;
+        }
         self.advance(op.len())?;
         if self.starts_with("\\\n") {
             return self.err("a line continuation right after a redirection is not supported");
@@ -1042,10 +1107,13 @@ impl<'a> Parser<'a> {
             let prefix = simple.words.is_empty();
             if prefix || declaration {
                 if let Some(assign) = self.assignment(true)? {
-                    self.assigned.push(assign.name.clone());
+                    let integer = matches!(&assign.value, AssignValue::Scalar(w) if integer_literal(w))
+                        && assign.subscript.is_none();
+                    self.note(&assign.name.clone(), integer);
                     if prefix {
                         simple.assigns.push(assign);
                     } else {
+                        simple.arg_assigns.push(assign.clone());
                         simple.words.push(assign_as_word(assign));
                     }
                     continue;
@@ -1085,20 +1153,43 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// Names the arguments of `read`, `declare`, `printf -v`, ... may assign.
+    /// Names the arguments of `read`, `declare`, `printf -v`, ... may assign (also after
+    /// `command`/`builtin`). Over-approximated: every name-like piece of every argument, and
+    /// every tail of an option cluster (`-vx` may assign `x`).
     fn note_assigning_builtin(&mut self, simple: &Simple) {
-        let Some(name) = simple.words.first().and_then(literal_text) else {
-            return;
-        };
+        let mut words = simple.words.iter().peekable();
+        let mut name = None;
+        while let Some(w) = words.next() {
+            match literal_text(w) {
+                Some(t) if matches!(t.as_str(), "command" | "builtin") => {
+                    while words
+                        .peek()
+                        .is_some_and(|w| literal_text(w).is_some_and(|t| t.starts_with('-')))
+                    {
+                        words.next();
+                    }
+                }
+                other => {
+                    name = other;
+                    break;
+                }
+            }
+        }
+        let Some(name) = name else { return };
         if !ASSIGNING_BUILTINS.contains(&name.as_str()) {
             return;
         }
-        for word in &simple.words[1..] {
+        let mut found: Vec<String> = Vec::new();
+        for word in words {
             let text = literal_text(word).unwrap_or_else(|| word.src.clone());
-            let end = text.find(['=', '[', '+']).unwrap_or(text.len());
-            let candidate = &text[..end];
-            if is_name(candidate) {
-                self.assigned.push(candidate.to_string());
+            for piece in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+                if text.starts_with('-') {
+                    for (k, _) in piece.char_indices() {
+                        found.push(piece[k..].to_string());
+                    }
+                } else {
+                    found.push(piece.to_string());
+                }
             }
         }
         let defaults: &[&str] = match name.as_str() {
@@ -1107,7 +1198,10 @@ impl<'a> Parser<'a> {
             "getopts" => &["OPTARG", "OPTIND"],
             _ => &[],
         };
-        self.assigned.extend(defaults.iter().map(|s| s.to_string()));
+        found.extend(defaults.iter().map(|s| s.to_string()));
+        for n in found.iter().filter(|n| is_name(n)) {
+            self.note(n, false);
+        }
     }
 
     /// `NAME=value`, `NAME+=value`, `NAME[sub]=value` or `NAME=( ... )` at the cursor; None (and
@@ -1146,6 +1240,7 @@ impl<'a> Parser<'a> {
         self.tick((eq - self.pos) as u64)?;
         self.pos = eq;
         let value = if arrays && self.peek() == Some(b'(') {
+            self.bash_only("an array assignment")?;
             self.bump()?;
             AssignValue::Array(self.array_elements()?)
         } else {
@@ -1235,8 +1330,7 @@ impl<'a> Parser<'a> {
                 parts.push(Part::Lit(std::mem::take(lit)));
             }
         }
-        loop {
-            let Some(c) = self.peek() else { break };
+        while let Some(c) = self.peek() {
             let in_text = matches!(mode, Mode::HereDoc | Mode::ArithText);
             match c {
                 b'$' => {
@@ -1499,6 +1593,7 @@ impl<'a> Parser<'a> {
             }
             Some(b'[') => self.err("`$[ ]` arithmetic is not supported"),
             Some(b'\'') if !in_dquote => {
+                self.bash_only("`$'...'`")?;
                 self.bump()?;
                 let text = self.single_quoted_raw()?;
                 Ok(match decode_ansi_c(&text) {
@@ -1507,6 +1602,7 @@ impl<'a> Parser<'a> {
                 })
             }
             Some(b'"') if !in_dquote => {
+                self.bash_only("`$\"...\"`")?;
                 self.advance(2)?;
                 Ok(Part::Double {
                     parts: self.double_quoted()?,
@@ -1667,7 +1763,7 @@ impl<'a> Parser<'a> {
         };
         self.expect_byte(b'}')?;
         if let ParamOp::Word { assigns: true, .. } = op {
-            self.assigned.push(name.clone());
+            self.note(&name, false);
         }
         Ok(Param {
             name,
@@ -1721,7 +1817,7 @@ fn assign_as_word(assign: Assign) -> Word {
     ))];
     match assign.value {
         AssignValue::Scalar(word) => parts.extend(word.parts),
-        AssignValue::Array(_) => parts.push(Part::Unknown(assign.src.clone())),
+        AssignValue::Array(_) => parts.push(Part::ArrayLiteral(assign.src.clone())),
     }
     Word {
         parts,

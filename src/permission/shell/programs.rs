@@ -16,7 +16,7 @@
 
 use std::ops::Range;
 
-use super::parse::is_name;
+use super::parse::{is_name, Dialect};
 use super::walk::Wd;
 use super::Opaque;
 
@@ -51,8 +51,9 @@ pub(super) enum Inner {
         assigns: Range<usize>,
         words: Range<usize>,
     },
-    /// A shell script given as a string (`bash -c STR`, `su -c STR`, `watch STR`).
-    Script(String),
+    /// A shell script given as a string (`bash -c STR`, `su -c STR`, `watch STR`), and the shell
+    /// that reads it.
+    Script(String, Dialect),
 }
 
 impl Analysis {
@@ -362,6 +363,19 @@ pub(super) fn dangerous_variable(name: &str) -> bool {
         "BASH_XTRACEFD",
         "BASH_COMPAT",
         "POSIXLY_CORRECT",
+        "ZIP",
+        "UNZIP",
+        "GZIP",
+        "BZIP",
+        "BZIP2",
+        "GREP_OPTIONS",
+        "LESSKEY",
+        "MAILRC",
+        "VIMINIT",
+        "EXINIT",
+        "GNUPGHOME",
+        "WGETRC",
+        "CURL_HOME",
     ];
     const PREFIXES: &[&str] = &[
         "BASH_",
@@ -405,6 +419,8 @@ pub(super) fn dangerous_variable(name: &str) -> bool {
         "_LAUNCHER",
         "_HOOK",
         "_HOOKS",
+        "OPT",
+        "_RC",
     ];
     !harmless_variable(name)
         && (EXACT.contains(&name)
@@ -510,6 +526,27 @@ impl ValueRef<'_> {
             ValueRef::Word(w) => w.lit(),
         }
     }
+}
+
+/// `--NAME[=VALUE]` where NAME abbreviates (is a prefix of) one of `longs`: getopt_long takes
+/// any unambiguous prefix, so every prefix counts.
+fn long_prefix_of(t: &str, longs: &[&str]) -> bool {
+    match t.strip_prefix("--") {
+        Some(long) => {
+            let name = long.split('=').next().unwrap_or("");
+            !name.is_empty() && longs.iter().any(|l| l.starts_with(name))
+        }
+        None => false,
+    }
+}
+
+/// A bundle of short options (`-4oX`) holding one of `letters` (value characters included: an
+/// over-approximation).
+fn short_cluster_has(t: &str, letters: &str) -> bool {
+    t.len() > 1
+        && t.starts_with('-')
+        && !t.starts_with("--")
+        && t[1..].chars().any(|c| letters.contains(c))
 }
 
 fn unknown_option(prog: &str, option: &str) -> Opaque {
@@ -954,6 +991,17 @@ pub(super) fn analyze(name: &str, args: &[Wd]) -> Analysis {
         }
         "printf" => printf(args),
         "getopts" => getopts(args),
+        "wait" => names_builtin(
+            name,
+            args,
+            &Spec {
+                flags: "fn",
+                values: "p",
+                ..Spec::default()
+            },
+            &["p"],
+            false,
+        ),
         "unset" => names_builtin(
             name,
             args,
@@ -978,7 +1026,8 @@ pub(super) fn analyze(name: &str, args: &[Wd]) -> Analysis {
         "ssh" | "scp" | "sftp" => ssh(name, args),
         "rsync" => rsync(args),
         "cargo" => {
-            let mut a = unknown(name, args);
+            // cargo runs the project's own code (build scripts, tests), not its arguments.
+            let mut a = Analysis::default().changes_paths();
             if let Some(w) = args.iter().find(|w| {
                 w.lit()
                     .is_some_and(|t| t == "--config" || t.starts_with("--config="))
@@ -1033,35 +1082,184 @@ fn data(name: &str, args: &[Wd]) -> Analysis {
     if CHANGES_PATHS.contains(&name) {
         a.changes_paths = true;
     }
-    if name == "tee" {
-        let spec = Spec {
-            flags: "aip",
-            long_flags: &["append", "ignore-interrupts"],
-            long_optional: &["output-error"],
-            permute: true,
-            ..Spec::default()
-        };
-        match scan(name, args, 0, &spec) {
-            Ok(s) => a.writes = s.operands,
-            Err(o) => return a.with(Some(o)),
-        }
+    match written_files(name, args) {
+        Ok(files) => a.writes = files,
+        Err(o) => return a.with(Some(o)),
     }
     if let Some((_, longs)) = RUNS_PROGRAM.iter().find(|(n, _)| *n == name) {
         for w in args {
-            if !w.is_static && w.may_start_dash && !w.trusted {
+            if w.model_chosen() && w.may_start_dash {
                 return a.with(Some(computed_option(name, w)));
             }
-            if let Some(long) = w.lit().and_then(|t| t.strip_prefix("--")) {
-                let opt = long.split('=').next().unwrap_or("");
-                if opt.len() >= 2 && longs.iter().any(|l| l.starts_with(opt)) {
+            if let Some(t) = w.lit() {
+                if long_prefix_of(t, longs) {
                     return a.with(Some(Opaque::Code(format!(
-                        "`{name} --{opt}` runs another program"
+                        "`{name} {t}` runs another program"
                     ))));
                 }
             }
         }
     }
     a
+}
+
+/// The files a data program writes, as `file_write` subjects: `tee FILE...`, `touch FILE...`,
+/// `truncate FILE...`, the destination of `cp`/`mv`/`ln`/`install` (the last operand, or
+/// `-t DIR`), `dd of=FILE`, `sort -o FILE`. A destination computed at run time is opaque
+/// through its own word (a dynamic path subject).
+fn written_files(name: &str, args: &[Wd]) -> Result<Vec<usize>, Opaque> {
+    let all_operands = |spec: &Spec| scan(name, args, 0, spec).map(|s| s.operands);
+    match name {
+        "tee" => all_operands(&Spec {
+            flags: "aip",
+            long_flags: &["append", "ignore-interrupts"],
+            long_optional: &["output-error"],
+            permute: true,
+            ..Spec::default()
+        }),
+        "touch" => all_operands(&Spec {
+            flags: "acfhm",
+            values: "drt",
+            long_flags: &["no-create", "no-dereference"],
+            long_values: &["date", "reference", "time"],
+            permute: true,
+            ..Spec::default()
+        }),
+        "truncate" => all_operands(&Spec {
+            flags: "co",
+            values: "rs",
+            long_flags: &["no-create", "io-blocks"],
+            long_values: &["reference", "size"],
+            permute: true,
+            ..Spec::default()
+        }),
+        "cp" | "mv" | "ln" | "install" => {
+            let spec = Spec {
+                flags: "abdfHiLlnPprsTuvxRDcCZ",
+                values: "tSgmoZ",
+                long_flags: &[
+                    "archive",
+                    "force",
+                    "interactive",
+                    "link",
+                    "dereference",
+                    "no-clobber",
+                    "no-dereference",
+                    "parents",
+                    "recursive",
+                    "remove-destination",
+                    "strip-trailing-slashes",
+                    "symbolic-link",
+                    "no-target-directory",
+                    "update",
+                    "verbose",
+                    "one-file-system",
+                    "relative",
+                    "logical",
+                    "physical",
+                    "debug",
+                    "attributes-only",
+                    "copy-contents",
+                    "compare",
+                    "preserve-context",
+                    "strip",
+                    "directory",
+                ],
+                long_values: &[
+                    "target-directory",
+                    "suffix",
+                    "group",
+                    "mode",
+                    "owner",
+                    "context",
+                    "strip-program",
+                ],
+                long_optional: &[
+                    "backup",
+                    "preserve",
+                    "no-preserve",
+                    "reflink",
+                    "sparse",
+                    "update",
+                ],
+                permute: true,
+                ..Spec::default()
+            };
+            let s = scan(name, args, 0, &spec)?;
+            let target = s
+                .opts
+                .iter()
+                .find(|o| o.name == "t" || o.name == "--target-directory")
+                .and_then(|o| match o.value {
+                    Some(OptValue::Word(i)) => Some(i),
+                    _ => None,
+                });
+            Ok(match (target, s.operands.last()) {
+                (Some(t), _) => vec![t],
+                (None, Some(&last)) if s.operands.len() >= 2 => vec![last],
+                _ => Vec::new(),
+            })
+        }
+        "dd" => Ok(args
+            .iter()
+            .position(|w| w.static_prefix().starts_with("of="))
+            .into_iter()
+            .collect()),
+        "sort" => {
+            let s = scan(
+                name,
+                args,
+                0,
+                &Spec {
+                    flags: "bcCdfghiMmnRrsuVz",
+                    values: "kotST",
+                    long_values: &[
+                        "output",
+                        "key",
+                        "field-separator",
+                        "buffer-size",
+                        "temporary-directory",
+                        "parallel",
+                        "files0-from",
+                        "random-source",
+                        "sort",
+                        "batch-size",
+                        "compress-program",
+                    ],
+                    long_flags: &[
+                        "ignore-leading-blanks",
+                        "dictionary-order",
+                        "ignore-case",
+                        "general-numeric-sort",
+                        "ignore-nonprinting",
+                        "month-sort",
+                        "human-numeric-sort",
+                        "numeric-sort",
+                        "random-sort",
+                        "reverse",
+                        "version-sort",
+                        "check",
+                        "merge",
+                        "stable",
+                        "unique",
+                        "zero-terminated",
+                        "debug",
+                    ],
+                    permute: true,
+                    ..Spec::default()
+                },
+            )?;
+            Ok(s.opts
+                .iter()
+                .filter(|o| o.name == "o" || o.name == "--output")
+                .filter_map(|o| match o.value {
+                    Some(OptValue::Word(i)) => Some(i),
+                    _ => None,
+                })
+                .collect())
+        }
+        _ => Ok(Vec::new()),
+    }
 }
 
 /// A program the table does not know: it may run commands from its arguments, so deny rules
@@ -1276,17 +1474,17 @@ fn flock(args: &[Wd]) -> Analysis {
     };
     let after_file = s.end + 1;
     match args.get(after_file).and_then(Wd::lit) {
-        Some("-c" | "--command") => shell_string("flock", args.get(after_file + 1)),
+        Some("-c" | "--command") => shell_string("flock", args.get(after_file + 1), Dialect::Posix),
         _ if after_file <= args.len() => wrapped(args, after_file, false),
         _ => Analysis::default(),
     }
 }
 
-/// A command string run by `sh -c`.
-fn shell_string(prog: &str, w: Option<&Wd>) -> Analysis {
+/// A command string run by a shell (`sh -c` unless `dialect` says bash).
+fn shell_string(prog: &str, w: Option<&Wd>, dialect: Dialect) -> Analysis {
     match w {
         Some(w) if w.is_static => Analysis {
-            inner: vec![Inner::Script(w.text.clone())],
+            inner: vec![Inner::Script(w.text.clone(), dialect)],
             changes_paths: true,
             ..Analysis::default()
         },
@@ -1323,9 +1521,9 @@ fn su(name: &str, args: &[Wd]) -> Analysis {
     }
     let scripts = s.values(&["c", "--command", "--session-command"], args);
     match scripts.first() {
-        Some(ValueRef::Word(w)) => shell_string(name, Some(w)),
+        Some(ValueRef::Word(w)) => shell_string(name, Some(w), Dialect::Posix),
         Some(ValueRef::Text(t)) => Analysis {
-            inner: vec![Inner::Script(t.clone())],
+            inner: vec![Inner::Script(t.clone(), Dialect::Posix)],
             changes_paths: true,
             ..Analysis::default()
         },
@@ -1340,7 +1538,7 @@ fn sg(args: &[Wd]) -> Analysis {
         Some("-c") => rest.get(1),
         _ => rest.first(),
     };
-    shell_string("sg", command)
+    shell_string("sg", command, Dialect::Posix)
 }
 
 fn script(args: &[Wd]) -> Analysis {
@@ -1368,9 +1566,9 @@ fn script(args: &[Wd]) -> Analysis {
         Err(o) => return Analysis::from(o),
     };
     match s.values(&["c", "--command"], args).first() {
-        Some(ValueRef::Word(w)) => shell_string("script", Some(w)),
+        Some(ValueRef::Word(w)) => shell_string("script", Some(w), Dialect::Posix),
         Some(ValueRef::Text(t)) => Analysis {
-            inner: vec![Inner::Script(t.clone())],
+            inner: vec![Inner::Script(t.clone(), Dialect::Posix)],
             changes_paths: true,
             ..Analysis::default()
         },
@@ -1414,7 +1612,7 @@ fn watch(args: &[Wd]) -> Analysis {
             return Analysis::default();
         }
         Analysis {
-            inner: vec![Inner::Script(joined)],
+            inner: vec![Inner::Script(joined, Dialect::Posix)],
             runs_args: true,
             changes_paths: true,
             ..Analysis::default()
@@ -1525,7 +1723,7 @@ fn set(args: &[Wd]) -> Analysis {
                     }
                 }
                 'a' | 'b' | 'e' | 'f' | 'h' | 'm' | 'n' | 'p' | 't' | 'u' | 'v' | 'x' | 'B'
-                | 'C' | 'E' | 'H' | 'P' | 'T' => {}
+                | 'C' | 'E' | 'P' | 'T' => {}
                 _ => {
                     return Analysis::opaque(format!(
                         "`set -{c}` changes how bash runs later commands"
@@ -1556,9 +1754,12 @@ fn shopt(args: &[Wd]) -> Analysis {
     let mut setting = false;
     for w in args {
         match w.lit() {
-            Some("-s" | "-u") => setting = true,
-            Some("-p" | "-q") => {}
-            Some("-o") => setting = true,
+            Some(t) if t.starts_with('-') && t.len() > 1 => {
+                if t[1..].chars().any(|c| !"supqo".contains(c)) {
+                    return Analysis::from(unknown_option("shopt", t));
+                }
+                setting |= t.contains(['s', 'u', 'o']);
+            }
             Some(name) if !setting || SAFE.contains(&name) => {}
             _ => {
                 return Analysis::opaque(
@@ -1619,7 +1820,10 @@ fn names_builtin(
 }
 
 fn printf(args: &[Wd]) -> Analysis {
-    match args.first().and_then(Wd::lit) {
+    let Some(first) = args.first() else {
+        return Analysis::default();
+    };
+    match first.lit() {
         Some("-v") => match args.get(1) {
             Some(w) => Analysis::default().with(name_operand("printf -v", w)),
             None => Analysis::default(),
@@ -1632,12 +1836,11 @@ fn printf(args: &[Wd]) -> Analysis {
                 Analysis::opaque(format!("`printf -v` is given the name `{name}`"))
             }
         }
-        _ => match args.first() {
-            Some(w) if !w.is_static && w.may_start_dash && !w.trusted => {
-                Analysis::from(computed_option("printf", w))
-            }
-            _ => Analysis::default(),
-        },
+        Some(_) => Analysis::default(),
+        // A computed first word may be `-v` (or vanish, with nullglob, and let a later `-v`
+        // take its place).
+        None if first.model_chosen() => Analysis::from(computed_option("printf", first)),
+        None => Analysis::default(),
     }
 }
 
@@ -1650,15 +1853,22 @@ fn getopts(args: &[Wd]) -> Analysis {
 
 fn test_builtin(prog: &str, args: &[Wd]) -> Analysis {
     for (i, w) in args.iter().enumerate() {
-        if matches!(w.lit(), Some("-v" | "-R")) {
-            if let Some(next) = args.get(i + 1) {
-                let ok = next.lit().is_some_and(is_name);
-                if !ok {
-                    return Analysis::opaque(format!(
-                        "`{prog} -v` evaluates a subscript of `{}` as arithmetic",
-                        next.text
-                    ));
-                }
+        // A computed word that splits may become `-v` and a subscript by itself.
+        if w.model_chosen() && w.splits {
+            return Analysis::from(computed_option(prog, w));
+        }
+        let may_be_v =
+            matches!(w.lit(), Some("-v" | "-R")) || (w.model_chosen() && w.may_start_dash);
+        if !may_be_v {
+            continue;
+        }
+        if let Some(next) = args.get(i + 1) {
+            let subscript_free = next.lit().is_some_and(|t| !t.contains('['));
+            if !subscript_free {
+                return Analysis::opaque(format!(
+                    "`{prog} -v` evaluates a subscript of `{}` as arithmetic",
+                    next.text
+                ));
             }
         }
     }
@@ -1699,6 +1909,18 @@ fn declare(prog: &str, args: &[Wd]) -> Analysis {
         if head.contains('=') && dangerous_variable(name) {
             return Analysis::opaque(format!(
                 "`{prog}` assigns `{name}`, which changes how commands run"
+            ));
+        }
+        // `declare -a 'x=([$(cmd)]=1)'`: a value that is an array literal is parsed as one,
+        // subscripts and all.
+        let value = head.split_once('=').map(|(_, v)| v);
+        let quoted_array = !w.array_literal
+            && (value.is_some_and(|v| v.trim_start().starts_with('('))
+                || (!w.is_static && head.contains('=') && head.ends_with('=')));
+        if quoted_array {
+            return Analysis::opaque(format!(
+                "`{prog} {}`: an array given as a string has its subscripts evaluated",
+                w.text
             ));
         }
     }
@@ -1769,7 +1991,7 @@ fn shell(name: &str, args: &[Wd]) -> Analysis {
                         i += 1;
                     }
                     'i' | 'l' | 'r' | 'e' | 'u' | 'x' | 'v' | 'n' | 'f' | 'h' | 'a' | 'b' | 'm'
-                    | 'p' | 't' | 'B' | 'C' | 'E' | 'H' | 'P' | 'T' => {}
+                    | 'p' | 't' | 'B' | 'C' | 'E' | 'P' | 'T' => {}
                     _ => return Analysis::from(unknown_option(name, &format!("-{c}"))),
                 }
             }
@@ -1778,7 +2000,12 @@ fn shell(name: &str, args: &[Wd]) -> Analysis {
         break;
     }
     if dash_c {
-        return shell_string(name, args.get(i));
+        let dialect = if matches!(name, "bash" | "rbash") {
+            Dialect::Bash
+        } else {
+            Dialect::Posix
+        };
+        return shell_string(name, args.get(i), dialect);
     }
     if stdin || i >= args.len() {
         let info = args
@@ -1834,7 +2061,7 @@ fn interpreter(name: &str, args: &[Wd]) -> Option<Analysis> {
     }
     let spec = if name.starts_with("python") || name.starts_with("pypy") {
         Interp {
-            code: "cm",
+            code: "cmi",
             code_long: &[],
             values: "WXQ",
             stdin: true,
@@ -2136,198 +2363,273 @@ fn sed(args: &[Wd]) -> Analysis {
 /// Why a sed script may run a command or write a file, or None when it cannot. Anything the
 /// scanner does not fully read counts as running code.
 pub(super) fn sed_script_runs(script: &str) -> Option<String> {
-    let b = script.as_bytes();
-    let mut i = 0;
-    let unread = || Some("the sed script is not fully understood".to_string());
-    let skip_ws = |i: &mut usize| {
-        while *i < b.len() && matches!(b[*i], b' ' | b'\t') {
-            *i += 1;
+    match SedScan::new(script).run() {
+        Ok(()) => None,
+        Err(SedStop::Runs(why)) => Some(why),
+        Err(SedStop::Unread) => Some("the sed script is not fully understood".to_string()),
+    }
+}
+
+enum SedStop {
+    Runs(String),
+    Unread,
+}
+
+/// A conservative reader of GNU sed scripts: it follows the commands that only edit the stream
+/// and stops at anything else.
+struct SedScan<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+/// Delimiters whose reading cannot be confused with regex syntax.
+const SED_DELIMITERS: &[u8] = b"/|,:#!@%^+=~;._";
+
+impl<'a> SedScan<'a> {
+    fn new(script: &'a str) -> SedScan<'a> {
+        SedScan {
+            b: script.as_bytes(),
+            i: 0,
         }
-    };
-    // A regex or replacement up to the unescaped delimiter, with bracket expressions.
-    fn delimited(b: &[u8], mut i: usize, delim: u8, brackets: bool) -> Option<usize> {
-        while i < b.len() {
-            match b[i] {
-                b'\\' => i += 2,
-                b'\n' if delim != b'\n' => return None,
-                b'[' if brackets => {
-                    i += 1;
-                    if b.get(i) == Some(&b'^') {
-                        i += 1;
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    fn skip_blanks(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t')) {
+            self.i += 1;
+        }
+    }
+
+    fn digits(&mut self) {
+        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
+            self.i += 1;
+        }
+    }
+
+    /// From the cursor to the unescaped `delim`; with `brackets`, bracket expressions are
+    /// skipped whole (a delimiter inside `[...]` does not end a regex). The cursor ends after
+    /// the delimiter.
+    fn delimited(&mut self, delim: u8, brackets: bool) -> Result<(), SedStop> {
+        loop {
+            match self.peek() {
+                None | Some(b'\n') => return Err(SedStop::Unread),
+                Some(b'\\') => {
+                    if matches!(self.b.get(self.i + 1), None | Some(b'\n')) {
+                        return Err(SedStop::Unread);
                     }
-                    if b.get(i) == Some(&b']') {
-                        i += 1;
+                    self.i += 2;
+                }
+                Some(b'[') if brackets => {
+                    self.i += 1;
+                    if self.peek() == Some(b'^') {
+                        self.i += 1;
+                    }
+                    if self.peek() == Some(b']') {
+                        self.i += 1;
                     }
                     loop {
-                        match b.get(i) {
-                            None => return None,
+                        match self.peek() {
+                            None | Some(b'\n') => return Err(SedStop::Unread),
                             Some(b']') => break,
-                            Some(b'[') if matches!(b.get(i + 1), Some(b':' | b'.' | b'=')) => {
-                                let close = b.get(i + 1).copied()?;
-                                i += 2;
-                                while i + 1 < b.len() && !(b[i] == close && b[i + 1] == b']') {
-                                    i += 1;
+                            Some(b'[')
+                                if matches!(self.b.get(self.i + 1), Some(b':' | b'.' | b'=')) =>
+                            {
+                                let close = self.b[self.i + 1];
+                                self.i += 2;
+                                loop {
+                                    match (self.peek(), self.b.get(self.i + 1)) {
+                                        (None | Some(b'\n'), _) => return Err(SedStop::Unread),
+                                        (Some(c), Some(b']')) if c == close => {
+                                            self.i += 2;
+                                            break;
+                                        }
+                                        _ => self.i += 1,
+                                    }
                                 }
-                                if i + 1 >= b.len() {
-                                    return None;
-                                }
-                                i += 2;
                             }
-                            Some(_) => i += 1,
+                            Some(_) => self.i += 1,
                         }
                     }
-                    i += 1;
+                    self.i += 1;
                 }
-                c if c == delim => return Some(i),
-                _ => i += 1,
+                Some(c) if c == delim => {
+                    self.i += 1;
+                    return Ok(());
+                }
+                Some(_) => self.i += 1,
             }
         }
-        None
     }
-    fn address(b: &[u8], mut i: usize) -> Option<usize> {
-        match b.get(i) {
-            Some(c) if c.is_ascii_digit() => {
-                while b.get(i).is_some_and(u8::is_ascii_digit) {
-                    i += 1;
-                }
-                if b.get(i) == Some(&b'~') {
-                    i += 1;
-                    while b.get(i).is_some_and(u8::is_ascii_digit) {
-                        i += 1;
-                    }
-                }
-                Some(i)
+
+    fn delimiter(&mut self) -> Result<u8, SedStop> {
+        match self.peek() {
+            Some(d) if SED_DELIMITERS.contains(&d) => {
+                self.i += 1;
+                Ok(d)
             }
-            Some(b'$') => Some(i + 1),
-            Some(b'/') => {
-                let end = delimited(b, i + 1, b'/', true)?;
-                let mut j = end + 1;
-                while matches!(b.get(j), Some(b'I' | b'M')) {
-                    j += 1;
+            _ => Err(SedStop::Unread),
+        }
+    }
+
+    fn regex_flags(&mut self) {
+        while matches!(self.peek(), Some(b'I' | b'M')) {
+            self.i += 1;
+        }
+    }
+
+    /// An address; true when one was there.
+    fn address(&mut self) -> Result<bool, SedStop> {
+        match self.peek() {
+            Some(c) if c.is_ascii_digit() => {
+                self.digits();
+                if self.peek() == Some(b'~') {
+                    self.i += 1;
+                    self.digits();
                 }
-                Some(j)
+                Ok(true)
+            }
+            Some(b'$') => {
+                self.i += 1;
+                Ok(true)
+            }
+            Some(b'/') => {
+                self.i += 1;
+                self.delimited(b'/', true)?;
+                self.regex_flags();
+                Ok(true)
             }
             Some(b'\\') => {
-                let delim = *b.get(i + 1)?;
-                let end = delimited(b, i + 2, delim, true)?;
-                let mut j = end + 1;
-                while matches!(b.get(j), Some(b'I' | b'M')) {
-                    j += 1;
-                }
-                Some(j)
+                self.i += 1;
+                let d = self.delimiter()?;
+                self.delimited(d, true)?;
+                self.regex_flags();
+                Ok(true)
             }
-            _ => Some(i),
+            _ => Ok(false),
         }
     }
-    let to_line_end = |i: usize| {
-        b[i..]
-            .iter()
-            .position(|&c| c == b'\n')
-            .map_or(b.len(), |p| i + p)
-    };
-    while i < b.len() {
-        skip_ws(&mut i);
-        match b.get(i) {
-            None => break,
-            Some(b';' | b'\n' | b'}') => {
-                i += 1;
+
+    /// After a command: blanks, then the end of the command.
+    fn end_of_command(&mut self) -> Result<(), SedStop> {
+        self.skip_blanks();
+        match self.peek() {
+            None | Some(b';' | b'\n' | b'}' | b'#') => Ok(()),
+            _ => Err(SedStop::Unread),
+        }
+    }
+
+    fn run(&mut self) -> Result<(), SedStop> {
+        loop {
+            while matches!(self.peek(), Some(b' ' | b'\t' | b';' | b'\n' | b'}')) {
+                self.i += 1;
+            }
+            let Some(c) = self.peek() else {
+                return Ok(());
+            };
+            if c == b'#' {
+                while !matches!(self.peek(), None | Some(b'\n')) {
+                    self.i += 1;
+                }
                 continue;
             }
-            Some(b'#') => {
-                i = to_line_end(i);
-                continue;
-            }
-            _ => {}
-        }
-        let start = i;
-        i = address(b, i)?;
-        if i > start && b.get(i) == Some(&b',') {
-            i += 1;
-            match b.get(i) {
-                Some(b'+' | b'~') => {
-                    i += 1;
-                    while b.get(i).is_some_and(u8::is_ascii_digit) {
-                        i += 1;
+            if self.address()? && self.peek() == Some(b',') {
+                self.i += 1;
+                match self.peek() {
+                    Some(b'+' | b'~') => {
+                        self.i += 1;
+                        self.digits();
                     }
-                }
-                _ => i = address(b, i)?,
-            }
-        }
-        skip_ws(&mut i);
-        while b.get(i) == Some(&b'!') {
-            i += 1;
-            skip_ws(&mut i);
-        }
-        let Some(&cmd) = b.get(i) else {
-            return unread();
-        };
-        i += 1;
-        if cmd == b'{' {
-            continue;
-        }
-        match cmd {
-            b'=' | b'd' | b'D' | b'g' | b'G' | b'h' | b'H' | b'n' | b'N' | b'p' | b'P' | b'x'
-            | b'z' | b'F' => {}
-            b'l' | b'L' | b'q' | b'Q' => {
-                skip_ws(&mut i);
-                while b.get(i).is_some_and(u8::is_ascii_digit) {
-                    i += 1;
-                }
-            }
-            b'a' | b'i' | b'c' => {
-                // Text to the end of the line; a trailing backslash continues it.
-                loop {
-                    let end = to_line_end(i);
-                    let continued = end > i && b[end - 1] == b'\\' && end < b.len();
-                    i = end;
-                    if !continued {
-                        break;
-                    }
-                    i += 1;
-                }
-            }
-            b':' | b'b' | b't' | b'T' | b'v' => {
-                while i < b.len() && !matches!(b[i], b';' | b'\n') {
-                    i += 1;
-                }
-            }
-            b'r' | b'R' => i = to_line_end(i),
-            b'w' | b'W' => return Some("a sed `w` command writes a file".into()),
-            b'e' => return Some("a sed `e` command runs a shell command".into()),
-            b's' => {
-                let delim = *b.get(i)?;
-                if delim == b'\n' || delim == b'\\' {
-                    return unread();
-                }
-                let re_end = delimited(b, i + 1, delim, true)?;
-                let rep_end = delimited(b, re_end + 1, delim, false)?;
-                i = rep_end + 1;
-                while let Some(&f) = b.get(i) {
-                    match f {
-                        b'g' | b'p' | b'i' | b'I' | b'm' | b'M' | b'0'..=b'9' => i += 1,
-                        b'e' => {
-                            return Some("the sed `e` flag runs the result as a command".into())
+                    _ => {
+                        if !self.address()? {
+                            return Err(SedStop::Unread);
                         }
-                        b'w' => return Some("the sed `w` flag writes a file".into()),
-                        _ => break,
                     }
                 }
             }
-            b'y' => {
-                let delim = *b.get(i)?;
-                let a_end = delimited(b, i + 1, delim, false)?;
-                let b_end = delimited(b, a_end + 1, delim, false)?;
-                i = b_end + 1;
+            self.skip_blanks();
+            while self.peek() == Some(b'!') {
+                self.i += 1;
+                self.skip_blanks();
             }
-            _ => return unread(),
-        }
-        skip_ws(&mut i);
-        match b.get(i) {
-            None | Some(b';' | b'\n' | b'}' | b'#') => {}
-            _ => return unread(),
+            let Some(cmd) = self.peek() else {
+                return Err(SedStop::Unread);
+            };
+            self.i += 1;
+            match cmd {
+                b'{' => continue,
+                b'=' | b'd' | b'D' | b'g' | b'G' | b'h' | b'H' | b'n' | b'N' | b'p' | b'P'
+                | b'x' | b'z' | b'F' => {}
+                b'l' | b'L' | b'q' | b'Q' => {
+                    self.skip_blanks();
+                    self.digits();
+                }
+                b'a' | b'i' | b'c' => {
+                    // One line of text; `a\` then the text on the next line. Any other
+                    // backslash (continuations, escapes) is not read.
+                    if self.peek() == Some(b'\\') && self.b.get(self.i + 1) == Some(&b'\n') {
+                        self.i += 2;
+                    }
+                    while !matches!(self.peek(), None | Some(b'\n')) {
+                        if self.peek() == Some(b'\\') {
+                            return Err(SedStop::Unread);
+                        }
+                        self.i += 1;
+                    }
+                }
+                b':' | b'b' | b't' | b'T' => {
+                    // A label: plain characters only, then the end of the command (GNU sed
+                    // ends a label at a blank or `;`).
+                    self.skip_blanks();
+                    while self
+                        .peek()
+                        .is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_')
+                    {
+                        self.i += 1;
+                    }
+                }
+                b'r' | b'R' => {
+                    while !matches!(self.peek(), None | Some(b'\n')) {
+                        self.i += 1;
+                    }
+                }
+                b'w' | b'W' => return Err(SedStop::Runs("a sed `w` command writes a file".into())),
+                b'e' => {
+                    return Err(SedStop::Runs(
+                        "a sed `e` command runs a shell command".into(),
+                    ))
+                }
+                b's' => {
+                    let d = self.delimiter()?;
+                    self.delimited(d, true)?;
+                    self.delimited(d, false)?;
+                    while let Some(f) = self.peek() {
+                        match f {
+                            b'g' | b'p' | b'i' | b'I' | b'm' | b'M' | b'0'..=b'9' => self.i += 1,
+                            b'e' => {
+                                return Err(SedStop::Runs(
+                                    "the sed `e` flag runs the result as a command".into(),
+                                ))
+                            }
+                            b'w' => {
+                                return Err(SedStop::Runs("the sed `w` flag writes a file".into()))
+                            }
+                            _ => break,
+                        }
+                    }
+                }
+                b'y' => {
+                    let d = self.delimiter()?;
+                    self.delimited(d, false)?;
+                    self.delimited(d, false)?;
+                }
+                _ => return Err(SedStop::Unread),
+            }
+            self.end_of_command()?;
         }
     }
-    None
 }
 
 fn awk(name: &str, args: &[Wd]) -> Analysis {
@@ -2412,19 +2714,106 @@ fn awk(name: &str, args: &[Wd]) -> Analysis {
     Analysis::default()
 }
 
-/// Why an awk program may run a command or write a file.
+/// Why an awk program may run a command or write a file: `system`, a pipe (`|`, `|&`), `print`
+/// or `printf` redirected with `>` (outside parentheses), `@` directives or indirect calls.
+/// Strings, regular expressions and comments are skipped the way awk's lexer reads them: `/`
+/// starts a regular expression where an operand is expected, and divides after one.
 pub(super) fn awk_program_runs(program: &str) -> Option<String> {
-    if program.contains("system") {
-        return Some("an awk program calls system()".into());
-    }
-    if program.contains('|') {
-        return Some("an awk program pipes to or from a command".into());
-    }
-    if program.contains('>') && program.contains("print") {
-        return Some("an awk program may print to a file (`print > ...`)".into());
-    }
-    if program.contains('@') {
-        return Some("an awk program uses @-directives or indirect calls".into());
+    let b = program.as_bytes();
+    let mut i = 0;
+    let mut operand_expected = true;
+    let mut in_print = false;
+    let mut parens = 0usize;
+    while let Some(&c) = b.get(i) {
+        match c {
+            b'"' => {
+                i += 1;
+                while let Some(&d) = b.get(i) {
+                    i += if d == b'\\' { 2 } else { 1 };
+                    if d == b'"' {
+                        break;
+                    }
+                }
+                operand_expected = false;
+                continue;
+            }
+            b'#' => {
+                while b.get(i).is_some_and(|&d| d != b'\n') {
+                    i += 1;
+                }
+                continue;
+            }
+            b'/' if operand_expected => {
+                i += 1;
+                let mut bracket = false;
+                while let Some(&d) = b.get(i) {
+                    match d {
+                        b'\\' => i += 1,
+                        b'[' => bracket = true,
+                        b']' => bracket = false,
+                        b'/' if !bracket => break,
+                        b'\n' => return Some("an awk regular expression is not closed".into()),
+                        _ => {}
+                    }
+                    i += 1;
+                }
+                i += 1;
+                operand_expected = false;
+                continue;
+            }
+            b'|' => {
+                if b.get(i + 1) == Some(&b'|') {
+                    i += 2;
+                    operand_expected = true;
+                    continue;
+                }
+                return Some("an awk program pipes to or from a command".into());
+            }
+            b'>' if in_print && parens == 0 => {
+                return Some("an awk program prints to a file (`print > ...`)".into());
+            }
+            b'@' => return Some("an awk program uses @-directives or indirect calls".into()),
+            b'(' => {
+                parens += 1;
+                operand_expected = true;
+            }
+            b')' => {
+                parens = parens.saturating_sub(1);
+                operand_expected = false;
+            }
+            b';' | b'\n' | b'{' | b'}' => {
+                in_print = false;
+                parens = 0;
+                operand_expected = true;
+            }
+            b']' => operand_expected = false,
+            c if c.is_ascii_alphabetic() || c == b'_' => {
+                let start = i;
+                while b
+                    .get(i)
+                    .is_some_and(|&d| d.is_ascii_alphanumeric() || d == b'_')
+                {
+                    i += 1;
+                }
+                let word = &program[start..i];
+                match word {
+                    "system" => return Some("an awk program calls system()".into()),
+                    "print" | "printf" => {
+                        in_print = true;
+                        parens = 0;
+                        operand_expected = true;
+                    }
+                    "if" | "while" | "for" | "do" | "else" | "return" | "in" | "case"
+                    | "getline" | "delete" | "exit" => operand_expected = true,
+                    _ => operand_expected = false,
+                }
+                continue;
+            }
+            c if c.is_ascii_digit() || c == b'.' => operand_expected = false,
+            b' ' | b'\t' | b'\r' => {}
+            _ => operand_expected = true,
+        }
+        i += 1;
     }
     None
 }
@@ -2445,17 +2834,12 @@ fn tar(args: &[Wd]) -> Analysis {
             return Analysis::from(computed_option("tar", w));
         }
         let Some(t) = w.lit() else { continue };
-        if let Some(long) = t.strip_prefix("--") {
-            let opt = long.split('=').next().unwrap_or("");
-            if opt.len() >= 3 && LONG.iter().any(|l| l.starts_with(opt)) {
-                return Analysis::opaque(format!("`tar --{opt}` runs a program"));
+        if t.starts_with("--") {
+            if long_prefix_of(t, LONG) {
+                return Analysis::opaque(format!("`tar {t}` runs a program"));
             }
-        } else if let Some(cluster) = t.strip_prefix('-') {
-            if cluster.contains(['I', 'F']) {
-                return Analysis::opaque("`tar -I`/`-F` runs a program");
-            }
-        } else if i == 0 && t.contains(['I', 'F']) {
-            return Analysis::opaque("`tar` with `I`/`F` runs a program");
+        } else if short_cluster_has(t, "IF") || (i == 0 && t.contains(['I', 'F'])) {
+            return Analysis::opaque("`tar -I`/`-F` runs a program");
         }
     }
     Analysis::default().changes_paths()
@@ -2467,14 +2851,10 @@ fn make(args: &[Wd]) -> Analysis {
             return Analysis::from(computed_option("make", w));
         }
         let Some(t) = w.lit() else { continue };
-        if t.starts_with("--eval") || t == "-E" {
+        if long_prefix_of(t, &["eval"]) || short_cluster_has(t, "E") {
             return Analysis::opaque("`make --eval` runs make code given on the command line");
         }
-        if t == "-f"
-            || t.starts_with("--file")
-            || t.starts_with("--makefile")
-            || (t.starts_with("-f") && !t.starts_with("--"))
-        {
+        if long_prefix_of(t, &["file", "makefile"]) || short_cluster_has(t, "f") {
             return Analysis::opaque("`make -f` runs recipes from another makefile");
         }
         if !t.starts_with('-') && t.contains('=') {
@@ -2593,13 +2973,18 @@ fn git(args: &[Wd]) -> Analysis {
         return a.with(Some(computed_option("git", w)));
     }
     let has = |pred: &dyn Fn(&str) -> bool| operands.iter().any(|w| w.lit().is_some_and(pred));
-    let runs = has(&|t: &str| {
-        t.starts_with("--upload-pack")
-            || t.starts_with("--receive-pack")
-            || t.starts_with("--exec")
-            || t.starts_with("--extcmd")
-            || t.starts_with("--tool")
-    });
+    // Options that give git a program to run, in any subcommand, abbreviated or not.
+    const RUNS: &[&str] = &[
+        "upload-pack",
+        "receive-pack",
+        "exec",
+        "extcmd",
+        "tool",
+        "template",
+        "open-files-in-pager",
+        "config",
+    ];
+    let runs = has(&|t: &str| long_prefix_of(t, RUNS));
     let reason = match sub {
         _ if runs => Some(format!("`git {sub}` is given a command to run")),
         "rebase"
@@ -2622,8 +3007,11 @@ fn git(args: &[Wd]) -> Analysis {
         "difftool" | "mergetool" | "filter-branch" | "filter-repo" | "daemon" | "instaweb" => {
             Some(format!("`git {sub}` runs configured or given programs"))
         }
-        "clone" if has(&|t: &str| t == "-u" || t.starts_with("-u")) => {
-            Some("`git clone -u` runs a given upload-pack program".into())
+        "clone" if has(&|t: &str| short_cluster_has(t, "uc")) => {
+            Some("`git clone -u`/`-c` runs a given program or sets configuration".into())
+        }
+        "grep" if has(&|t: &str| short_cluster_has(t, "O")) => {
+            Some("`git grep -O` runs a given pager".into())
         }
         "config" if has(&git_config_key_runs) => {
             Some("`git config` sets a key that makes git run a command".into())
@@ -2698,11 +3086,7 @@ fn man(args: &[Wd]) -> Analysis {
             return Analysis::from(computed_option("man", w));
         }
         if let Some(t) = w.lit() {
-            if matches!(t, "-P" | "-H")
-                || t.starts_with("--pager")
-                || t.starts_with("--html")
-                || (t.starts_with("-P") && t.len() > 2)
-            {
+            if short_cluster_has(t, "PHX") || long_prefix_of(t, &["pager", "html", "gxditview"]) {
                 return Analysis::opaque("`man -P`/`-H` runs a given program");
             }
         }
@@ -2718,6 +3102,8 @@ fn sqlite(args: &[Wd]) -> Analysis {
         let Some(t) = w.lit() else {
             return Analysis::from(computed_option("sqlite3", w));
         };
+        // sqlite3 takes `--opt` for `-opt`.
+        let t = if t.starts_with("--") { &t[1..] } else { t };
         match t {
             "-cmd" | "-init" => {
                 return Analysis::opaque(format!("`sqlite3 {t}` runs given commands"))
@@ -2757,30 +3143,24 @@ fn sqlite(args: &[Wd]) -> Analysis {
 
 fn ssh(name: &str, args: &[Wd]) -> Analysis {
     let mut a = unknown(name, args);
-    for (i, w) in args.iter().enumerate() {
-        let Some(t) = w.lit() else { continue };
-        let next = args
-            .get(i + 1)
-            .map(|w| w.text.to_ascii_lowercase())
-            .unwrap_or_default();
-        let option = |o: &str| t == o || (t.starts_with(o) && t.len() > o.len());
-        let value = if t.len() > 2 {
-            t[2..].to_ascii_lowercase()
-        } else {
-            next
-        };
-        let risky_o = [
-            "proxycommand",
-            "localcommand",
-            "permitlocalcommand",
-            "knownhostscommand",
-            "match",
-        ]
-        .iter()
-        .any(|k| value.contains(k));
-        if (option("-o") && risky_o) || option("-F") || (name == "scp" && option("-S")) {
+    const RISKY: &[&str] = &[
+        "proxycommand",
+        "localcommand",
+        "permitlocalcommand",
+        "knownhostscommand",
+        "match",
+        "proxyusefdpass",
+        "remotecommand",
+        "include",
+    ];
+    for w in args {
+        let lower = w.text.to_ascii_lowercase();
+        let config_file =
+            short_cluster_has(&w.text, "F") || (name == "scp" && short_cluster_has(&w.text, "S"));
+        if RISKY.iter().any(|k| lower.contains(k)) || config_file {
             a.opaque = Some(Opaque::Code(format!(
-                "`{name} {t}` can run a local command"
+                "`{name} {}` can run a local command",
+                w.text
             )));
             return a;
         }

@@ -45,6 +45,8 @@ pub struct Simple {
     /// The command word and its arguments.
     pub words: Vec<Word>,
     pub redirects: Vec<Redirect>,
+    /// The `NAME=value` arguments of a declaration builtin (`declare a=(...)`), also in `words`.
+    pub arg_assigns: Vec<Assign>,
 }
 
 /// `NAME=value`, `NAME+=value`, `NAME[sub]=value`, `NAME=(a b)`.
@@ -162,6 +164,9 @@ pub enum Part {
     AmbiguousSub(Script),
     /// Text bash decodes at run time in a way the engine does not reproduce (`$'\0'`).
     Unknown(String),
+    /// The `(...)` of a declaration builtin's `NAME=(...)` argument, checked as an assignment
+    /// (`Simple::arg_assigns`).
+    ArrayLiteral(String),
 }
 
 /// A parameter expansion.

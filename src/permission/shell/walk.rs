@@ -11,7 +11,7 @@
 
 use std::collections::HashSet;
 
-use super::parse::{self, is_name, Budget, MAX_DEPTH};
+use super::parse::{self, is_name, Budget, Dialect, MAX_DEPTH};
 use super::programs::{self, dangerous_variable, harmless_variable, Inner};
 use super::syntax::*;
 use super::{Opaque, RedirectKind, ShellCommand, ShellRedirect, ShellSubjects};
@@ -56,6 +56,10 @@ pub(super) struct Wd {
     pub glob: bool,
     /// Its value may start with `-`.
     pub may_start_dash: bool,
+    /// Word splitting or globbing may turn it into several words, or none.
+    pub splits: bool,
+    /// A declaration builtin's `NAME=(...)`, whose elements were checked as an assignment.
+    pub array_literal: bool,
     /// Holds a construct bash may evaluate as code.
     pub opaque: Option<Opaque>,
     /// The static text before the first expansion.
@@ -73,6 +77,8 @@ impl Wd {
             trusted: true,
             glob: false,
             may_start_dash: text.starts_with('-'),
+            splits: false,
+            array_literal: false,
             opaque: None,
             prefix: text.to_string(),
             has_slash: text.contains('/'),
@@ -197,6 +203,9 @@ struct WordState {
     opaque: Option<Opaque>,
     /// Whether the first character of the value is known not to be `-`.
     start_known: Option<bool>,
+    /// An unquoted expansion: word splitting applies.
+    splits: bool,
+    array_literal: bool,
     prefix: String,
     prefix_done: bool,
 }
@@ -221,8 +230,9 @@ impl WordState {
         }
     }
 
-    fn dynamic(&mut self, trusted: bool, starts_with_slash: bool) {
+    fn dynamic(&mut self, trusted: bool, starts_with_slash: bool, quoted: bool) {
         self.is_static = false;
+        self.splits |= !quoted;
         self.trusted &= trusted;
         self.prefix_done = true;
         if self.start_known.is_none() {
@@ -244,6 +254,8 @@ pub(super) struct Walk<'b> {
     pub out: ShellSubjects,
     /// Names the line may assign.
     assigned: HashSet<String>,
+    /// Names the line may assign something other than a plain integer.
+    non_integer: HashSet<String>,
     /// The line runs `source`/`.`/`eval`: any variable may hold anything.
     sources: bool,
     /// A command that may change the working folder or what a path names has been walked.
@@ -259,15 +271,75 @@ pub(super) struct Walk<'b> {
 
 impl<'b> Walk<'b> {
     pub fn new(budget: &'b Budget, parsed: &parse::Parsed) -> Walk<'b> {
-        Walk {
+        let mut walk = Walk {
             budget,
             out: ShellSubjects::default(),
-            assigned: parsed.assigned.iter().cloned().collect(),
-            sources: parsed.sources,
+            assigned: HashSet::new(),
+            non_integer: HashSet::new(),
+            sources: false,
             changed: false,
             floating: 0,
             floating_redirects: Vec::new(),
             guess: 0,
+        };
+        walk.learn(parsed);
+        walk
+    }
+
+    /// Takes in what a parsed script assigns.
+    fn learn(&mut self, parsed: &parse::Parsed) {
+        for (name, integer) in &parsed.assigned {
+            self.assigned.insert(name.clone());
+            if !integer {
+                self.non_integer.insert(name.clone());
+            }
+        }
+        self.sources |= parsed.sources;
+    }
+
+    /// A name the line only ever gives plain integers.
+    fn integer_name(&self, name: &str) -> bool {
+        self.assigned.contains(name) && !self.non_integer.contains(name)
+    }
+
+    /// Arithmetic evaluates names recursively (a value `a[$(cmd)]` runs cmd, and a value that is
+    /// itself a name is evaluated in turn). Names are safe only when nothing the line assigns
+    /// can hold such a string: every assignment of the line gives an integer.
+    fn arith_names_safe(&self) -> bool {
+        !self.sources && self.non_integer.is_empty()
+    }
+
+    /// Whether arithmetic text and its parts evaluate nothing the model chose.
+    fn arith_understood(&self, text: &str, parts: &[Part]) -> bool {
+        let pure = text
+            .bytes()
+            .all(|c| c.is_ascii_digit() || b" \t\n+-*/%<>=!&|^~?:,()".contains(&c));
+        if pure {
+            return parts.is_empty();
+        }
+        if text.contains('[') || !self.arith_names_safe() {
+            return false;
+        }
+        let names_ok = identifiers(text).all(|n| self.trusted_name(n) || self.integer_name(n));
+        names_ok && parts.iter().all(|p| self.arith_part_ok(p))
+    }
+
+    fn arith_part_ok(&self, part: &Part) -> bool {
+        match part {
+            Part::Lit(_) | Part::Quoted(_) => true,
+            Part::Param(p) => {
+                p.op == ParamOp::Plain
+                    && !p.indirect
+                    && p.subscript.is_none()
+                    && (matches!(p.name.as_str(), "#" | "?" | "$" | "!")
+                        || (is_name(&p.name)
+                            && (self.trusted_name(&p.name) || self.integer_name(&p.name))))
+            }
+            Part::Arith(a) => self.arith_understood(&a.text, &a.parts),
+            Part::Double { parts, locale } => {
+                !locale && parts.iter().all(|p| self.arith_part_ok(p))
+            }
+            _ => false,
         }
     }
 
@@ -299,7 +371,7 @@ impl<'b> Walk<'b> {
     }
 
     /// Parses `text` as a script of its own and walks it (`bash -c STR`).
-    fn nested(&mut self, text: &str, depth: usize) {
+    fn nested(&mut self, text: &str, depth: usize, dialect: Dialect) {
         if depth > MAX_DEPTH {
             self.push_opaque(
                 text,
@@ -307,10 +379,9 @@ impl<'b> Walk<'b> {
             );
             return;
         }
-        match parse::parse(text, self.budget, depth) {
+        match parse::parse(text, self.budget, depth, dialect) {
             Ok(parsed) => {
-                self.assigned.extend(parsed.assigned.iter().cloned());
-                self.sources |= parsed.sources;
+                self.learn(&parsed);
                 self.script(&parsed.script, depth);
             }
             Err(e) => self.push_opaque(text, Opaque::ParseError(e.to_string())),
@@ -453,22 +524,16 @@ impl<'b> Walk<'b> {
             ..WordState::default()
         };
         self.parts(&a.parts, true, &mut st, depth);
-        if a.pure {
+        if st.opaque.is_some() {
             return st.opaque;
         }
-        // Names are evaluated recursively: a value holding `a[$(cmd)]` runs cmd. Only names
-        // the model cannot set are safe, and no subscripts.
-        let names_ok = !a.text.contains('[')
-            && identifiers(&a.text).all(|n| self.trusted_name(n) || numeric(n));
-        if names_ok && st.trusted && st.opaque.is_none() {
+        if self.arith_understood(&a.text, &a.parts) {
             return None;
         }
-        st.opaque.or_else(|| {
-            Some(Opaque::Code(format!(
-                "arithmetic on `{}` evaluates variables, which can run code through array subscripts",
-                a.text.trim()
-            )))
-        })
+        Some(Opaque::Code(format!(
+            "arithmetic on `{}` evaluates names, and a value the model chose (`a[$(cmd)]`) runs code",
+            a.text.trim()
+        )))
     }
 
     fn cond(&mut self, tokens: &[CondToken], depth: usize) {
@@ -489,22 +554,21 @@ impl<'b> Walk<'b> {
                 .collect::<Vec<_>>()
                 .join(" ")
         };
-        let numeric_operand = |w: &Option<Wd>| {
-            w.as_ref()
-                .is_some_and(|w| w.lit().is_some_and(numeric) || (w.trusted && !w.is_static))
+        let numeric_operand = |this: &Self, k: usize| match tokens.get(k) {
+            Some(CondToken::Word(w)) => {
+                parse::literal_text(w).is_some_and(|t| numeric(&t))
+                    || this.arith_understood(&w.src, &w.parts)
+            }
+            _ => false,
         };
         for (i, t) in tokens.iter().enumerate() {
             let CondToken::Word(w) = t else { continue };
             let op = parse::literal_text(w);
             match op.as_deref() {
                 Some("-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge") => {
-                    let left = i
-                        .checked_sub(1)
-                        .and_then(|k| words.get(k))
-                        .cloned()
-                        .flatten();
-                    let right = words.get(i + 1).cloned().flatten();
-                    if !(numeric_operand(&left) && numeric_operand(&right)) {
+                    let left = i.checked_sub(1).is_some_and(|k| numeric_operand(self, k));
+                    let right = numeric_operand(self, i + 1);
+                    if !(left && right) {
                         self.push_opaque(
                             &format!("[[ {} ]]", source()),
                             Opaque::Code(
@@ -542,7 +606,7 @@ impl<'b> Walk<'b> {
 
     fn param_trusted(&self, p: &Param) -> bool {
         let n = p.name.as_str();
-        if matches!(n, "#" | "?" | "$" | "!" | "-" | "0") {
+        if matches!(n, "#" | "?" | "$" | "!" | "-") {
             return true;
         }
         if n.bytes().all(|c| c.is_ascii_digit()) || matches!(n, "@" | "*") {
@@ -563,7 +627,7 @@ impl<'b> Walk<'b> {
         if tilde {
             let trusted = self.trusted_name("HOME")
                 && !matches!(w.parts.first(), Some(Part::Lit(s)) if s.starts_with("~+") || s.starts_with("~-"));
-            st.dynamic(trusted, true);
+            st.dynamic(trusted, true, true);
         }
         if glob {
             st.is_static = false;
@@ -576,10 +640,14 @@ impl<'b> Walk<'b> {
             trusted: !is_static && st.trusted,
             glob,
             may_start_dash: if is_static {
-                w.parts.first().is_some() && st.start_known == Some(false)
+                !w.parts.is_empty() && st.start_known == Some(false)
             } else {
-                st.start_known != Some(true) || (glob && st.prefix.is_empty())
+                // A glob or brace expansion at the start (`[-]i`, `{-x,y}`) may produce `-`.
+                let expands_first = st.mask.starts_with(['*', '?', '[', '{']);
+                st.start_known != Some(true) || expands_first
             },
+            splits: st.splits || glob,
+            array_literal: st.array_literal,
             opaque: st.opaque,
             has_slash: st.prefix.contains('/') || w.src.contains('/'),
             prefix: st.prefix,
@@ -593,38 +661,42 @@ impl<'b> Walk<'b> {
                 Part::Quoted(s) => st.literal(s, true),
                 Part::Double { parts, locale } => {
                     if *locale {
-                        st.dynamic(false, false);
+                        st.dynamic(false, false, true);
                     }
                     self.parts(parts, true, st, depth);
                 }
                 Part::Param(param) => {
                     let trusted = self.param_trusted(param);
-                    st.dynamic(trusted, false);
+                    st.dynamic(trusted, false, quoted);
                     self.param(param, st, depth);
                 }
                 Part::CommandSub(s) => {
-                    st.dynamic(false, false);
+                    st.dynamic(false, false, quoted);
                     self.script(s, depth + 1);
                 }
                 Part::AmbiguousSub(s) => {
-                    st.dynamic(false, false);
+                    st.dynamic(false, false, quoted);
                     st.opaque("`$((` read as a command substitution: bash's reading is subtle");
                     self.script(s, depth + 1);
                 }
                 Part::Arith(a) => {
                     let why = self.arith(a, depth + 1);
-                    st.dynamic(why.is_none(), false);
+                    st.dynamic(why.is_none(), false, quoted);
                     if let Some(Opaque::Code(w)) = why {
                         st.opaque(w);
                     }
                 }
                 Part::ProcessSub(s) => {
-                    st.dynamic(false, true);
+                    st.dynamic(false, true, true);
                     self.floating += 1;
                     self.script(s, depth + 1);
                     self.floating -= 1;
                 }
-                Part::Unknown(_) => st.dynamic(false, false),
+                Part::Unknown(_) => st.dynamic(false, false, quoted),
+                Part::ArrayLiteral(_) => {
+                    st.dynamic(false, false, true);
+                    st.array_literal = true;
+                }
             }
         }
     }
@@ -675,10 +747,13 @@ impl<'b> Walk<'b> {
                     st.opaque("a substring offset is evaluated as arithmetic, which can run code");
                 }
             }
-            ParamOp::Transform(c) => st.opaque(format!(
-                "`${{{}@{c}}}` transforms the value (`@P` expands it as a prompt, running substitutions)",
+            // `@P` expands the value as a prompt (running its substitutions); the other
+            // transforms (quote, case, escapes, attributes) only rewrite text.
+            ParamOp::Transform('P') => st.opaque(format!(
+                "`${{{}@P}}` expands the value as a prompt, running its substitutions",
                 p.name
             )),
+            ParamOp::Transform(_) => {}
         }
     }
 
@@ -737,7 +812,15 @@ impl<'b> Walk<'b> {
 
     fn simple(&mut self, s: &Simple, depth: usize) {
         let assigns: Vec<AssignInfo> = s.assigns.iter().map(|a| self.assign(a, depth)).collect();
-        let words: Vec<Wd> = s.words.iter().map(|w| self.word(w, depth)).collect();
+        let mut words: Vec<Wd> = s.words.iter().map(|w| self.word(w, depth)).collect();
+        // `declare a=([k]=v)`: the arguments' subscripts and values, checked as assignments.
+        for a in &s.arg_assigns {
+            if let Some(o) = self.assign(a, depth).opaque {
+                if let Some(first) = words.first_mut() {
+                    first.opaque.get_or_insert(o);
+                }
+            }
+        }
         for r in &s.redirects {
             self.redirect(r, depth);
         }
@@ -839,14 +922,21 @@ impl<'b> Walk<'b> {
         });
         if guess_args && self.guess < MAX_GUESS_DEPTH {
             for w in args {
+                // The word, or the value of `--option=value`.
+                let text = match w.text.split_once('=') {
+                    Some((option, value)) if w.text.starts_with('-') && !option.contains(' ') => {
+                        value
+                    }
+                    _ => w.text.as_str(),
+                };
                 let looks_like_a_command_line = w.is_static
-                    && w.text.contains([' ', '\t', '\n', ';', '|', '&'])
-                    && !w.text.starts_with('-');
+                    && text.contains([' ', '\t', '\n', ';', '|', '&'])
+                    && !text.starts_with('-');
                 if looks_like_a_command_line {
                     self.guess += 1;
                     let changed = self.changed;
                     let redirects = self.out.redirects.len();
-                    self.nested(&w.text, depth + 1);
+                    self.nested(text, depth + 1, Dialect::Bash);
                     // A guess is not known to run: its redirections are not subjects.
                     self.out.redirects.truncate(redirects);
                     self.changed = changed;
@@ -863,7 +953,7 @@ impl<'b> Walk<'b> {
                         .collect();
                     self.run(&inner_assigns, &args[words.clone()], depth + 1);
                 }
-                Inner::Script(script) => self.nested(script, depth + 1),
+                Inner::Script(script, dialect) => self.nested(script, depth + 1, *dialect),
             }
         }
         for &i in &analysis.writes {
