@@ -345,6 +345,8 @@ impl Pod {
             .arg("--manifest")
             .arg(ws.path().join("pod.toml"))
             .current_dir(ws.path())
+            // Session logs stay in the throwaway workspace (older builds write there anyway).
+            .env("XDG_STATE_HOME", ws.path().join(".state"))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

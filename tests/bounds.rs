@@ -582,6 +582,7 @@ fn a_stalled_client_holds_the_stream_back_and_cancel_still_works() {
         .arg("--manifest")
         .arg(ws.manifest())
         .current_dir(ws.dir.path())
+        .env("XDG_STATE_HOME", ws.state_home())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())

@@ -180,7 +180,8 @@ async fn a_client_that_stops_reading_keeps_the_pod_flat() {
         "",
     ));
     std::fs::write(ws.path("key"), "k").unwrap();
-    let manifest = Manifest::load(&ws.manifest()).unwrap();
+    let mut manifest = Manifest::load(&ws.manifest()).unwrap();
+    manifest.set_state_dir(&ws.state_dir());
 
     let (client, server) = tokio::io::duplex(64 * 1024);
     let (server_read, server_write) = tokio::io::split(server);

@@ -620,7 +620,7 @@ async fn two_allow_session_replies_for_one_subject_log_one_grant() {
         .collect();
     assert_eq!(grants.len(), 1, "{grants:#?}");
     // The session log holds it once too.
-    let log = std::fs::read_dir(f.ws.join(".pod/sessions"))
+    let log = std::fs::read_dir(f.state.path().join("sessions"))
         .unwrap()
         .filter_map(|e| e.ok())
         .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
