@@ -43,7 +43,7 @@ impl Limits {
         ModelError::Limit {
             provider,
             message: format!(
-                "the response took longer than {} s (model.response_timeout_secs)",
+                "it took longer than {} s (model.response_timeout_secs)",
                 self.response_timeout.as_secs()
             ),
         }

@@ -12,6 +12,7 @@
 //! and the model stream waits with it (`deltas`).
 
 pub mod approval;
+mod calls;
 mod checks;
 mod deltas;
 mod pin;
@@ -182,7 +183,7 @@ impl Pod {
                 _ => None,
             })
             .collect();
-        let messages = turn::messages_from_items(&items);
+        let messages = calls::messages_from_items(&items);
         Ok(Arc::new(Pod {
             files: Arc::new(FileRules::new(policy.clone())),
             policy,

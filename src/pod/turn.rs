@@ -2,19 +2,15 @@
 //! commit results in tool-call order -> model again, until the model ends the turn, `max_steps`
 //! is reached, or the turn is cancelled. Every tool call gets exactly one result.
 //!
-//! Call identity: each call gets an id of its own, unique in the session, when its response is
-//! read: the provider's id when that is new, else the provider's id with `#2`, `#3`, ... added.
-//! Events, history, the permission layer and hooks use that id; the provider's id goes back to
-//! the provider (history keeps it as `providerCallId` when the two differ), so a model that
-//! repeats or reuses ids cannot make two calls share a result.
+//! Each call gets an id of its own when its response is read ([`calls`]).
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures::stream::{FuturesOrdered, StreamExt};
 use tokio_util::sync::CancellationToken;
 
+use super::calls::{self, Call};
 use super::checks::{self, Check, Denial};
 use super::deltas::Deltas;
 use super::{pin, Answer, Approver, EventSink, Pod, RunError};
@@ -31,16 +27,6 @@ use crate::tools::{ToolContext, ToolOutput};
 /// bounded (linear in the line, docs/permissions.md), and one at a time keeps a response full of
 /// hostile calls from taking every core from the server.
 static SHELL_ANALYSIS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
-
-/// A tool call as the turn handles it.
-struct Call {
-    /// The pod's id: unique in the session.
-    id: String,
-    /// The provider's id, sent back with the result.
-    provider_id: String,
-    name: String,
-    input: serde_json::Value,
-}
 
 /// What one turn shares between its calls.
 struct Turn<'a> {
@@ -113,7 +99,7 @@ impl RunningGuard<'_> {
         if let Err(e) = state.log.sync() {
             tracing::error!("session log: {e}");
         }
-        state.messages = messages_from_items(&state.items);
+        state.messages = calls::messages_from_items(&state.items);
         drop(state);
         // One turn runs at a time, so every pending request is this turn's.
         if let Approver::Client(approvals) = &self.0.approver {
@@ -317,35 +303,9 @@ impl Pod {
         result
     }
 
-    /// Gives each call of a response its own id, unique in the session (see the module header).
+    /// Gives each call of a response its own id, unique in the session (see [`calls`]).
     fn identify(&self, calls: Vec<ToolCall>) -> Vec<Call> {
-        let mut state = self.state();
-        // Next suffix to try per provider id, so many repeats of one id stay linear.
-        let mut next: HashMap<String, u64> = HashMap::new();
-        calls
-            .into_iter()
-            .map(|call| {
-                let base = if call.id.is_empty() { "call" } else { &call.id };
-                let mut id = base.to_string();
-                if state.call_ids.contains(&id) {
-                    let n = next.entry(base.to_string()).or_insert(2);
-                    loop {
-                        id = format!("{base}#{n}");
-                        *n += 1;
-                        if !state.call_ids.contains(&id) {
-                            break;
-                        }
-                    }
-                }
-                state.call_ids.insert(id.clone());
-                Call {
-                    id,
-                    provider_id: call.id,
-                    name: call.name,
-                    input: call.input,
-                }
-            })
-            .collect()
+        calls::identify(&mut self.state().call_ids, calls)
     }
 
     /// Checks and runs the calls of one model response concurrently (at most
@@ -772,73 +732,4 @@ impl Pod {
             item(action, decided_by, Some(request_id)),
         )
     }
-}
-
-/// The model's view of a conversation rebuilt from history (for resume), with each call and
-/// result under the provider's id for it.
-pub(super) fn messages_from_items(items: &[Item]) -> Vec<Message> {
-    let mut messages: Vec<Message> = Vec::new();
-    // The pod's call id -> the provider's, where they differ.
-    let mut provider_ids: HashMap<&str, &str> = HashMap::new();
-    for item in items {
-        match item {
-            Item::UserMessage { text, .. } => messages.push(Message::User { text: text.clone() }),
-            Item::AssistantText { text, .. } => messages.push(Message::Assistant {
-                text: text.clone(),
-                tool_calls: Vec::new(),
-            }),
-            Item::ToolCall {
-                call_id,
-                provider_call_id,
-                tool,
-                input,
-                ..
-            } => {
-                let id = match provider_call_id {
-                    Some(provider) => {
-                        provider_ids.insert(call_id, provider);
-                        provider.clone()
-                    }
-                    None => call_id.clone(),
-                };
-                let call = ToolCall {
-                    id,
-                    name: tool.clone(),
-                    input: input.clone(),
-                };
-                match messages.last_mut() {
-                    Some(Message::Assistant { tool_calls, .. }) => tool_calls.push(call),
-                    _ => messages.push(Message::Assistant {
-                        text: String::new(),
-                        tool_calls: vec![call],
-                    }),
-                }
-            }
-            Item::ToolResult {
-                call_id,
-                is_error,
-                content,
-                ..
-            } => {
-                let result = ToolResult {
-                    call_id: provider_ids
-                        .get(call_id.as_str())
-                        .map_or_else(|| call_id.clone(), |p| p.to_string()),
-                    content: content.clone(),
-                    is_error: *is_error,
-                };
-                match messages.last_mut() {
-                    Some(Message::ToolResults { results }) => results.push(result),
-                    _ => messages.push(Message::ToolResults {
-                        results: vec![result],
-                    }),
-                }
-            }
-            Item::SkillActivated { .. }
-            | Item::PermissionDecision { .. }
-            | Item::SessionGrant { .. }
-            | Item::TurnEnded { .. } => {}
-        }
-    }
-    messages
 }
