@@ -6,6 +6,10 @@
 
 use std::hint::black_box;
 
+/// The allocator the `pod` binary uses.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use criterion::{criterion_group, criterion_main, Criterion};
 use pod::manifest::Manifest;
 use pod::permission::shell;

@@ -126,9 +126,49 @@ pub struct Rules {
     default_action: Action,
     rules: Vec<Rule>,
     ask_timeout: Option<Duration>,
-    /// For each built-in tool name, the positions of the rules whose `tool` matches it, so a
-    /// subject is only matched against rules that can apply to it.
-    by_tool: Vec<(&'static str, Vec<usize>)>,
+    /// For each built-in tool name, the rules that can apply to it, so a subject is only
+    /// matched against rules that can match it.
+    by_tool: Vec<(&'static str, RuleIndex)>,
+}
+
+/// The positions of a tool's rules (in declaration order) by the first byte of the subject
+/// they can match: a pattern starting with a literal byte can only match subjects starting
+/// with it; one starting with a wildcard is in every bucket. A line of 100,000 distinct
+/// commands meets only the rules that can match each.
+#[derive(Debug, Clone)]
+struct RuleIndex {
+    by_first_byte: Vec<Vec<usize>>,
+    /// Rules starting with a wildcard: the only ones an empty subject can meet.
+    wildcard_first: Vec<usize>,
+}
+
+impl RuleIndex {
+    fn new(rules: &[Rule], applicable: impl Iterator<Item = usize> + Clone) -> RuleIndex {
+        let first = |i: usize| match rules[i].spec.pattern.as_bytes().first() {
+            Some(b'*' | b'?') | None => None,
+            Some(&b) => Some(b),
+        };
+        let by_first_byte = (0..=255u8)
+            .map(|b| {
+                applicable
+                    .clone()
+                    .filter(|&i| first(i).is_none_or(|f| f == b))
+                    .collect()
+            })
+            .collect();
+        let wildcard_first = applicable.filter(|&i| first(i).is_none()).collect();
+        RuleIndex {
+            by_first_byte,
+            wildcard_first,
+        }
+    }
+
+    fn candidates(&self, text: &str) -> &[usize] {
+        match text.as_bytes().first() {
+            Some(&b) => &self.by_first_byte[usize::from(b)],
+            None => &self.wildcard_first,
+        }
+    }
 }
 
 impl Rules {
@@ -146,10 +186,8 @@ impl Rules {
         let by_tool = crate::manifest::BUILTIN_TOOLS
             .iter()
             .map(|&tool| {
-                let applicable = (0..rules.len())
-                    .filter(|&i| rules[i].tool.matches(tool))
-                    .collect();
-                (tool, applicable)
+                let applicable = (0..rules.len()).filter(|&i| rules[i].tool.matches(tool));
+                (tool, RuleIndex::new(&rules, applicable))
             })
             .collect();
         Ok(Rules {
@@ -184,7 +222,8 @@ impl Rules {
     /// The first rule whose tool and pattern match.
     fn first_match(&self, tool: &str, text: &str) -> Option<&Rule> {
         match self.by_tool.iter().find(|(t, _)| *t == tool) {
-            Some((_, applicable)) => applicable
+            Some((_, index)) => index
+                .candidates(text)
                 .iter()
                 .map(|&i| &self.rules[i])
                 .find(|r| r.pattern.matches(text)),
@@ -331,23 +370,9 @@ impl Policy {
         )
     }
 
-    /// Each distinct subject decided, plus the subjects other tools' rules add (`kinds.rs`),
-    /// with protected writes tightened (`protected.rs`).
+    /// Each subject decided (a shell line's subjects come deduplicated), plus the subjects
+    /// other tools' rules add (`kinds.rs`), with protected writes tightened (`protected.rs`).
     fn decide_subjects(&self, tool: &str, subjects: Vec<Subject>) -> Decision {
-        // A long line repeats itself (`echo a; echo a; ...`): each distinct subject once.
-        let mut seen = std::collections::HashSet::new();
-        let subjects: Vec<Subject> = subjects
-            .into_iter()
-            .filter(|s| {
-                seen.insert((
-                    s.tool.clone(),
-                    s.text.clone(),
-                    s.problem.as_ref().map(Problem::describe),
-                    s.also_from.clone(),
-                    s.guess,
-                ))
-            })
-            .collect();
         let governed = kinds::governed(self.rules.as_ref(), tool, &subjects);
         let subjects = subjects.into_iter();
         let mut subjects: Vec<SubjectDecision> = match &self.rules {
@@ -389,12 +414,6 @@ enum Problem {
 }
 
 impl Problem {
-    fn describe(&self) -> String {
-        match self {
-            Problem::Opaque(why) | Problem::Unparsed(why) | Problem::Invalid(why) => why.clone(),
-        }
-    }
-
     fn is_opaque(&self) -> bool {
         matches!(self, Problem::Opaque(_) | Problem::Unparsed(_))
     }

@@ -36,7 +36,7 @@ pub struct ShellSubjects {
 }
 
 /// One simple command as a subject.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ShellCommand {
     /// Normalized words joined by single spaces: quotes and escapes removed, `NAME=value`
     /// prefixes kept (except a few harmless ones such as `LANG`), the command word reduced to
@@ -58,7 +58,7 @@ pub struct ShellCommand {
 }
 
 /// Whether a redirection reads or writes its target.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RedirectKind {
     /// `<`
     Read,
@@ -67,7 +67,7 @@ pub enum RedirectKind {
 }
 
 /// One redirection target as a subject.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ShellRedirect {
     pub kind: RedirectKind,
     /// The unquoted target (its source form when it holds an expansion).
@@ -78,7 +78,7 @@ pub struct ShellRedirect {
 }
 
 /// Why a subject's effect cannot be read statically.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Opaque {
     /// The command line (or a nested script) is not in the understood subset.
     ParseError(String),

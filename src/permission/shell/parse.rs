@@ -107,12 +107,6 @@ pub fn parse(
     })
 }
 
-/// The reserved words of bash.
-const RESERVED: &[&str] = &[
-    "if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "while", "until", "for",
-    "in", "function", "select", "time", "coproc", "{", "}", "[[", "]]", "!",
-];
-
 /// Builtins whose arguments name variables they assign.
 const ASSIGNING_BUILTINS: &[&str] = &[
     "declare",
@@ -225,7 +219,7 @@ type R<T> = Result<T, ParseError>;
 /// A plain integer literal (what `X=5` may safely give arithmetic).
 fn integer_literal(word: &Word) -> bool {
     literal_text(word).is_some_and(|t| {
-        let t = t.strip_prefix('-').unwrap_or(&t);
+        let t = t.strip_prefix('-').unwrap_or(t);
         !t.is_empty() && t.bytes().all(|c| c.is_ascii_digit())
     })
 }
@@ -356,7 +350,25 @@ impl<'a> Parser<'a> {
 
     /// The reserved word at the cursor, if one is there (unquoted, followed by a delimiter).
     fn peek_reserved(&self) -> Option<&'static str> {
-        RESERVED
+        // Only the words that can start with this byte (this runs at every command).
+        let candidates: &[&'static str] = match self.peek()? {
+            b'i' => &["if", "in"],
+            b't' => &["then", "time"],
+            b'e' => &["else", "elif", "esac"],
+            b'f' => &["fi", "for", "function"],
+            b'd' => &["do", "done"],
+            b'c' => &["case", "coproc"],
+            b'w' => &["while"],
+            b'u' => &["until"],
+            b's' => &["select"],
+            b'{' => &["{"],
+            b'}' => &["}"],
+            b'[' => &["[["],
+            b']' => &["]]"],
+            b'!' => &["!"],
+            _ => return None,
+        };
+        candidates
             .iter()
             .copied()
             .find(|w| self.starts_with(w) && is_delimiter(self.b.get(self.pos + w.len()).copied()))
@@ -569,6 +581,7 @@ impl<'a> Parser<'a> {
                 self.skip_newlines()?;
                 pipelines.push(self.pipeline()?);
             } else {
+                pipelines.shrink_to_fit();
                 return Ok(AndOr {
                     pipelines,
                     background: false,
@@ -605,6 +618,7 @@ impl<'a> Parser<'a> {
                 self.skip_newlines()?;
                 commands.push(self.command()?);
             } else {
+                commands.shrink_to_fit();
                 return Ok(Pipeline { commands });
             }
         }
@@ -669,7 +683,7 @@ impl<'a> Parser<'a> {
     fn function_name(&mut self) -> R<String> {
         let word = self.word(Mode::Normal)?;
         match literal_text(&word) {
-            Some(name) if !name.contains(['=', '/']) && !name.is_empty() => Ok(name),
+            Some(name) if !name.contains(['=', '/']) && !name.is_empty() => Ok(name.to_string()),
             _ => self.err("a function name must be a plain word"),
         }
     }
@@ -853,7 +867,7 @@ impl<'a> Parser<'a> {
         }
         let word = self.word(Mode::Normal)?;
         let var = match literal_text(&word) {
-            Some(v) if is_name(&v) => v,
+            Some(v) if is_name(v) => v.to_string(),
             _ => return self.err("a `for` variable must be a name"),
         };
         let var_at = self.assigned.len();
@@ -1086,6 +1100,7 @@ impl<'a> Parser<'a> {
                     if only_name {
                         if let Some(name) = literal_text(&simple.words[0]) {
                             if !name.contains(['=', '/']) {
+                                let name = name.to_string();
                                 self.bump()?;
                                 self.skip_blanks()?;
                                 self.expect_byte(b')')?;
@@ -1126,8 +1141,8 @@ impl<'a> Parser<'a> {
             }
             if prefix {
                 if let Some(name) = literal_text(&word) {
-                    declaration = DECLARATION_BUILTINS.contains(&name.as_str());
-                    if matches!(name.as_str(), "source" | "." | "eval") {
+                    declaration = DECLARATION_BUILTINS.contains(&name);
+                    if matches!(name, "source" | "." | "eval") {
                         self.sources = true;
                     }
                 }
@@ -1138,6 +1153,7 @@ impl<'a> Parser<'a> {
             return self.err("a command is missing");
         }
         self.note_assigning_builtin(&simple);
+        simple.words.shrink_to_fit();
         Ok(Command::Simple(simple))
     }
 
@@ -1161,7 +1177,7 @@ impl<'a> Parser<'a> {
         let mut name = None;
         while let Some(w) = words.next() {
             match literal_text(w) {
-                Some(t) if matches!(t.as_str(), "command" | "builtin") => {
+                Some("command" | "builtin") => {
                     while words
                         .peek()
                         .is_some_and(|w| literal_text(w).is_some_and(|t| t.starts_with('-')))
@@ -1176,12 +1192,12 @@ impl<'a> Parser<'a> {
             }
         }
         let Some(name) = name else { return };
-        if !ASSIGNING_BUILTINS.contains(&name.as_str()) {
+        if !ASSIGNING_BUILTINS.contains(&name) {
             return;
         }
         let mut found: Vec<String> = Vec::new();
         for word in words {
-            let text = literal_text(word).unwrap_or_else(|| word.src.clone());
+            let text = literal_text(word).unwrap_or(&word.src);
             for piece in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
                 if text.starts_with('-') {
                     for (k, _) in piece.char_indices() {
@@ -1192,7 +1208,7 @@ impl<'a> Parser<'a> {
                 }
             }
         }
-        let defaults: &[&str] = match name.as_str() {
+        let defaults: &[&str] = match name {
             "read" => &["REPLY"],
             "mapfile" | "readarray" => &["MAPFILE"],
             "getopts" => &["OPTARG", "OPTIND"],
@@ -1313,7 +1329,9 @@ impl<'a> Parser<'a> {
 
     fn word(&mut self, mode: Mode) -> R<Word> {
         let start = self.pos;
-        let parts = self.word_parts(mode)?;
+        let mut parts = self.word_parts(mode)?;
+        // A long line holds many words: keep no spare capacity.
+        parts.shrink_to_fit();
         Ok(Word {
             parts,
             src: self.src[start..self.pos].to_string(),
@@ -1434,7 +1452,18 @@ impl<'a> Parser<'a> {
                         if is_meta(c) {
                             break;
                         }
-                        self.take_char(&mut lit)?;
+                        // A run of plain bytes at once.
+                        let start = self.pos;
+                        let run = self.b[start..]
+                            .iter()
+                            .position(|&d| is_meta(d) || b"'\"\\$`<>".contains(&d))
+                            .unwrap_or(self.b.len() - start)
+                            .max(1);
+                        let end = (start + run..=self.b.len())
+                            .find(|&e| self.src.is_char_boundary(e))
+                            .unwrap_or(self.b.len());
+                        lit.push_str(&self.src[start..end]);
+                        self.advance(end - start)?;
                     }
                     Mode::Regex => match c {
                         b'(' => {
@@ -1797,9 +1826,9 @@ fn plain_param(name: &str) -> Part {
 }
 
 /// The word's text when it is all unquoted literal text.
-pub fn literal_text(word: &Word) -> Option<String> {
+pub fn literal_text(word: &Word) -> Option<&str> {
     match word.parts.as_slice() {
-        [Part::Lit(s)] => Some(s.clone()),
+        [Part::Lit(s)] => Some(s.as_str()),
         _ => None,
     }
 }

@@ -267,6 +267,32 @@ pub(super) struct Walk<'b> {
     floating_redirects: Vec<usize>,
     /// Walking an argument read as a command line.
     guess: usize,
+    /// The subjects pushed so far, by hash.
+    seen: std::collections::HashMap<u64, Vec<usize>, std::hash::BuildHasherDefault<Fnv>>,
+    seen_redirects: std::collections::HashMap<u64, Vec<usize>, std::hash::BuildHasherDefault<Fnv>>,
+}
+
+/// FNV-1a: a fast hash for deduplicating subjects (not exposed to anyone's input ordering).
+#[derive(Default)]
+struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
 }
 
 impl<'b> Walk<'b> {
@@ -281,6 +307,8 @@ impl<'b> Walk<'b> {
             floating: 0,
             floating_redirects: Vec::new(),
             guess: 0,
+            seen: Default::default(),
+            seen_redirects: Default::default(),
         };
         walk.learn(parsed);
         walk
@@ -355,8 +383,26 @@ impl<'b> Walk<'b> {
 
     fn push(&mut self, mut command: ShellCommand) -> usize {
         command.guess = self.guess > 0;
+        // A long line repeats itself (`echo a; echo a; ...`): each distinct subject once.
+        let key = {
+            use std::hash::{Hash, Hasher};
+            let mut h = Fnv::default();
+            command.hash(&mut h);
+            h.finish()
+        };
+        let same = self.seen.get(&key).and_then(|candidates| {
+            candidates
+                .iter()
+                .copied()
+                .find(|&i| self.out.commands[i] == command)
+        });
+        if let Some(i) = same {
+            return i;
+        }
         self.out.commands.push(command);
-        self.out.commands.len() - 1
+        let i = self.out.commands.len() - 1;
+        self.seen.entry(key).or_default().push(i);
+        i
     }
 
     fn push_opaque(&mut self, text: &str, why: Opaque) {
@@ -556,7 +602,7 @@ impl<'b> Walk<'b> {
         };
         let numeric_operand = |this: &Self, k: usize| match tokens.get(k) {
             Some(CondToken::Word(w)) => {
-                parse::literal_text(w).is_some_and(|t| numeric(&t))
+                parse::literal_text(w).is_some_and(numeric)
                     || this.arith_understood(&w.src, &w.parts)
             }
             _ => false,
@@ -564,7 +610,7 @@ impl<'b> Walk<'b> {
         for (i, t) in tokens.iter().enumerate() {
             let CondToken::Word(w) = t else { continue };
             let op = parse::literal_text(w);
-            match op.as_deref() {
+            match op {
                 Some("-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge") => {
                     let left = i.checked_sub(1).is_some_and(|k| numeric_operand(self, k));
                     let right = numeric_operand(self, i + 1);
@@ -616,6 +662,23 @@ impl<'b> Walk<'b> {
     }
 
     pub(super) fn word(&mut self, w: &Word, depth: usize) -> Wd {
+        // Most words are plain text: no globs, braces, tilde or expansions.
+        if let [Part::Lit(s)] = w.parts.as_slice() {
+            if !s.contains(['*', '?', '[', '{', '~']) {
+                return Wd {
+                    text: s.clone(),
+                    is_static: true,
+                    trusted: false,
+                    glob: false,
+                    may_start_dash: s.starts_with('-'),
+                    splits: false,
+                    array_literal: false,
+                    opaque: None,
+                    prefix: String::new(),
+                    has_slash: s.contains('/'),
+                };
+            }
+        }
         let mut st = WordState {
             is_static: true,
             trusted: true,
@@ -1033,11 +1096,25 @@ impl<'b> Walk<'b> {
         } else {
             None
         };
-        self.out.redirects.push(ShellRedirect {
+        let redirect = ShellRedirect {
             kind,
             path: wd.text,
             opaque,
-        });
+        };
+        if self.floating == 0 {
+            let key = {
+                use std::hash::{Hash, Hasher};
+                let mut h = Fnv::default();
+                redirect.hash(&mut h);
+                h.finish()
+            };
+            let seen = self.seen_redirects.entry(key).or_default();
+            if seen.iter().any(|&i| self.out.redirects[i] == redirect) {
+                return;
+            }
+            seen.push(self.out.redirects.len());
+        }
+        self.out.redirects.push(redirect);
         if self.floating > 0 {
             self.floating_redirects.push(self.out.redirects.len() - 1);
         }
