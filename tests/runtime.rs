@@ -571,3 +571,59 @@ async fn a_session_grant_settles_other_pending_asks_it_covers() {
     assert_eq!(r.len(), 3);
     assert!(r.iter().all(|r| !r.1), "{r:?}");
 }
+
+/// Two asks for the same command, both answered `allow_session` before either settled: the
+/// grant is logged once, not once per reply (issue 19).
+#[tokio::test]
+async fn two_allow_session_replies_for_one_subject_log_one_grant() {
+    let f = fixture("[permissions]\ndefault_action = \"ask\"\n");
+    let approvals = Approvals::new();
+    let pod = approving_pod(&f.manifest, &approvals, None);
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let turn = {
+        let pod = pod.clone();
+        tokio::spawn(async move {
+            pod.run(
+                text("!echo same\n!echo same"),
+                &tx,
+                CancellationToken::new(),
+            )
+            .await
+        })
+    };
+    let mut asked = Vec::new();
+    let collect = async {
+        while let Some(e) = rx.recv().await {
+            if let Event::PermissionRequest(req) = &e {
+                asked.push(req.request_id.clone());
+                if asked.len() == 2 {
+                    // Both replies land before the turn runs again.
+                    for id in &asked {
+                        approvals
+                            .reply(id, ReplyDecision::AllowSession, None)
+                            .unwrap();
+                    }
+                }
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), collect)
+        .await
+        .expect("the turn did not end");
+    let result = turn.await.unwrap().unwrap();
+    assert_eq!(result.stop_reason, StopReason::EndTurn);
+    assert_eq!(asked.len(), 2);
+    let grants: Vec<Item> = pod
+        .history()
+        .into_iter()
+        .filter(|i| matches!(i, Item::SessionGrant { .. }))
+        .collect();
+    assert_eq!(grants.len(), 1, "{grants:#?}");
+    // The session log holds it once too.
+    let log = std::fs::read_dir(f.state.path().join("sessions"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .collect::<String>();
+    assert_eq!(log.matches("\"sessionGrant\"").count(), 1, "{log}");
+}

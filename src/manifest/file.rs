@@ -75,14 +75,27 @@ pub struct ModelSection {
     pub timeout_secs: Option<u64>,
     /// Retries on 429 / 5xx / connection reset. Default 3.
     pub max_retries: Option<u32>,
+    /// Largest model response: its text plus its tool calls' inputs, in bytes; a stream that
+    /// goes past it ends the turn with an error. Default 8388608 (8 MiB).
+    pub max_response_bytes: Option<u64>,
+    /// Most tool calls in one model response; more end the turn with an error. Default 128.
+    pub max_tool_calls: Option<u32>,
+    /// Longest one model response may take, from sending the request to its last event
+    /// (retries included, time spent waiting for a slow client excluded), in seconds.
+    /// Default 1800.
+    pub response_timeout_secs: Option<u64>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolsSection {
-    /// Built-in tools the model may call: bash, read, file_write, edit, grep, glob.
-    #[schemars(with = "Vec<String>")]
-    pub enabled: Vec<Spanned<String>>,
+    /// Built-in tools the model may call: bash, read, file_write, edit, grep, glob. Default:
+    /// all six.
+    #[schemars(with = "Option<Vec<String>>")]
+    pub enabled: Option<Vec<Spanned<String>>>,
+    /// Most tool calls running at once (their hooks included); the others of the same response
+    /// wait their turn. Default: twice the number of cores, between 4 and 64.
+    pub max_parallel: Option<u32>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

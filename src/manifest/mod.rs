@@ -24,6 +24,19 @@ pub const BUILTIN_TOOLS: [&str; 6] = ["bash", "read", "file_write", "edit", "gre
 
 /// Default model requests per turn.
 pub const DEFAULT_MAX_STEPS: u32 = 50;
+/// Default `[model] max_response_bytes`.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
+/// Default `[model] max_tool_calls`.
+pub const DEFAULT_MAX_TOOL_CALLS: usize = 128;
+/// Default `[model] response_timeout_secs`.
+pub const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(1800);
+
+/// Default `[tools] max_parallel`: twice the cores this process may use, between 4 and 64
+/// (tool calls mostly wait on processes and files, not on a core).
+pub fn default_max_parallel() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    cores.saturating_mul(2).clamp(4, 64)
+}
 
 /// A loaded, validated manifest with every path resolved.
 #[derive(Debug, Clone)]
@@ -39,6 +52,8 @@ pub struct Manifest {
     pub model: ModelConfig,
     /// Enabled tools, in manifest order.
     pub tools: Vec<String>,
+    /// `[tools] max_parallel`: most tool calls running at once.
+    pub max_parallel: usize,
     /// `[scope].writable`, absolute and normalized.
     pub writable: Vec<PathBuf>,
     /// `[permissions]`, compiled; `None` when the section is absent (the layer is off).
@@ -83,6 +98,9 @@ pub struct ModelConfig {
     pub scenario: Option<PathBuf>,
     pub timeout: Duration,
     pub max_retries: u32,
+    pub max_response_bytes: usize,
+    pub max_tool_calls: usize,
+    pub response_timeout: Duration,
 }
 
 /// A user `pre_tool_call` hook.
@@ -141,11 +159,24 @@ impl Manifest {
             ));
         }
 
-        let tools = match raw.tools {
+        let (enabled, max_parallel) = match raw.tools {
+            None => (None, None),
+            Some(section) => (section.enabled, section.max_parallel),
+        };
+        let at_least_one = |section: &str, key: &str, value: Option<u64>| match value {
+            Some(0) => Err(at(
+                key_offset(text, section, key),
+                format!("{section}.{key}: must be at least 1"),
+            )),
+            _ => Ok(()),
+        };
+        at_least_one("tools", "max_parallel", max_parallel.map(u64::from))?;
+        let max_parallel = max_parallel.map_or_else(default_max_parallel, |n| n as usize);
+        let tools = match enabled {
             None => BUILTIN_TOOLS.iter().map(|s| s.to_string()).collect(),
-            Some(section) => {
+            Some(enabled) => {
                 let mut tools = Vec::new();
-                for name in section.enabled {
+                for name in enabled {
                     if !BUILTIN_TOOLS.contains(&name.get_ref().as_str()) {
                         return Err(at(
                             name.span().start,
@@ -286,6 +317,17 @@ impl Manifest {
         };
 
         let model = raw.model.unwrap_or_default();
+        at_least_one("model", "max_response_bytes", model.max_response_bytes)?;
+        at_least_one(
+            "model",
+            "max_tool_calls",
+            model.max_tool_calls.map(u64::from),
+        )?;
+        at_least_one(
+            "model",
+            "response_timeout_secs",
+            model.response_timeout_secs,
+        )?;
         let model = ModelConfig {
             provider: model.provider,
             model: model.model,
@@ -297,6 +339,17 @@ impl Manifest {
             scenario: model.scenario.map(|f| dir.join(f)),
             timeout: Duration::from_secs(model.timeout_secs.unwrap_or(300)),
             max_retries: model.max_retries.unwrap_or(3),
+            max_response_bytes: model
+                .max_response_bytes
+                .map_or(DEFAULT_MAX_RESPONSE_BYTES, |n| {
+                    usize::try_from(n).unwrap_or(usize::MAX)
+                }),
+            max_tool_calls: model
+                .max_tool_calls
+                .map_or(DEFAULT_MAX_TOOL_CALLS, |n| n as usize),
+            response_timeout: model
+                .response_timeout_secs
+                .map_or(DEFAULT_RESPONSE_TIMEOUT, Duration::from_secs),
         };
 
         Ok(Manifest {
@@ -307,6 +360,7 @@ impl Manifest {
             max_steps: pod.max_steps.unwrap_or(DEFAULT_MAX_STEPS),
             model,
             tools,
+            max_parallel,
             writable,
             permissions,
             permissions_line,

@@ -2,7 +2,7 @@
 //!
 //! Owns: mapping the provider-neutral conversation to a Messages API request
 //! (`POST {base_url}/v1/messages`, streaming) and the streamed events back to one
-//! [`ModelResponse`]. Must not touch: HTTP retries, keys and SSE framing (in [`super::http`]),
+//! [`ModelResponse`]. Must not touch: HTTP retries, keys and SSE framing (in `http` and `sse`),
 //! permissions, tools, the turn loop.
 //!
 //! Mapping: `User` -> a user message with the text; `Assistant` -> an assistant message with a
@@ -15,7 +15,10 @@
 //! (`text_delta` is sent on `deltas` as it arrives; `input_json_delta` is accumulated per block
 //! index) / `content_block_stop`, `message_delta` (stop reason, output usage), `message_stop`
 //! (done), `ping` (ignored), `error` (an [`ModelError::Api`] with the API's message). A body that
-//! ends before `message_stop` is a transport error.
+//! ends before `message_stop` is a transport error. A block index that starts twice in one
+//! response is a protocol error (it would otherwise drop the earlier block, a tool call among
+//! them). Text, tool inputs and the number of tool calls count against the response's
+//! `Budget` as they arrive.
 //!
 //! Key: `api_key_env`, else `api_key_file`, else the `ANTHROPIC_API_KEY` environment variable;
 //! sent as `x-api-key`, never logged.
@@ -24,11 +27,13 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::http::{self, DefaultKey, Flow, Http};
-use super::{Message, Model, ModelError, ModelRequest, ModelResponse, ModelStop, ToolCall};
+use super::limits::{Budget, Limits};
+use super::{
+    Message, Model, ModelError, ModelRequest, ModelResponse, ModelStop, TextSink, ToolCall,
+};
 use crate::manifest::ModelConfig;
 use crate::protocol::Usage;
 
@@ -162,22 +167,43 @@ enum Block {
     Other,
 }
 
+/// Most content blocks other than tool calls open at once (text, thinking); real responses
+/// open one at a time.
+const MAX_OPEN_BLOCKS: usize = 64;
+
 /// The response as assembled from the stream.
-#[derive(Default)]
 struct Assembly {
     text: String,
+    /// Blocks started and not stopped yet.
     blocks: BTreeMap<u64, Block>,
     calls: BTreeMap<u64, ToolCall>,
     stop: Option<String>,
     usage: Usage,
+    budget: Budget,
 }
 
 impl Assembly {
-    fn event(
-        &mut self,
-        data: &str,
-        deltas: &mpsc::UnboundedSender<String>,
-    ) -> Result<Flow, ModelError> {
+    fn new(limits: Limits) -> Assembly {
+        Assembly {
+            text: String::new(),
+            blocks: BTreeMap::new(),
+            calls: BTreeMap::new(),
+            stop: None,
+            usage: Usage::default(),
+            budget: Budget::new(PROVIDER, limits),
+        }
+    }
+
+    fn text(&mut self, text: &str, deltas: &dyn TextSink) -> Result<(), ModelError> {
+        if !text.is_empty() {
+            self.budget.bytes(text.len())?;
+            self.text.push_str(text);
+            deltas.push(text);
+        }
+        Ok(())
+    }
+
+    fn event(&mut self, data: &str, deltas: &dyn TextSink) -> Result<Flow, ModelError> {
         let event: Value = serde_json::from_str(data)
             .map_err(|e| protocol(format!("an event is not valid JSON ({e})")))?;
         let kind = event.get("type").and_then(Value::as_str).unwrap_or("");
@@ -189,36 +215,49 @@ impl Assembly {
             }
             "content_block_start" => {
                 let index = index(&event)?;
-                let block = event.get("content_block").cloned().unwrap_or(Value::Null);
+                if self.blocks.contains_key(&index) || self.calls.contains_key(&index) {
+                    return Err(protocol(format!(
+                        "content block {index} was started twice in one response"
+                    )));
+                }
+                let block = event.get("content_block").unwrap_or(&Value::Null);
                 let block = match block.get("type").and_then(Value::as_str) {
                     Some("text") => {
-                        if let Some(text) = block.get("text").and_then(Value::as_str) {
-                            if !text.is_empty() {
-                                self.text.push_str(text);
-                                let _ = deltas.send(text.to_string());
-                            }
-                        }
+                        let text = block.get("text").and_then(Value::as_str).unwrap_or("");
+                        self.text(text, deltas)?;
                         Block::Text
                     }
-                    Some("tool_use") => Block::ToolUse {
-                        id: str_field(&block, "id"),
-                        name: str_field(&block, "name"),
-                        json: String::new(),
-                    },
+                    Some("tool_use") => {
+                        self.budget.call()?;
+                        let (id, name) = (str_field(block, "id"), str_field(block, "name"));
+                        self.budget.bytes(id.len() + name.len())?;
+                        Block::ToolUse {
+                            id,
+                            name,
+                            json: String::new(),
+                        }
+                    }
                     _ => Block::Other,
                 };
+                let open_others = self
+                    .blocks
+                    .values()
+                    .filter(|b| !matches!(b, Block::ToolUse { .. }))
+                    .count();
+                if !matches!(block, Block::ToolUse { .. }) && open_others >= MAX_OPEN_BLOCKS {
+                    return Err(protocol(format!(
+                        "more than {MAX_OPEN_BLOCKS} content blocks open at once"
+                    )));
+                }
                 self.blocks.insert(index, block);
             }
             "content_block_delta" => {
                 let index = index(&event)?;
-                let delta = event.get("delta").cloned().unwrap_or(Value::Null);
+                let delta = event.get("delta").unwrap_or(&Value::Null);
                 match delta.get("type").and_then(Value::as_str) {
                     Some("text_delta") => {
                         let text = delta.get("text").and_then(Value::as_str).unwrap_or("");
-                        if !text.is_empty() {
-                            self.text.push_str(text);
-                            let _ = deltas.send(text.to_string());
-                        }
+                        self.text(text, deltas)?;
                     }
                     Some("input_json_delta") => {
                         let part = delta
@@ -226,7 +265,10 @@ impl Assembly {
                             .and_then(Value::as_str)
                             .unwrap_or("");
                         match self.blocks.get_mut(&index) {
-                            Some(Block::ToolUse { json, .. }) => json.push_str(part),
+                            Some(Block::ToolUse { json, .. }) => {
+                                self.budget.bytes(part.len())?;
+                                json.push_str(part);
+                            }
                             _ => {
                                 return Err(protocol(format!(
                                 "input_json_delta for block {index}, which is not a tool_use block"
@@ -286,8 +328,8 @@ impl Assembly {
         let count = |key: &str| usage.get(key).and_then(Value::as_u64);
         if let Some(input) = count("input_tokens") {
             self.usage.input_tokens = input
-                + count("cache_creation_input_tokens").unwrap_or(0)
-                + count("cache_read_input_tokens").unwrap_or(0);
+                .saturating_add(count("cache_creation_input_tokens").unwrap_or(0))
+                .saturating_add(count("cache_read_input_tokens").unwrap_or(0));
         }
         if let Some(output) = count("output_tokens") {
             self.usage.output_tokens = output;
@@ -361,13 +403,14 @@ impl Model for Anthropic {
     async fn respond(
         &self,
         request: ModelRequest<'_>,
-        deltas: &mpsc::UnboundedSender<String>,
+        deltas: &dyn TextSink,
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, ModelError> {
         let body = self.body(&request);
-        let response = self
+        let mut assembly = Assembly::new(self.http.limits());
+        let done = self
             .http
-            .send(
+            .stream(
                 || {
                     self.http
                         .client()
@@ -377,14 +420,11 @@ impl Model for Anthropic {
                         .header("accept", "text/event-stream")
                         .json(&body)
                 },
+                deltas,
                 cancel,
+                |event| assembly.event(&event.data, deltas),
             )
             .await?;
-        let mut assembly = Assembly::default();
-        let done = http::read_sse(response, PROVIDER, cancel, |event| {
-            assembly.event(&event.data, deltas)
-        })
-        .await?;
         if !done {
             return Err(http::ended_early(PROVIDER));
         }
@@ -422,5 +462,77 @@ mod tests {
         assert_eq!(out[1]["content"][0]["type"], "tool_use");
         assert_eq!(out[2]["content"][0]["is_error"], true);
         assert_eq!(out[2]["content"][0]["tool_use_id"], "t1");
+    }
+
+    fn limits(bytes: usize, calls: usize) -> Limits {
+        Limits {
+            max_response_bytes: bytes,
+            max_tool_calls: calls,
+            response_timeout: std::time::Duration::from_secs(10),
+        }
+    }
+
+    fn feed(a: &mut Assembly, events: &[Value]) -> Result<(), ModelError> {
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        for e in events {
+            a.event(&e.to_string(), &tx)?;
+        }
+        Ok(())
+    }
+
+    fn tool_block(index: u64, id: &str) -> [Value; 3] {
+        [
+            json!({"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": id, "name": "bash", "input": {}}}),
+            json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": "{\"command\":\"ls\"}"}}),
+            json!({"type": "content_block_stop", "index": index}),
+        ]
+    }
+
+    #[test]
+    fn a_block_index_started_twice_is_an_error_not_a_lost_call() {
+        let mut a = Assembly::new(limits(1 << 20, 8));
+        feed(&mut a, &tool_block(0, "first")).unwrap();
+        let e = feed(&mut a, &tool_block(0, "second"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("content block 0 was started twice"), "{e}");
+        // Still open (no stop yet) counts too.
+        let mut b = Assembly::new(limits(1 << 20, 8));
+        let [start, _, _] = tool_block(3, "x");
+        feed(&mut b, std::slice::from_ref(&start)).unwrap();
+        assert!(feed(&mut b, &[start]).is_err());
+    }
+
+    #[test]
+    fn calls_and_bytes_count_against_the_limits_as_they_arrive() {
+        let mut a = Assembly::new(limits(1 << 20, 2));
+        feed(&mut a, &tool_block(0, "a")).unwrap();
+        feed(&mut a, &tool_block(1, "b")).unwrap();
+        let e = feed(&mut a, &tool_block(2, "c")).unwrap_err().to_string();
+        assert!(e.contains("model.max_tool_calls"), "{e}");
+
+        let mut b = Assembly::new(limits(10, 2));
+        let text = |t: &str| json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}});
+        feed(&mut b, &[json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": "12345"}}), text("6789")]).unwrap();
+        let e = feed(&mut b, &[text("01")]).unwrap_err().to_string();
+        assert!(e.contains("model.max_response_bytes"), "{e}");
+        assert_eq!(b.text, "123456789");
+    }
+
+    #[test]
+    fn open_text_blocks_are_bounded() {
+        let mut a = Assembly::new(limits(1 << 20, 2));
+        let start = |i: u64| json!({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}});
+        for i in 0..MAX_OPEN_BLOCKS as u64 {
+            feed(&mut a, &[start(i)]).unwrap();
+        }
+        assert!(feed(&mut a, &[start(u64::MAX)]).is_err());
+    }
+
+    #[test]
+    fn usage_saturates() {
+        let mut a = Assembly::new(limits(1 << 20, 2));
+        feed(&mut a, &[json!({"type": "message_start", "message": {"usage": {"input_tokens": u64::MAX, "cache_read_input_tokens": 5}}})]).unwrap();
+        assert_eq!(a.usage.input_tokens, u64::MAX);
     }
 }

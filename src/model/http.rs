@@ -4,23 +4,32 @@
 //! put in an error message), the `reqwest` client with its connect and read timeouts, sending a
 //! request with retries (exponential backoff with jitter on 429 / 5xx / connection errors,
 //! honoring `retry-after` in seconds, at most `max_retries` retries), extracting the API's error
-//! message from an error body, the SSE parser, and reading an SSE body under cancellation.
+//! message from an error body (read up to [`ERROR_BODY_READ`] bytes, never whole), and reading a
+//! response's event stream ([`Http::stream`]) under cancellation, the response deadline and the
+//! client's pace.
 //!
-//! Must not touch: the provider JSON formats (each provider module owns its own), permissions,
-//! tools, the turn loop.
+//! Must not touch: the provider JSON formats (each provider module owns its own), SSE framing
+//! (`sse`), permissions, tools, the turn loop.
 //!
 //! Cancellation: every await here (sending, backoff sleeps, reading an error body, each stream
 //! chunk) is raced against the cancellation token; once it fires the call returns
 //! [`ModelError::Cancelled`] and the response / stream is dropped, closing the connection.
+//!
+//! Pace: before each chunk of the stream is read, [`TextSink::room`] is awaited, so a client
+//! that does not read its events holds the model stream back instead of letting text pile up in
+//! memory. Time spent waiting there does not count against `response_timeout_secs`.
 
 use std::time::Duration;
 
 use futures::StreamExt;
 use rand::Rng;
 use reqwest::{RequestBuilder, Response, StatusCode};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::ModelError;
+use super::limits::Limits;
+use super::sse::{SseEvent, SseParser};
+use super::{ModelError, TextSink};
 use crate::manifest::ModelConfig;
 
 /// First backoff delay; doubled per retry, capped at [`BACKOFF_CAP`], then jittered.
@@ -32,6 +41,9 @@ const RETRY_AFTER_CAP: Duration = Duration::from_secs(60);
 const CONNECT_TIMEOUT_CAP: Duration = Duration::from_secs(30);
 /// Error bodies are cut to this many characters in messages.
 const ERROR_BODY_LIMIT: usize = 500;
+/// At most this much of an error body (or of a body that is not an event stream) is read; the
+/// rest is dropped with the connection.
+pub(crate) const ERROR_BODY_READ: usize = 64 * 1024;
 
 /// Where the API key comes from when the manifest names neither `api_key_env` nor
 /// `api_key_file`.
@@ -124,6 +136,15 @@ pub(crate) struct Http {
     client: reqwest::Client,
     provider: &'static str,
     max_retries: u32,
+    limits: Limits,
+}
+
+/// What the provider's event handler says after an event.
+#[derive(Debug)]
+pub(crate) enum Flow {
+    Continue,
+    /// The response is complete; stop reading.
+    Done,
 }
 
 impl Http {
@@ -147,11 +168,57 @@ impl Http {
             client,
             provider,
             max_retries: config.max_retries,
+            limits: Limits::from_config(config),
         })
     }
 
     pub(crate) fn client(&self) -> &reqwest::Client {
         &self.client
+    }
+
+    pub(crate) fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// One streamed response: sends the request built by `build` (with retries), checks that
+    /// the answer is an event stream, and calls `on_event` for each event until it says
+    /// [`Flow::Done`] (returns `Ok(true)`) or the body ends (`Ok(false)` when it ended between
+    /// events; an end mid-event is a transport error). All of it within the response deadline.
+    pub(crate) async fn stream(
+        &self,
+        build: impl Fn() -> RequestBuilder,
+        deltas: &dyn TextSink,
+        cancel: &CancellationToken,
+        on_event: impl FnMut(SseEvent) -> Result<Flow, ModelError>,
+    ) -> Result<bool, ModelError> {
+        let mut deadline = later(Instant::now(), self.limits.response_timeout);
+        let response = tokio::select! {
+            biased;
+            r = self.send(build, cancel) => r?,
+            () = tokio::time::sleep_until(deadline) => {
+                return Err(self.limits.timed_out(self.provider))
+            }
+        };
+        if let Some(kind) = not_an_event_stream(response.headers()) {
+            let body = read_body(response, cancel).await?;
+            return Err(ModelError::Protocol {
+                provider: self.provider,
+                message: format!(
+                    "expected an event stream (text/event-stream), got a {kind} response: {}",
+                    api_message(&body)
+                ),
+            });
+        }
+        read_sse(
+            response,
+            self.provider,
+            &mut deadline,
+            self.limits,
+            deltas,
+            cancel,
+            on_event,
+        )
+        .await
     }
 
     /// Sends the request built by `build` (called once per attempt) and returns the first
@@ -226,6 +293,20 @@ impl Http {
     }
 }
 
+/// The content type of a successful answer that is not an event stream (an HTML page from a
+/// proxy, a plain JSON body from a server that ignored `stream: true`); `None` for an event
+/// stream, and for a response without a content type (read as a stream).
+fn not_an_event_stream(headers: &reqwest::header::HeaderMap) -> Option<String> {
+    let kind = headers.get(reqwest::header::CONTENT_TYPE)?;
+    let kind = String::from_utf8_lossy(kind.as_bytes()).trim().to_string();
+    let essence = kind.split(';').next().unwrap_or("").trim();
+    if essence.eq_ignore_ascii_case("text/event-stream") {
+        None
+    } else {
+        Some(format!("{kind:?}"))
+    }
+}
+
 /// `retry-after` in seconds (integer or decimal), clamped to a minute.
 fn retry_after(response: &Response) -> Option<Duration> {
     let value = response.headers().get(reqwest::header::RETRY_AFTER)?;
@@ -245,13 +326,26 @@ fn backoff(retry: u32) -> Duration {
     exp.mul_f64(factor)
 }
 
-/// Reads an error body (bounded by the read timeout) under cancellation.
+/// Reads at most [`ERROR_BODY_READ`] bytes of a body (bounded by the read timeout) under
+/// cancellation; the rest is never read.
 async fn read_body(response: Response, cancel: &CancellationToken) -> Result<String, ModelError> {
-    tokio::select! {
-        biased;
-        _ = cancel.cancelled() => Err(ModelError::Cancelled),
-        body = response.text() => Ok(body.unwrap_or_default()),
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while body.len() < ERROR_BODY_READ {
+        let chunk = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err(ModelError::Cancelled),
+            chunk = stream.next() => chunk,
+        };
+        match chunk {
+            Some(Ok(bytes)) => {
+                let room = ERROR_BODY_READ - body.len();
+                body.extend_from_slice(&bytes[..bytes.len().min(room)]);
+            }
+            Some(Err(_)) | None => break,
+        }
     }
+    Ok(String::from_utf8_lossy(&body).into_owned())
 }
 
 /// What the API said in an error body: `error.message` (Anthropic, OpenAI), `error` as a
@@ -298,148 +392,40 @@ pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     message
 }
 
-/// One server-sent event.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub(crate) struct SseEvent {
-    /// The `event:` field; empty when absent (the default type, "message").
-    pub event: String,
-    /// The `data:` lines joined with `\n`.
-    pub data: String,
-}
-
-/// An incremental SSE parser (the WHATWG event-stream format): `event:` and `data:` fields,
-/// multi-line data, `:` comments, `id:` / `retry:` ignored, lines ended by LF, CRLF or CR.
-#[derive(Debug, Default)]
-pub(crate) struct SseParser {
-    buf: Vec<u8>,
-    event: String,
-    data: String,
-    has_data: bool,
-    /// A field line was seen since the last dispatch.
-    pending: bool,
-}
-
-impl SseParser {
-    pub(crate) fn new() -> SseParser {
-        SseParser::default()
-    }
-
-    /// Feeds bytes; returns the events completed by them.
-    pub(crate) fn push(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
-        self.buf.extend_from_slice(bytes);
-        let mut events = Vec::new();
-        let mut start = 0;
-        let mut i = 0;
-        while i < self.buf.len() {
-            match self.buf[i] {
-                b'\n' => {
-                    let line = self.buf[start..i].to_vec();
-                    self.line(&line, &mut events);
-                    i += 1;
-                    start = i;
-                }
-                b'\r' => {
-                    if i + 1 == self.buf.len() {
-                        // Could be the first half of CRLF: wait for the next byte.
-                        break;
-                    }
-                    let line = self.buf[start..i].to_vec();
-                    self.line(&line, &mut events);
-                    i += if self.buf[i + 1] == b'\n' { 2 } else { 1 };
-                    start = i;
-                }
-                _ => i += 1,
-            }
-        }
-        self.buf.drain(..start);
-        events
-    }
-
-    /// At the end of the body: completes a line held back for a possible CRLF. An event still
-    /// unfinished afterwards is incomplete (see [`SseParser::is_mid_event`]) and is discarded.
-    pub(crate) fn finish(&mut self) -> Vec<SseEvent> {
-        if self.buf.last() == Some(&b'\r') {
-            self.push(b"\n")
-        } else {
-            Vec::new()
-        }
-    }
-
-    /// Whether bytes or fields of an unfinished event are buffered.
-    pub(crate) fn is_mid_event(&self) -> bool {
-        self.pending || !self.buf.is_empty()
-    }
-
-    fn line(&mut self, line: &[u8], events: &mut Vec<SseEvent>) {
-        let line = String::from_utf8_lossy(line);
-        if line.is_empty() {
-            if self.has_data {
-                events.push(SseEvent {
-                    event: std::mem::take(&mut self.event),
-                    data: std::mem::take(&mut self.data),
-                });
-            }
-            self.event.clear();
-            self.data.clear();
-            self.has_data = false;
-            self.pending = false;
-            return;
-        }
-        if line.starts_with(':') {
-            return;
-        }
-        let (field, value) = match line.find(':') {
-            Some(at) => {
-                let value = &line[at + 1..];
-                (&line[..at], value.strip_prefix(' ').unwrap_or(value))
-            }
-            None => (&line[..], ""),
-        };
-        match field {
-            "event" => {
-                self.event = value.to_string();
-                self.pending = true;
-            }
-            "data" => {
-                if self.has_data {
-                    self.data.push('\n');
-                }
-                self.data.push_str(value);
-                self.has_data = true;
-                self.pending = true;
-            }
-            _ => {}
-        }
-    }
-}
-
-/// What the provider's event handler says after an event.
-pub(crate) enum Flow {
-    Continue,
-    /// The response is complete; stop reading.
-    Done,
-}
-
-/// Reads the SSE body of `response`, calling `on_event` for each event, until the handler says
-/// [`Flow::Done`] (returns `Ok(true)`) or the body ends (returns `Ok(false)` when it ended
-/// between events; an end mid-event is a transport error). Cancellation drops the stream.
-pub(crate) async fn read_sse(
+/// Reads the SSE body of `response` (see [`Http::stream`]).
+async fn read_sse(
     response: Response,
     provider: &'static str,
+    deadline: &mut Instant,
+    limits: Limits,
+    deltas: &dyn TextSink,
     cancel: &CancellationToken,
     mut on_event: impl FnMut(SseEvent) -> Result<Flow, ModelError>,
 ) -> Result<bool, ModelError> {
     let mut stream = response.bytes_stream();
-    let mut parser = SseParser::new();
+    let mut parser = SseParser::new(limits.max_event_bytes());
+    let refused = |e: super::sse::SseError| ModelError::Limit {
+        provider,
+        message: format!("{e} (twice model.max_response_bytes, plus 64 KiB)"),
+    };
     loop {
+        // The client's pace: read no more of the stream until the text so far has room.
+        let paused = Instant::now();
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err(ModelError::Cancelled),
+            () = deltas.room() => {}
+        }
+        *deadline = later(*deadline, paused.elapsed());
         let chunk = tokio::select! {
             biased;
             _ = cancel.cancelled() => return Err(ModelError::Cancelled),
+            () = tokio::time::sleep_until(*deadline) => return Err(limits.timed_out(provider)),
             chunk = stream.next() => chunk,
         };
         match chunk {
             Some(Ok(bytes)) => {
-                for event in parser.push(&bytes) {
+                for event in parser.push(&bytes).map_err(refused)? {
                     if let Flow::Done = on_event(event)? {
                         return Ok(true);
                     }
@@ -455,7 +441,7 @@ pub(crate) async fn read_sse(
                 })
             }
             None => {
-                for event in parser.finish() {
+                for event in parser.finish().map_err(refused)? {
                     if let Flow::Done = on_event(event)? {
                         return Ok(true);
                     }
@@ -469,6 +455,13 @@ pub(crate) async fn read_sse(
     }
 }
 
+/// `at + by`, or a century later when that does not fit.
+fn later(at: Instant, by: Duration) -> Instant {
+    at.checked_add(by)
+        .or_else(|| at.checked_add(Duration::from_secs(100 * 365 * 24 * 3600)))
+        .unwrap_or(at)
+}
+
 /// The transport error for a stream that ended before the response was complete.
 pub(crate) fn ended_early(provider: &'static str) -> ModelError {
     ModelError::Transport {
@@ -480,75 +473,6 @@ pub(crate) fn ended_early(provider: &'static str) -> ModelError {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn feed(parser: &mut SseParser, chunks: &[&str]) -> Vec<SseEvent> {
-        chunks
-            .iter()
-            .flat_map(|c| parser.push(c.as_bytes()))
-            .collect()
-    }
-
-    #[test]
-    fn sse_event_and_data() {
-        let mut p = SseParser::new();
-        let events = feed(&mut p, &["event: a\ndata: {\"x\":1}\n\n"]);
-        assert_eq!(
-            events,
-            vec![SseEvent {
-                event: "a".into(),
-                data: "{\"x\":1}".into()
-            }]
-        );
-        assert!(!p.is_mid_event());
-    }
-
-    #[test]
-    fn sse_multiline_data_comments_crlf_split_chunks() {
-        let mut p = SseParser::new();
-        let events = feed(
-            &mut p,
-            &[
-                ": keepalive\r\n",
-                "data: one\r",
-                "\ndata:two\r\n",
-                "\r",
-                "\ndata: x\r\rdata: y\n\n",
-            ],
-        );
-        assert_eq!(
-            events,
-            vec![
-                SseEvent {
-                    event: String::new(),
-                    data: "one\ntwo".into()
-                },
-                SseEvent {
-                    event: String::new(),
-                    data: "x".into()
-                },
-                SseEvent {
-                    event: String::new(),
-                    data: "y".into()
-                },
-            ]
-        );
-    }
-
-    #[test]
-    fn sse_mid_event_detected() {
-        let mut p = SseParser::new();
-        assert!(feed(&mut p, &["event: a\ndata: {\"x\""]).is_empty());
-        assert!(p.is_mid_event());
-        let mut q = SseParser::new();
-        feed(&mut q, &["event: a\n"]);
-        assert!(q.is_mid_event());
-    }
-
-    #[test]
-    fn sse_event_without_data_is_not_dispatched() {
-        let mut p = SseParser::new();
-        assert!(feed(&mut p, &["event: ping\n\n"]).is_empty());
-    }
 
     #[test]
     fn api_message_shapes() {

@@ -2,13 +2,19 @@
 //! implements (offline, Anthropic Messages, OpenAI-compatible Chat Completions).
 //!
 //! Owns: the provider-neutral message types, mapping them to each API, streaming text deltas,
-//! HTTP retries. Must not touch: permissions, tools, the session log, the wire protocol. A
-//! provider gets the conversation and returns one response; the turn loop owns everything else.
+//! HTTP retries, the limits of one response. Must not touch: permissions, tools, the session
+//! log, the wire protocol. A provider gets the conversation and returns one response; the turn
+//! loop owns everything else.
+//!
+//! Ids: a [`ToolCall::id`] here is always the provider's own id, the one its API wants back with
+//! the result. The pod gives each call its own session-unique id on top (see `pod::turn`).
 
 pub mod anthropic;
 mod http;
+mod limits;
 pub mod offline;
 pub mod openai;
+mod sse;
 
 use async_trait::async_trait;
 use tokio::sync::mpsc;
@@ -20,7 +26,8 @@ use crate::protocol::{ToolInfo, Usage};
 /// A tool call the model asked for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolCall {
-    /// Provider-assigned id (offline: generated); pairs the call with its result.
+    /// Provider-assigned id (offline: generated); pairs the call with its result. Not unique:
+    /// a broken or hostile model may repeat one.
     pub id: String,
     pub name: String,
     pub input: serde_json::Value,
@@ -103,16 +110,42 @@ pub enum ModelError {
         provider: &'static str,
         message: String,
     },
+    /// The response went past one of the `[model]` limits; `message` names the setting.
+    #[error("{provider} response refused: {message}")]
+    Limit {
+        provider: &'static str,
+        message: String,
+    },
+}
+
+/// Where a provider sends text as it streams.
+#[async_trait]
+pub trait TextSink: Send + Sync {
+    /// Text that just arrived.
+    fn push(&self, text: &str);
+
+    /// Resolves once the consumer can take more text. A provider reads no more of its stream
+    /// until then, so a slow consumer slows the stream instead of letting text pile up.
+    async fn room(&self) {}
+}
+
+/// Every piece as it arrives, with no pacing (tests, and callers that read deltas at once).
+impl TextSink for mpsc::UnboundedSender<String> {
+    fn push(&self, text: &str) {
+        // The receiver may be gone when nobody listens for deltas; that is fine.
+        let _ = self.send(text.to_string());
+    }
 }
 
 #[async_trait]
 pub trait Model: Send + Sync {
-    /// One model response. Text is also sent piece by piece on `deltas` as it arrives. Returns
-    /// `Err(Cancelled)` promptly once `cancel` fires (dropping any HTTP stream).
+    /// One model response. Text is also sent piece by piece to `deltas` as it arrives, at the
+    /// pace `deltas` allows. Returns `Err(Cancelled)` promptly once `cancel` fires (dropping any
+    /// HTTP stream).
     async fn respond(
         &self,
         request: ModelRequest<'_>,
-        deltas: &mpsc::UnboundedSender<String>,
+        deltas: &dyn TextSink,
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, ModelError>;
 }

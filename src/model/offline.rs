@@ -12,10 +12,11 @@ use std::path::Path;
 
 use async_trait::async_trait;
 use serde::Deserialize;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{Message, Model, ModelError, ModelRequest, ModelResponse, ModelStop, ToolCall};
+use super::{
+    Message, Model, ModelError, ModelRequest, ModelResponse, ModelStop, TextSink, ToolCall,
+};
 use crate::manifest::ModelConfig;
 use crate::protocol::Usage;
 
@@ -191,7 +192,7 @@ impl Model for Offline {
     async fn respond(
         &self,
         request: ModelRequest<'_>,
-        deltas: &mpsc::UnboundedSender<String>,
+        deltas: &dyn TextSink,
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, ModelError> {
         if cancel.is_cancelled() {
@@ -199,8 +200,7 @@ impl Model for Offline {
         }
         let response = self.respond_now(request.messages);
         if !response.text.is_empty() {
-            // The receiver may be gone when nobody listens for deltas; that is fine.
-            let _ = deltas.send(response.text.clone());
+            deltas.push(&response.text);
         }
         Ok(response)
     }

@@ -4,7 +4,7 @@
 //! Owns: mapping the provider-neutral conversation to a Chat Completions request
 //! (`POST {base_url}/chat/completions`, `stream: true`, `stream_options.include_usage`) and the
 //! streamed chunks back to one [`ModelResponse`]. Must not touch: HTTP retries, keys and SSE
-//! framing (in [`super::http`]), permissions, tools, the turn loop.
+//! framing (in `http` and `sse`), permissions, tools, the turn loop.
 //!
 //! Mapping: the system prompt -> a `system` message; `User` -> `user`; `Assistant` ->
 //! `assistant` with `content` (null when empty) and `tool_calls`
@@ -34,11 +34,13 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::http::{self, DefaultKey, Flow, Http};
-use super::{Message, Model, ModelError, ModelRequest, ModelResponse, ModelStop, ToolCall};
+use super::limits::{Budget, Limits};
+use super::{
+    Message, Model, ModelError, ModelRequest, ModelResponse, ModelStop, TextSink, ToolCall,
+};
 use crate::manifest::ModelConfig;
 use crate::protocol::Usage;
 
@@ -170,20 +172,26 @@ struct PartialCall {
     arguments: String,
 }
 
-#[derive(Default)]
 struct Assembly {
     text: String,
     calls: BTreeMap<u64, PartialCall>,
     finish: Option<String>,
     usage: Usage,
+    budget: Budget,
 }
 
 impl Assembly {
-    fn event(
-        &mut self,
-        data: &str,
-        deltas: &mpsc::UnboundedSender<String>,
-    ) -> Result<Flow, ModelError> {
+    fn new(limits: Limits) -> Assembly {
+        Assembly {
+            text: String::new(),
+            calls: BTreeMap::new(),
+            finish: None,
+            usage: Usage::default(),
+            budget: Budget::new(PROVIDER, limits),
+        }
+    }
+
+    fn event(&mut self, data: &str, deltas: &dyn TextSink) -> Result<Flow, ModelError> {
         let data = data.trim();
         if data == "[DONE]" {
             return Ok(Flow::Done);
@@ -210,6 +218,7 @@ impl Assembly {
             });
         }
         if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+            // Reported once, for the whole response: the last report wins.
             let count = |key: &str| usage.get(key).and_then(Value::as_u64);
             if let Some(input) = count("prompt_tokens") {
                 self.usage.input_tokens = input;
@@ -225,35 +234,14 @@ impl Assembly {
         if let Some(delta) = choice.get("delta") {
             if let Some(text) = delta.get("content").and_then(Value::as_str) {
                 if !text.is_empty() {
+                    self.budget.bytes(text.len())?;
                     self.text.push_str(text);
-                    let _ = deltas.send(text.to_string());
+                    deltas.push(text);
                 }
             }
             if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
                 for fragment in calls {
-                    let id = fragment.get("id").and_then(Value::as_str).unwrap_or("");
-                    let index = match fragment.get("index").and_then(Value::as_u64) {
-                        Some(index) => index,
-                        None => self.index_without_index(id),
-                    };
-                    let call = self.calls.entry(index).or_default();
-                    if !id.is_empty() {
-                        call.id = id.to_string();
-                    }
-                    if let Some(function) = fragment.get("function") {
-                        if let Some(name) = function.get("name").and_then(Value::as_str) {
-                            // Names normally arrive whole; some servers split them.
-                            if call.name != name {
-                                call.name.push_str(name);
-                            }
-                        }
-                        match function.get("arguments") {
-                            Some(Value::String(args)) => call.arguments.push_str(args),
-                            // Some servers send the arguments as an object, whole.
-                            Some(args @ Value::Object(_)) => call.arguments = args.to_string(),
-                            _ => {}
-                        }
-                    }
+                    self.fragment(fragment)?;
                 }
             }
         }
@@ -261,6 +249,47 @@ impl Assembly {
             self.finish = Some(reason.to_string());
         }
         Ok(Flow::Continue)
+    }
+
+    /// One piece of a tool call: its id, name or a part of its arguments. Every byte kept
+    /// counts against the budget, and every new call.
+    fn fragment(&mut self, fragment: &Value) -> Result<(), ModelError> {
+        let id = fragment.get("id").and_then(Value::as_str).unwrap_or("");
+        let index = match fragment.get("index").and_then(Value::as_u64) {
+            Some(index) => index,
+            None => self.index_without_index(id),
+        };
+        if !self.calls.contains_key(&index) {
+            self.budget.call()?;
+        }
+        let call = self.calls.entry(index).or_default();
+        if !id.is_empty() && call.id != id {
+            self.budget.bytes(id.len())?;
+            call.id = id.to_string();
+        }
+        if let Some(function) = fragment.get("function") {
+            if let Some(name) = function.get("name").and_then(Value::as_str) {
+                // Names normally arrive whole; some servers split them.
+                if call.name != name {
+                    self.budget.bytes(name.len())?;
+                    call.name.push_str(name);
+                }
+            }
+            match function.get("arguments") {
+                Some(Value::String(args)) => {
+                    self.budget.bytes(args.len())?;
+                    call.arguments.push_str(args);
+                }
+                // Some servers send the arguments as an object, whole.
+                Some(args @ Value::Object(_)) => {
+                    let args = args.to_string();
+                    self.budget.bytes(args.len())?;
+                    call.arguments = args;
+                }
+                _ => {}
+            }
+        }
+        Ok(())
     }
 
     /// The slot of a tool call fragment that has no `index` (some servers omit it): the call
@@ -273,7 +302,11 @@ impl Assembly {
         {
             return *index;
         }
-        let next = self.calls.keys().next_back().map_or(0, |last| last + 1);
+        let next = self
+            .calls
+            .keys()
+            .next_back()
+            .map_or(0, |last| last.saturating_add(1));
         if !id.is_empty() || self.calls.is_empty() {
             next
         } else {
@@ -337,13 +370,14 @@ impl Model for OpenAi {
     async fn respond(
         &self,
         request: ModelRequest<'_>,
-        deltas: &mpsc::UnboundedSender<String>,
+        deltas: &dyn TextSink,
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, ModelError> {
         let body = self.body(&request);
-        let response = self
+        let mut assembly = Assembly::new(self.http.limits());
+        let done = self
             .http
-            .send(
+            .stream(
                 || {
                     let mut builder = self
                         .http
@@ -356,14 +390,11 @@ impl Model for OpenAi {
                     }
                     builder
                 },
+                deltas,
                 cancel,
+                |event| assembly.event(&event.data, deltas),
             )
             .await?;
-        let mut assembly = Assembly::default();
-        let done = http::read_sse(response, PROVIDER, cancel, |event| {
-            assembly.event(&event.data, deltas)
-        })
-        .await?;
         if !done && assembly.finish.is_none() {
             return Err(http::ended_early(PROVIDER));
         }
@@ -375,6 +406,14 @@ impl Model for OpenAi {
 mod tests {
     use super::*;
     use crate::model::ToolResult;
+
+    fn test_limits() -> Limits {
+        Limits {
+            max_response_bytes: 1 << 20,
+            max_tool_calls: 8,
+            response_timeout: std::time::Duration::from_secs(10),
+        }
+    }
 
     #[test]
     fn error_results_are_marked() {
@@ -403,8 +442,8 @@ mod tests {
 
     #[test]
     fn fragments_without_index_and_object_arguments() {
-        let (tx, _rx) = mpsc::unbounded_channel();
-        let mut a = Assembly::default();
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut a = Assembly::new(test_limits());
         for data in [
             r#"{"choices":[{"delta":{"tool_calls":[{"id":"a","function":{"name":"read","arguments":{"path":"x"}}},{"id":"b","function":{"name":"glob","arguments":"{\"pattern\":"}}]}}]}"#,
             r#"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"\"*\"}"}}]},"finish_reason":"stop"}]}"#,
@@ -421,8 +460,8 @@ mod tests {
 
     #[test]
     fn interleaved_fragments_assemble() {
-        let (tx, _rx) = mpsc::unbounded_channel();
-        let mut a = Assembly::default();
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut a = Assembly::new(test_limits());
         for data in [
             r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c0","type":"function","function":{"name":"read","arguments":""}}]}}]}"#,
             r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"c1","type":"function","function":{"name":"glob","arguments":"{\"pat"}}]}}]}"#,
@@ -436,5 +475,42 @@ mod tests {
         assert_eq!(r.stop, ModelStop::ToolUse);
         assert_eq!(r.tool_calls[0].input, json!({"path": "a"}));
         assert_eq!(r.tool_calls[1].input, json!({"pattern": "*"}));
+    }
+
+    #[test]
+    fn new_calls_and_argument_bytes_count_against_the_limits() {
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let mut a = Assembly::new(test_limits());
+        for i in 0..8u64 {
+            let chunk = json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, "id": format!("c{i}"), "function": {"name": "read", "arguments": ""}}]}}]});
+            a.event(&chunk.to_string(), &tx).unwrap();
+        }
+        // More fragments of a known call are fine; a ninth call is not.
+        let more = json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 7, "function": {"arguments": "{}"}}]}}]});
+        a.event(&more.to_string(), &tx).unwrap();
+        let ninth = json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": u64::MAX, "function": {"name": "read"}}]}}]});
+        let e = a.event(&ninth.to_string(), &tx).unwrap_err().to_string();
+        assert!(e.contains("more than 8 tool calls"), "{e}");
+
+        let mut b = Assembly::new(Limits {
+            max_response_bytes: 16,
+            ..test_limits()
+        });
+        let args = json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "x", "function": {"name": "read", "arguments": "0123456789abcdef"}}]}}]});
+        let e = b.event(&args.to_string(), &tx).unwrap_err().to_string();
+        assert!(e.contains("model.max_response_bytes"), "{e}");
+    }
+
+    #[test]
+    fn a_fragment_without_index_after_the_largest_index_does_not_overflow() {
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let mut a = Assembly::new(test_limits());
+        for data in [
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": u64::MAX, "id": "a", "function": {"name": "read", "arguments": "{}"}}]}}]}),
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"id": "b", "function": {"name": "glob", "arguments": "{}"}}]}}]}),
+        ] {
+            a.event(&data.to_string(), &tx).unwrap();
+        }
+        assert!(!a.calls.is_empty());
     }
 }

@@ -31,17 +31,17 @@ impl Denial {
     }
 }
 
-/// `` `subject` `` plus which rule or default decided it.
+/// `` `subject` `` plus which rule or default decided it. A subject no rule decided is named
+/// after the default only when the default is what it got: an input of the wrong type is
+/// denied, and an opaque command asks, whatever the default says.
 fn describe(s: &SubjectDecision, default: Option<Action>) -> String {
-    let who = match &s.rule {
-        Some(r) => format!(
+    let who = match (&s.rule, default) {
+        (Some(r), _) => format!(
             "rule {} ({} \"{}\" {})",
             r.index, r.tool, r.pattern, s.action
         ),
-        None => match default {
-            Some(d) => format!("default_action = \"{d}\""),
-            None => "the permission layer".to_string(),
-        },
+        (None, Some(d)) if d == s.action => format!("default_action = \"{d}\""),
+        (None, _) => "the permission layer".to_string(),
     };
     let note = s
         .note

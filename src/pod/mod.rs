@@ -6,14 +6,22 @@
 //!
 //! Must not touch: the wire. Events leave through an [`EventSink`]; the server decides how they
 //! are written. Decisions come from `permission`, never from here.
+//!
+//! Bounds: at most `[tools] max_parallel` calls run at once (their hooks and tool run each hold
+//! a slot; shell analyses run one at a time anyway); an [`EventSink`] may make the turn wait,
+//! and the model stream waits with it (`deltas`).
 
 pub mod approval;
+mod calls;
 mod checks;
+mod deltas;
 mod pin;
 mod turn;
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use async_trait::async_trait;
 use tokio::sync::mpsc;
 
 pub use approval::{Answer, Approvals, Approver, ReplyError};
@@ -30,8 +38,44 @@ use crate::session::{SessionError, SessionLog};
 use crate::skills::{SkillError, Skills};
 use crate::tools::Toolbox;
 
-/// Where a pod sends its events. A closed receiver is fine: events are then dropped.
-pub type EventSink = mpsc::UnboundedSender<Event>;
+/// Where a pod sends its events, in order. A closed receiver is fine: events are then dropped.
+#[async_trait]
+pub trait EventSink: Send + Sync {
+    /// Sends one event; may wait while the receiver is behind (the turn waits with it).
+    async fn emit(&self, event: Event);
+
+    /// Sends one event only if that needs no wait; gives it back otherwise.
+    fn try_emit(&self, event: Event) -> Result<(), Box<Event>>;
+}
+
+/// Never waits: events queue without limit (library use, tests).
+#[async_trait]
+impl EventSink for mpsc::UnboundedSender<Event> {
+    async fn emit(&self, event: Event) {
+        let _ = self.send(event);
+    }
+
+    fn try_emit(&self, event: Event) -> Result<(), Box<Event>> {
+        let _ = self.send(event);
+        Ok(())
+    }
+}
+
+/// Waits while the channel is full: the server's sink, so a client that does not read holds
+/// the turn back.
+#[async_trait]
+impl EventSink for mpsc::Sender<Event> {
+    async fn emit(&self, event: Event) {
+        let _ = self.send(event).await;
+    }
+
+    fn try_emit(&self, event: Event) -> Result<(), Box<Event>> {
+        match self.try_send(event) {
+            Err(mpsc::error::TrySendError::Full(event)) => Err(Box::new(event)),
+            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => Ok(()),
+        }
+    }
+}
 
 #[derive(Default)]
 pub struct PodOptions {
@@ -70,6 +114,8 @@ struct State {
     messages: Vec<Message>,
     grants: SessionGrants,
     turn_running: bool,
+    /// Every call id the session has used: a new call never reuses one.
+    call_ids: HashSet<String>,
 }
 
 pub struct Pod {
@@ -92,8 +138,10 @@ pub struct Pod {
     dropped_grants: usize,
     session_id: String,
     state: Mutex<State>,
-    /// Held while a non-concurrent tool runs.
+    /// Held while a non-concurrent tool runs; taken after a slot, never before.
     exclusive: tokio::sync::Mutex<()>,
+    /// `[tools] max_parallel` slots: one per hook run or tool run under way.
+    slots: tokio::sync::Semaphore,
 }
 
 impl Pod {
@@ -133,7 +181,14 @@ impl Pod {
                 d.reason
             );
         }
-        let messages = turn::messages_from_items(&items);
+        let call_ids: HashSet<String> = items
+            .iter()
+            .filter_map(|item| match item {
+                Item::ToolCall { call_id, .. } => Some(call_id.clone()),
+                _ => None,
+            })
+            .collect();
+        let messages = calls::messages_from_items(&items);
         let sandbox = Arc::new(Sandbox::open(
             &manifest.sandbox,
             &manifest.workspace,
@@ -166,8 +221,10 @@ impl Pod {
                 messages,
                 grants,
                 turn_running: false,
+                call_ids,
             }),
             exclusive: tokio::sync::Mutex::new(()),
+            slots: tokio::sync::Semaphore::new(manifest.max_parallel),
             manifest,
         }))
     }

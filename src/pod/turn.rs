@@ -1,15 +1,18 @@
 //! The turn loop: user input -> model -> check chain per tool call -> run allowed calls ->
 //! commit results in tool-call order -> model again, until the model ends the turn, `max_steps`
 //! is reached, or the turn is cancelled. Every tool call gets exactly one result.
+//!
+//! Each call gets an id of its own when its response is read ([`calls`]).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures::stream::{FuturesOrdered, StreamExt};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::calls::{self, Call};
 use super::checks::{self, Check, Denial};
+use super::deltas::Deltas;
 use super::{pin, Answer, Approver, EventSink, Pod, RunError};
 use crate::model::{Message, ModelError, ModelRequest, ToolCall, ToolResult};
 use crate::permission::SubjectKind;
@@ -28,7 +31,7 @@ static SHELL_ANALYSIS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_ne
 /// What one turn shares between its calls.
 struct Turn<'a> {
     id: String,
-    events: &'a EventSink,
+    events: &'a dyn EventSink,
     cancel: CancellationToken,
     skill: Option<Skill>,
     /// Permission requests waiting for an answer; drives the `status` events.
@@ -39,12 +42,13 @@ struct Turn<'a> {
 }
 
 impl Turn<'_> {
-    fn emit(&self, event: Event) {
-        let _ = self.events.send(event);
+    /// Sends an event; waits while the client is behind.
+    async fn emit(&self, event: Event) {
+        self.events.emit(event).await;
     }
 
-    fn status(&self, state: PodState) {
-        self.emit(Event::Status { state });
+    async fn status(&self, state: PodState) {
+        self.emit(Event::Status { state }).await;
     }
 }
 
@@ -71,30 +75,15 @@ impl RunningGuard<'_> {
     fn close_after_panic(&self) {
         let turn_id = &self.1;
         let mut state = self.0.state();
-        let answered: std::collections::HashSet<String> = state
-            .items
-            .iter()
-            .filter_map(|i| match i {
-                Item::ToolResult { call_id, .. } => Some(call_id.clone()),
-                _ => None,
-            })
-            .collect();
-        let mut closing: Vec<Item> = state
-            .items
-            .iter()
-            .filter_map(|i| match i {
-                Item::ToolCall {
-                    turn_id: t,
-                    call_id,
-                    ..
-                } if t == turn_id && !answered.contains(call_id) => Some(Item::ToolResult {
-                    turn_id: turn_id.clone(),
-                    call_id: call_id.clone(),
-                    is_error: true,
-                    content: TURN_FAILED_TEXT.to_string(),
-                    denied_by: None,
-                }),
-                _ => None,
+        let mut closing: Vec<Item> = crate::session::open_calls(&state.items)
+            .into_iter()
+            .filter(|(t, _)| t == turn_id)
+            .map(|(_, call_id)| Item::ToolResult {
+                turn_id: turn_id.clone(),
+                call_id: call_id.to_string(),
+                is_error: true,
+                content: TURN_FAILED_TEXT.to_string(),
+                denied_by: None,
             })
             .collect();
         closing.push(Item::TurnEnded {
@@ -110,7 +99,7 @@ impl RunningGuard<'_> {
         if let Err(e) = state.log.sync() {
             tracing::error!("session log: {e}");
         }
-        state.messages = messages_from_items(&state.items);
+        state.messages = calls::messages_from_items(&state.items);
         drop(state);
         // One turn runs at a time, so every pending request is this turn's.
         if let Approver::Client(approvals) = &self.0.approver {
@@ -133,7 +122,7 @@ impl Pod {
     pub async fn run(
         &self,
         input: Vec<InputItem>,
-        events: &EventSink,
+        events: &dyn EventSink,
         cancel: CancellationToken,
     ) -> Result<RunResult, RunError> {
         if input.is_empty() {
@@ -171,10 +160,11 @@ impl Pod {
             pending: AtomicUsize::new(0),
             grants: tokio::sync::watch::Sender::new(0),
         };
-        turn.status(PodState::Running);
+        turn.status(PodState::Running).await;
         turn.emit(Event::TurnStarted {
             turn_id: turn.id.clone(),
-        });
+        })
+        .await;
         let (stop_reason, error, usage) = self.turn_loop(&turn, input).await;
         self.record(Item::TurnEnded {
             turn_id: turn.id.clone(),
@@ -194,8 +184,9 @@ impl Pod {
             stop_reason,
             error: error.clone(),
             usage,
-        });
-        turn.status(PodState::Idle);
+        })
+        .await;
+        turn.status(PodState::Idle).await;
         Ok(RunResult {
             turn_id: turn.id,
             stop_reason,
@@ -243,8 +234,12 @@ impl Pod {
                 Err(ModelError::Cancelled) => return (StopReason::Cancelled, None, usage),
                 Err(e) => return (StopReason::Error, Some(e.to_string()), usage),
             };
-            usage.input_tokens += response.usage.input_tokens;
-            usage.output_tokens += response.usage.output_tokens;
+            usage.input_tokens = usage
+                .input_tokens
+                .saturating_add(response.usage.input_tokens);
+            usage.output_tokens = usage
+                .output_tokens
+                .saturating_add(response.usage.output_tokens);
             if !response.text.is_empty() {
                 self.record(Item::AssistantText {
                     turn_id: turn.id.clone(),
@@ -258,7 +253,8 @@ impl Pod {
             if response.tool_calls.is_empty() {
                 return (StopReason::EndTurn, None, usage);
             }
-            let results = self.run_calls(turn, &response.tool_calls).await;
+            let calls = self.identify(response.tool_calls);
+            let results = self.run_calls(turn, &calls).await;
             self.state().messages.push(Message::ToolResults { results });
             if turn.cancel.is_cancelled() {
                 return (StopReason::Cancelled, None, usage);
@@ -267,40 +263,60 @@ impl Pod {
         (StopReason::MaxSteps, None, usage)
     }
 
-    /// One model request, forwarding text deltas as `textDelta` events while it streams.
+    /// One model request, forwarding text deltas as `textDelta` events while it streams: one
+    /// event per piece while the client keeps up; while it is behind, the pieces that arrive
+    /// meanwhile are joined into the next event, and past [`super::deltas::ROOM`] bytes waiting
+    /// the model stream itself waits.
     async fn ask_model(&self, turn: &Turn<'_>) -> Result<crate::model::ModelResponse, ModelError> {
         let messages = self.state().messages.clone();
-        let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+        let deltas = Deltas::default();
         let request = ModelRequest {
             system: self.manifest.model.system.as_deref(),
             messages: &messages,
             tools: &self.tool_infos,
             max_tokens: self.manifest.model.max_tokens,
         };
+        let text_delta = |text: String| Event::TextDelta {
+            turn_id: turn.id.clone(),
+            text,
+        };
         let forward = async {
-            while let Some(text) = rx.recv().await {
-                turn.emit(Event::TextDelta {
-                    turn_id: turn.id.clone(),
-                    text,
-                });
+            while let Some(pieces) = deltas.take().await {
+                let mut pieces = pieces.into_iter();
+                while let Some(piece) = pieces.next() {
+                    if let Err(full) = turn.events.try_emit(text_delta(piece)) {
+                        let Event::TextDelta { mut text, .. } = *full else {
+                            break;
+                        };
+                        text.extend(pieces.by_ref());
+                        turn.emit(text_delta(text)).await;
+                    }
+                }
             }
         };
         let respond = async {
-            let result = self.model.respond(request, &tx, &turn.cancel).await;
-            drop(tx);
+            let result = self.model.respond(request, &deltas, &turn.cancel).await;
+            deltas.close();
             result
         };
         let (result, ()) = tokio::join!(respond, forward);
         result
     }
 
-    /// Checks and runs the calls of one model response concurrently, committing results (events
-    /// and history) strictly in call order.
-    async fn run_calls(&self, turn: &Turn<'_>, calls: &[ToolCall]) -> Vec<ToolResult> {
+    /// Gives each call of a response its own id, unique in the session (see [`calls`]).
+    fn identify(&self, calls: Vec<ToolCall>) -> Vec<Call> {
+        calls::identify(&mut self.state().call_ids, calls)
+    }
+
+    /// Checks and runs the calls of one model response concurrently (at most
+    /// `[tools] max_parallel` at a time), committing results (events and history) strictly in
+    /// call order.
+    async fn run_calls(&self, turn: &Turn<'_>, calls: &[Call]) -> Vec<ToolResult> {
         for call in calls {
             self.record(Item::ToolCall {
                 turn_id: turn.id.clone(),
                 call_id: call.id.clone(),
+                provider_call_id: (call.provider_id != call.id).then(|| call.provider_id.clone()),
                 tool: call.name.clone(),
                 input: call.input.clone(),
             });
@@ -309,7 +325,8 @@ impl Pod {
                 call_id: call.id.clone(),
                 tool: call.name.clone(),
                 input: call.input.clone(),
-            });
+            })
+            .await;
         }
         let mut ordered: FuturesOrdered<_> = calls
             .iter()
@@ -336,9 +353,10 @@ impl Pod {
                 is_error: outcome.output.is_error,
                 content: outcome.output.content.clone(),
                 denied_by: outcome.denied_by,
-            });
+            })
+            .await;
             results.push(ToolResult {
-                call_id: call.id.clone(),
+                call_id: call.provider_id.clone(),
                 content: outcome.output.content,
                 is_error: outcome.output.is_error,
             });
@@ -346,8 +364,17 @@ impl Pod {
         results
     }
 
+    /// A slot to run something of a call in, or `None` once the turn is cancelled.
+    async fn slot(&self, turn: &Turn<'_>) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        tokio::select! {
+            biased;
+            () = turn.cancel.cancelled() => None,
+            permit = self.slots.acquire() => permit.ok(),
+        }
+    }
+
     /// The check chain, then the tool.
-    async fn process_call(&self, turn: &Turn<'_>, call: &ToolCall) -> Outcome {
+    async fn process_call(&self, turn: &Turn<'_>, call: &Call) -> Outcome {
         let cancelled = || Outcome {
             output: ToolOutput::error(checks::CANCELLED_TEXT),
             denied_by: None,
@@ -356,6 +383,19 @@ impl Pod {
         if turn.cancel.is_cancelled() {
             return cancelled();
         }
+        // A tool that does not exist (or is not enabled) fails before anything is asked: there
+        // is nothing to approve.
+        let Some(tool) = self.toolbox.get(&call.name) else {
+            return Outcome {
+                output: ToolOutput::error(format!(
+                    "unknown tool \"{}\" (enabled tools: {})",
+                    call.name,
+                    self.toolbox.names().join(", ")
+                )),
+                denied_by: None,
+                decision: None,
+            };
+        };
         let decision = self.decide(call).await;
         let mut chain = Vec::new();
         if let Some(skill) = &turn.skill {
@@ -386,9 +426,13 @@ impl Pod {
                     decision_item = item;
                     verdict
                 }
-                // Dropping a hook's future on cancel kills its process group.
+                // Dropping a hook's future on cancel kills its process group. A hook runs in a
+                // slot, as a tool does.
                 Check::User(hook) => tokio::select! {
-                    verdict = Box::pin(hook.check(&call.id, &call.name, &call.input, &decision)) => {
+                    verdict = Box::pin(async {
+                        let _slot = self.slots.acquire().await;
+                        hook.check(&call.id, &call.name, &call.input, &decision).await
+                    }) => {
                         verdict.map_err(|text| Denial::new(DeniedBy::Hook, text))
                     }
                     () = turn.cancel.cancelled() => return Outcome {
@@ -421,17 +465,6 @@ impl Pod {
             }
         }
 
-        let Some(tool) = self.toolbox.get(&call.name) else {
-            return Outcome {
-                output: ToolOutput::error(format!(
-                    "unknown tool \"{}\" (enabled tools: {})",
-                    call.name,
-                    self.toolbox.names().join(", ")
-                )),
-                denied_by: None,
-                decision: decision_item,
-            };
-        };
         let ctx = ToolContext {
             workspace: self.manifest.workspace.clone(),
             cancel: turn.cancel.child_token(),
@@ -442,6 +475,14 @@ impl Pod {
         if crate::testing::panics_armed() {
             crate::testing::maybe_panic(&call.input.to_string(), crate::testing::TOOL_MARKER);
         }
+        // A slot first, then (for a tool that runs alone) the exclusive lock: whoever holds
+        // the lock already holds a slot, so waiting for one cannot deadlock.
+        let Some(_slot) = self.slot(turn).await else {
+            return Outcome {
+                decision: decision_item,
+                ..cancelled()
+            };
+        };
         let output = if tool.concurrent() {
             tool.run(call.input.clone(), &ctx).await
         } else {
@@ -458,7 +499,7 @@ impl Pod {
     /// The permission layer's decision for a call. Shell commands are analyzed on a blocking
     /// thread, one at a time ([`SHELL_ANALYSIS`]), so the server's single thread never waits on
     /// them; any failure on the way is an unparsed command, which nothing allows.
-    async fn decide(&self, call: &ToolCall) -> Decision {
+    async fn decide(&self, call: &Call) -> Decision {
         if SubjectKind::of(&call.name) != SubjectKind::Shell {
             return self.policy.decide(&call.name, &call.input);
         }
@@ -485,7 +526,7 @@ impl Pod {
     async fn permission_hook(
         &self,
         turn: &Turn<'_>,
-        call: &ToolCall,
+        call: &Call,
         decision: &Decision,
     ) -> (Result<(), Denial>, Option<Item>) {
         let Some(rules) = self.policy.rules() else {
@@ -524,14 +565,16 @@ impl Pod {
             Action::Ask => {}
         }
         let request_id = format!("perm_{}", uuid::Uuid::new_v4().simple());
-        if self.state().grants.covers(decision) {
+        let covered = self.state().grants.covers(decision);
+        if covered {
             turn.emit(Event::PermissionResolved {
                 request_id: request_id.clone(),
                 turn_id: turn.id.clone(),
                 call_id: call.id.clone(),
                 decision: Resolution::Allow,
                 by: ResolvedBy::SessionGrant,
-            });
+            })
+            .await;
             return (
                 Ok(()),
                 item(Action::Allow, DecidedBy::SessionGrant, Some(request_id)),
@@ -572,7 +615,7 @@ impl Pod {
         });
         let answer = approvals.register(&request_id, options.clone());
         if turn.pending.fetch_add(1, Ordering::SeqCst) == 0 {
-            turn.status(PodState::AwaitingPermission);
+            turn.status(PodState::AwaitingPermission).await;
         }
         turn.emit(Event::PermissionRequest(PermissionRequest {
             request_id: request_id.clone(),
@@ -584,7 +627,8 @@ impl Pod {
             reason: checks::ask_reason(decision, default),
             options,
             expires_at,
-        }));
+        }))
+        .await;
         let sleep = async {
             match timeout {
                 Some(t) => tokio::time::sleep(t).await,
@@ -618,7 +662,24 @@ impl Pod {
             }) => match reply {
                 ReplyDecision::AllowOnce => (Resolution::Allow, ResolvedBy::Client, Ok(())),
                 ReplyDecision::AllowSession => {
-                    let granted = self.state().grants.grant(decision);
+                    // Only what is new is logged: a second `allow_session` for a subject
+                    // already granted (two asks answered before either settled) adds nothing.
+                    let granted = {
+                        let mut state = self.state();
+                        let known: Vec<(String, String)> = decision
+                            .subjects
+                            .iter()
+                            .filter(|s| s.action == Action::Ask)
+                            .filter(|s| state.grants.contains(&s.tool, &s.subject))
+                            .map(|s| (s.tool.clone(), s.subject.clone()))
+                            .collect();
+                        let mut granted = state.grants.grant(decision);
+                        for (tool, subjects) in &mut granted {
+                            subjects.retain(|s| !known.contains(&(tool.clone(), s.clone())));
+                        }
+                        granted.retain(|(_, subjects)| !subjects.is_empty());
+                        granted
+                    };
                     for (tool, subjects) in granted {
                         self.record(Item::SessionGrant { tool, subjects });
                     }
@@ -650,9 +711,10 @@ impl Pod {
             call_id: call.id.clone(),
             decision: resolution,
             by,
-        });
+        })
+        .await;
         if turn.pending.fetch_sub(1, Ordering::SeqCst) == 1 && !turn.cancel.is_cancelled() {
-            turn.status(PodState::Running);
+            turn.status(PodState::Running).await;
         }
         let decided_by = match by {
             ResolvedBy::Client => DecidedBy::Client,
@@ -671,60 +733,4 @@ impl Pod {
             item(action, decided_by, Some(request_id)),
         )
     }
-}
-
-/// The model's view of a conversation rebuilt from history (for resume).
-pub(super) fn messages_from_items(items: &[Item]) -> Vec<Message> {
-    let mut messages: Vec<Message> = Vec::new();
-    for item in items {
-        match item {
-            Item::UserMessage { text, .. } => messages.push(Message::User { text: text.clone() }),
-            Item::AssistantText { text, .. } => messages.push(Message::Assistant {
-                text: text.clone(),
-                tool_calls: Vec::new(),
-            }),
-            Item::ToolCall {
-                call_id,
-                tool,
-                input,
-                ..
-            } => {
-                let call = ToolCall {
-                    id: call_id.clone(),
-                    name: tool.clone(),
-                    input: input.clone(),
-                };
-                match messages.last_mut() {
-                    Some(Message::Assistant { tool_calls, .. }) => tool_calls.push(call),
-                    _ => messages.push(Message::Assistant {
-                        text: String::new(),
-                        tool_calls: vec![call],
-                    }),
-                }
-            }
-            Item::ToolResult {
-                call_id,
-                is_error,
-                content,
-                ..
-            } => {
-                let result = ToolResult {
-                    call_id: call_id.clone(),
-                    content: content.clone(),
-                    is_error: *is_error,
-                };
-                match messages.last_mut() {
-                    Some(Message::ToolResults { results }) => results.push(result),
-                    _ => messages.push(Message::ToolResults {
-                        results: vec![result],
-                    }),
-                }
-            }
-            Item::SkillActivated { .. }
-            | Item::PermissionDecision { .. }
-            | Item::SessionGrant { .. }
-            | Item::TurnEnded { .. } => {}
-        }
-    }
-    messages
 }

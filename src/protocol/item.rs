@@ -48,7 +48,12 @@ pub enum Item {
     },
     ToolCall {
         turn_id: String,
+        /// The pod's id for the call, unique in the session.
         call_id: String,
+        /// The model provider's id for the call, when it differs from `callId` (the provider
+        /// repeated an id, or gave none); it is what the provider gets back with the result.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider_call_id: Option<String>,
         tool: String,
         input: serde_json::Value,
     },

@@ -345,11 +345,11 @@ fn method_not_found(id: &RawValue, method: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::transport::Queue;
     use jsonrpsee::RpcModule;
     use serde_json::{json, Value};
-    use tokio::sync::mpsc::UnboundedReceiver;
 
-    fn dispatcher() -> (Dispatcher, UnboundedReceiver<String>) {
+    fn dispatcher() -> (Dispatcher, Queue) {
         let mut module = RpcModule::new(());
         module
             .register_method("subtract", |params, _, _| {

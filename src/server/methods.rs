@@ -98,7 +98,7 @@ async fn run(params: Params<'static>, conn: Arc<Connection>, ext: Extensions) ->
     let opened = conn.opened()?;
     let input: Vec<InputItem> = Fields::parse(&params)?.required("input")?;
     let cancel = conn.begin_turn()?;
-    let (events, events_rx) = mpsc::unbounded_channel();
+    let (events, events_rx) = mpsc::channel(turn::EVENT_QUEUE);
     let pod = opened.pod.clone();
     // The sink moves into the turn, so the event stream ends exactly when the turn does.
     let the_turn = async move { pod.run(input, &events, cancel).await };

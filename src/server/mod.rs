@@ -120,7 +120,12 @@ where
     let dispatcher = Dispatcher::new(methods::module(conn.clone()), transport.outbox.clone());
     let mut frames = transport.frames;
     let mut end = ResolvedBy::Disconnect;
-    while let Some(frame) = frames.recv().await {
+    loop {
+        // A client that does not read its answers is not read from either (transport.rs).
+        transport.outbox.room_for_responses().await;
+        let Some(frame) = frames.recv().await else {
+            break;
+        };
         handle(&dispatcher, frame, max_message_bytes).await;
         if conn.is_shutting_down() {
             end = ResolvedBy::Shutdown;

@@ -5,15 +5,24 @@
 //! under a size limit without buffering an oversized one, and writing every outgoing message in
 //! the client's framing from a single task, so responses and events never interleave.
 //!
+//! Backpressure: the [`Outbox`] counts the bytes queued for the writer. Events wait for room
+//! ([`Outbox::send_paced`]: at most [`OUTBOX_ROOM`] queued), so a client that stops reading
+//! stdout holds the turn back (and with it the model stream). Responses never wait
+//! ([`Outbox::send`]): the dispatcher keeps serving `cancel`, `permissionReply` and `history`
+//! while events are held back. Only a client that sends requests and never reads their answers
+//! is held back itself: the dispatcher reads no further request while more than
+//! [`RESPONSE_ROOM`] bytes are queued ([`Outbox::room_for_responses`]).
+//!
 //! Must not touch: JSON-RPC. A message is text here; `dispatch` decides what it means. Nothing
 //! else in the crate writes to stdout.
 
 use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinHandle;
 
 /// How messages are delimited on the wire, chosen by the client's first byte.
@@ -242,20 +251,141 @@ pub async fn write_message<W: AsyncWrite + Unpin>(
 /// The writer gathers what is already queued into one write of at most about this many bytes.
 const WRITE_BATCH: usize = 256 * 1024;
 
+/// Bytes of events that may wait for the writer before the turn waits.
+pub const OUTBOX_ROOM: usize = 1024 * 1024;
+/// Bytes that may wait for the writer before the dispatcher stops reading requests.
+pub const RESPONSE_ROOM: usize = 16 * 1024 * 1024;
+
+/// Bytes queued for the writer and not taken yet, shared by both ends.
+#[derive(Debug, Default)]
+struct Queued {
+    bytes: AtomicUsize,
+    /// Tasks waiting in [`Queued::below`]; the writer wakes them only when there are some.
+    waiting: AtomicUsize,
+    /// Woken when the writer takes a message while someone waits.
+    taken: Notify,
+}
+
+impl Queued {
+    /// Waits until fewer than `limit` bytes are queued. Free when there is room (one load).
+    async fn below(&self, limit: usize) {
+        while self.bytes.load(Ordering::SeqCst) >= limit {
+            // Counted, then registered, then checked again: a take either sees the count (and
+            // wakes us) or happened before the check (which then sees the room). SeqCst on
+            // both sides makes one of the two true.
+            let _waiting = Waiting::count(&self.waiting);
+            let taken = self.taken.notified();
+            tokio::pin!(taken);
+            taken.as_mut().enable();
+            if self.bytes.load(Ordering::SeqCst) >= limit {
+                taken.await;
+            }
+        }
+    }
+
+    fn take(&self, n: usize) {
+        self.bytes.fetch_sub(n, Ordering::SeqCst);
+        if self.waiting.load(Ordering::SeqCst) > 0 {
+            self.taken.notify_waiters();
+        }
+    }
+}
+
+/// One task counted in [`Queued::waiting`] for as long as it lives (a dropped wait included).
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn count(waiting: &'a AtomicUsize) -> Waiting<'a> {
+        waiting.fetch_add(1, Ordering::SeqCst);
+        Waiting(waiting)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// The sending side of the writer: every response and event goes through here.
 #[derive(Clone, Debug)]
-pub struct Outbox(mpsc::UnboundedSender<String>);
+pub struct Outbox {
+    tx: mpsc::UnboundedSender<String>,
+    queued: Arc<Queued>,
+}
+
+/// The receiving side: what the writer task (or a test) reads.
+#[derive(Debug)]
+pub struct Queue {
+    rx: mpsc::UnboundedReceiver<String>,
+    queued: Arc<Queued>,
+}
 
 impl Outbox {
     /// An outbox and the receiving end (what the writer task, or a test, reads).
-    pub fn channel() -> (Outbox, mpsc::UnboundedReceiver<String>) {
+    pub fn channel() -> (Outbox, Queue) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (Outbox(tx), rx)
+        let queued = Arc::new(Queued::default());
+        (
+            Outbox {
+                tx,
+                queued: queued.clone(),
+            },
+            Queue { rx, queued },
+        )
     }
 
-    /// Queues one complete JSON text. After the writer has finished, it is dropped.
+    /// Queues one complete JSON text at once (a response). After the writer has finished, it
+    /// is dropped.
     pub fn send(&self, text: String) {
-        let _ = self.0.send(text);
+        let len = text.len();
+        // Counted before it is queued, so the writer never takes more than was counted.
+        self.queued.bytes.fetch_add(len, Ordering::SeqCst);
+        if self.tx.send(text).is_err() {
+            self.queued.take(len);
+        }
+    }
+
+    /// Queues one complete JSON text (an event) once fewer than [`OUTBOX_ROOM`] bytes wait.
+    pub async fn send_paced(&self, text: String) {
+        self.queued.below(OUTBOX_ROOM).await;
+        self.send(text);
+    }
+
+    /// Resolves once fewer than [`RESPONSE_ROOM`] bytes wait: the dispatcher reads the next
+    /// request only then.
+    pub async fn room_for_responses(&self) {
+        self.queued.below(RESPONSE_ROOM).await;
+    }
+
+    /// Bytes queued and not yet taken by the writer.
+    pub fn queued_bytes(&self) -> usize {
+        self.queued.bytes.load(Ordering::SeqCst)
+    }
+}
+
+impl Queue {
+    fn took(&self, text: &str) {
+        self.queued.take(text.len());
+    }
+
+    /// The next message; `None` once every [`Outbox`] is gone (or closed) and all is taken.
+    pub async fn recv(&mut self) -> Option<String> {
+        let text = self.rx.recv().await?;
+        self.took(&text);
+        Some(text)
+    }
+
+    /// The next message if one is queued.
+    pub fn try_recv(&mut self) -> Option<String> {
+        let text = self.rx.try_recv().ok()?;
+        self.took(&text);
+        Some(text)
+    }
+
+    /// Accepts nothing new; what is queued can still be taken.
+    pub fn close(&mut self) {
+        self.rx.close();
     }
 }
 
@@ -267,11 +397,7 @@ pub struct Writer {
 
 impl Writer {
     /// Starts the one task that owns `out`. Until the framing is known it writes lines.
-    pub fn start<W>(
-        mut out: W,
-        framing: Arc<OnceLock<Framing>>,
-        mut queue: mpsc::UnboundedReceiver<String>,
-    ) -> Writer
+    pub fn start<W>(mut out: W, framing: Arc<OnceLock<Framing>>, mut queue: Queue) -> Writer
     where
         W: AsyncWrite + Unpin + Send + 'static,
     {
@@ -307,8 +433,8 @@ impl Writer {
                 tokio::task::yield_now().await;
                 while buf.len() < WRITE_BATCH {
                     match queue.try_recv() {
-                        Ok(text) => encode_message(&mut buf, framing, &text),
-                        Err(_) => break,
+                        Some(text) => encode_message(&mut buf, framing, &text),
+                        None => break,
                     }
                 }
                 let written = match out.write_all(&buf).await {
@@ -465,5 +591,31 @@ mod tests {
             text,
             "Content-Length: 7\r\n\r\n{\"n\":1}Content-Length: 7\r\n\r\n{\"n\":2}"
         );
+    }
+
+    #[tokio::test]
+    async fn events_wait_for_room_and_responses_never_do() {
+        let (outbox, mut queue) = Outbox::channel();
+        let big = "x".repeat(OUTBOX_ROOM);
+        outbox.send_paced(big.clone()).await;
+        // Over the room: the next event waits, a response does not.
+        let waiting =
+            tokio::time::timeout(Duration::from_millis(50), outbox.send_paced("{}".into())).await;
+        assert!(waiting.is_err(), "an event went past a full outbox");
+        outbox.send("{\"id\":1}".into());
+        assert_eq!(outbox.queued_bytes(), OUTBOX_ROOM + 8);
+        // The writer takes the big one: the waiting event goes in.
+        let paced = outbox.send_paced("{\"event\":2}".into());
+        let (taken, ()) = tokio::join!(
+            async {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                queue.recv().await
+            },
+            paced
+        );
+        assert_eq!(taken.map(|t| t.len()), Some(OUTBOX_ROOM));
+        assert_eq!(queue.recv().await.as_deref(), Some("{\"id\":1}"));
+        assert_eq!(queue.recv().await.as_deref(), Some("{\"event\":2}"));
+        assert_eq!(outbox.queued_bytes(), 0);
     }
 }

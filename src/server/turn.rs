@@ -1,7 +1,9 @@
 //! Running one turn in its own task and streaming its events to the client.
 //!
 //! Owns: the order rule between a turn's events and its `run` response (the response is produced
-//! only after the turn's last event is queued), and surviving a panic in the turn: the client
+//! only after the turn's last event is queued), the turn's pace (events go out through
+//! [`Outbox::send_paced`], and the turn's event channel holds [`EVENT_QUEUE`] events, so a client
+//! that does not read makes the turn wait), and surviving a panic in the turn: the client
 //! still gets a `toolResult` for every open call, `turnEnded` with `stopReason: "error"`,
 //! `status: idle`, and a normal `run` result, and stdout stays clean.
 
@@ -16,6 +18,9 @@ use crate::pod::RunError;
 use crate::protocol::{
     Event, PodState, Resolution, ResolvedBy, RunResult, StopReason, Usage, EVENT_METHOD,
 };
+
+/// Events a turn may have produced and not yet handed to the outbox before it waits.
+pub const EVENT_QUEUE: usize = 32;
 
 /// The text of the synthetic result of a call whose turn failed.
 pub const TURN_FAILED_TEXT: &str = crate::pod::TURN_FAILED_TEXT;
@@ -128,7 +133,7 @@ fn panic_text(e: tokio::task::JoinError) -> String {
 /// first event (the turn is under way) or when the turn ends without one.
 pub async fn drive<F>(
     turn: F,
-    mut events: mpsc::UnboundedReceiver<Event>,
+    mut events: mpsc::Receiver<Event>,
     out: &Outbox,
     started: impl FnOnce(),
 ) -> Result<RunResult, RunError>
@@ -145,7 +150,7 @@ where
         }
         seen.note(&event);
         if let Some(text) = notification(&event) {
-            out.send(text);
+            out.send_paced(text).await;
         }
     }
     if let Some(f) = started.take() {
@@ -162,7 +167,7 @@ where
                 .unwrap_or_else(|| format!("turn_{}", uuid::Uuid::new_v4().simple()));
             for event in seen.closing_events(&turn_id, &error) {
                 if let Some(text) = notification(&event) {
-                    out.send(text);
+                    out.send_paced(text).await;
                 }
             }
             Ok(RunResult {
@@ -182,18 +187,22 @@ mod tests {
 
     #[tokio::test]
     async fn a_panicking_turn_is_closed_and_answers_with_error() {
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(EVENT_QUEUE);
         let (out, mut written) = Outbox::channel();
         let turn = async move {
-            let _ = tx.send(Event::TurnStarted {
-                turn_id: "t1".into(),
-            });
-            let _ = tx.send(Event::ToolCall {
-                turn_id: "t1".into(),
-                call_id: "c1".into(),
-                tool: "bash".into(),
-                input: Value::Null,
-            });
+            let _ = tx
+                .send(Event::TurnStarted {
+                    turn_id: "t1".into(),
+                })
+                .await;
+            let _ = tx
+                .send(Event::ToolCall {
+                    turn_id: "t1".into(),
+                    call_id: "c1".into(),
+                    tool: "bash".into(),
+                    input: Value::Null,
+                })
+                .await;
             if tx.is_closed() {
                 return Err(RunError::EmptyInput);
             }

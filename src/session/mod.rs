@@ -5,10 +5,12 @@
 //! Owns: writing items as the turn goes (one line each, written at once), flushing and fsyncing
 //! at each turn end, and reading a session back for resume. A torn last line (a crash mid-write)
 //! is dropped with a warning; a tool call left without a result is closed with a synthetic
-//! "interrupted" error result, so a resumed history never holds an unanswered call.
+//! "interrupted" error result, so a resumed history never holds an unanswered call (calls are
+//! matched to results one by one, see [`open_calls`]).
 //!
 //! Must not touch: anything but its own files. This is the only writer in the state folder.
 
+use std::collections::{HashMap, VecDeque};
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -293,28 +295,90 @@ fn read_items(path: &Path) -> Result<(Vec<Item>, u64, bool, Vec<String>), Sessio
     Ok((items, valid_len, needs_newline, warnings))
 }
 
-/// Synthetic results for every tool call that has none.
-fn close_orphans(items: &[Item]) -> Vec<Item> {
-    let answered: std::collections::HashSet<&str> = items
-        .iter()
-        .filter_map(|i| match i {
-            Item::ToolResult { call_id, .. } => Some(call_id.as_str()),
-            _ => None,
-        })
-        .collect();
-    items
-        .iter()
-        .filter_map(|i| match i {
+/// The tool calls of `items` that have no result, in order, as (turn id, call id). Calls are
+/// matched per call, not per id: a result answers the earliest open call with its id, so a log
+/// written before call ids were unique in a session (where a model's repeated id was kept) still
+/// closes each of its calls once.
+pub fn open_calls(items: &[Item]) -> Vec<(&str, &str)> {
+    let mut open: Vec<Option<(&str, &str)>> = Vec::new();
+    // Call id -> positions in `open` still unanswered, oldest first.
+    let mut by_id: HashMap<&str, VecDeque<usize>> = HashMap::new();
+    for item in items {
+        match item {
             Item::ToolCall {
                 turn_id, call_id, ..
-            } if !answered.contains(call_id.as_str()) => Some(Item::ToolResult {
-                turn_id: turn_id.clone(),
-                call_id: call_id.clone(),
-                is_error: true,
-                content: INTERRUPTED.to_string(),
-                denied_by: None::<DeniedBy>,
-            }),
-            _ => None,
+            } => {
+                by_id.entry(call_id).or_default().push_back(open.len());
+                open.push(Some((turn_id, call_id)));
+            }
+            Item::ToolResult { call_id, .. } => {
+                if let Some(at) = by_id
+                    .get_mut(call_id.as_str())
+                    .and_then(VecDeque::pop_front)
+                {
+                    open[at] = None;
+                }
+            }
+            _ => {}
+        }
+    }
+    open.into_iter().flatten().collect()
+}
+
+/// Synthetic results for every tool call that has none.
+fn close_orphans(items: &[Item]) -> Vec<Item> {
+    open_calls(items)
+        .into_iter()
+        .map(|(turn_id, call_id)| Item::ToolResult {
+            turn_id: turn_id.to_string(),
+            call_id: call_id.to_string(),
+            is_error: true,
+            content: INTERRUPTED.to_string(),
+            denied_by: None::<DeniedBy>,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(turn: &str, id: &str) -> Item {
+        Item::ToolCall {
+            turn_id: turn.into(),
+            call_id: id.into(),
+            provider_call_id: None,
+            tool: "bash".into(),
+            input: serde_json::json!({}),
+        }
+    }
+
+    fn result(turn: &str, id: &str) -> Item {
+        Item::ToolResult {
+            turn_id: turn.into(),
+            call_id: id.into(),
+            is_error: false,
+            content: String::new(),
+            denied_by: None,
+        }
+    }
+
+    #[test]
+    fn calls_are_matched_to_results_one_by_one_even_with_a_repeated_id() {
+        // A log from before ids were unique: `x` answered in turn 1, reused in turn 2, open.
+        let items = [
+            call("t1", "x"),
+            result("t1", "x"),
+            call("t2", "x"),
+            call("t2", "y"),
+            result("t2", "y"),
+            call("t2", "y"),
+        ];
+        assert_eq!(open_calls(&items), [("t2", "x"), ("t2", "y")]);
+        let closing = close_orphans(&items);
+        assert_eq!(closing.len(), 2);
+        let mut all = items.to_vec();
+        all.extend(closing);
+        assert!(open_calls(&all).is_empty());
+    }
 }

@@ -7,6 +7,9 @@
 //! with a note saying how many more there were. Only files (and symlinks) are listed, not
 //! folders. The walk starts at the folder the runtime pinned, and a file the read rules deny is
 //! never listed: the result says how many were withheld and by which rule.
+//!
+//! Memory: only the first [`MAX_PATHS`] matches in sort order are kept during the walk (the
+//! others are counted), so a tree of millions of files costs no more than the output.
 
 use std::path::Path;
 
@@ -105,7 +108,9 @@ fn find(
     files: &FileRules,
     cancel: &CancellationToken,
 ) -> Result<String, String> {
-    let mut found = Vec::new();
+    // A max-heap of the smallest paths seen: its top is the first one to drop.
+    let mut found = std::collections::BinaryHeap::new();
+    let mut total = 0usize;
     let mut withheld = Withheld::default();
     for entry in walker(root) {
         if cancel.is_cancelled() {
@@ -121,7 +126,13 @@ fn find(
         if matcher.is_match(rel) {
             match files.withheld("glob", entry.path()) {
                 Some(rule) => withheld.rule(rule),
-                None => found.push(display(workspace, entry.path())),
+                None => {
+                    total += 1;
+                    found.push(display(workspace, entry.path()));
+                    if found.len() > MAX_PATHS {
+                        found.pop();
+                    }
+                }
             }
         }
     }
@@ -132,13 +143,7 @@ fn find(
             None => "no files match".to_string(),
         });
     }
-    found.sort();
-    let total = found.len();
-    let mut out = found
-        .into_iter()
-        .take(MAX_PATHS)
-        .collect::<Vec<_>>()
-        .join("\n");
+    let mut out = found.into_sorted_vec().join("\n");
     if total > MAX_PATHS {
         out.push_str(&format!(
             "\n[{} more not shown ({total} in all); narrow the pattern or path]",

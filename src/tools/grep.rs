@@ -10,6 +10,10 @@
 //! symlink ([`confined::open_read`]), and a file the read rules deny (by name, or by another
 //! name when it has several hard links) is never searched: the result says how many were
 //! withheld and by which rule.
+//!
+//! Memory: the searcher holds at most [`HEAP_LIMIT`] bytes of a file at once; a file with a
+//! longer line is skipped and counted in the note, so one enormous line cannot make a search
+//! hold the whole of it.
 
 use std::path::{Path, PathBuf};
 
@@ -32,6 +36,9 @@ pub const MAX_MATCHES: usize = 500;
 pub const OUTPUT_CAP: usize = 50_000;
 /// Longer matching lines are cut to this many bytes.
 const MAX_LINE: usize = 500;
+/// Most bytes of a file the searcher holds at once (its line buffer); a file with a longer line
+/// is skipped.
+pub const HEAP_LIMIT: usize = 1024 * 1024;
 
 /// Input of `grep`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -179,11 +186,13 @@ fn search(
     let mut searcher = SearcherBuilder::new()
         .binary_detection(BinaryDetection::quit(b'\x00'))
         .line_number(true)
+        .heap_limit(Some(HEAP_LIMIT))
         .build();
     let mut out = String::new();
     let mut matches = 0usize;
     let mut full = false;
     let mut unreadable = 0usize;
+    let mut long_lines = 0usize;
     let mut withheld = Withheld::default();
     for entry in walker(root) {
         if cancel.is_cancelled() {
@@ -237,8 +246,11 @@ fn search(
                 Ok(true)
             }),
         );
-        if result.is_err() {
-            unreadable += 1;
+        match result {
+            Ok(()) => {}
+            // grep-searcher's error for a line past the heap limit.
+            Err(e) if e.to_string().contains("allocation limit") => long_lines += 1,
+            Err(_) => unreadable += 1,
         }
         if full {
             break;
@@ -256,6 +268,15 @@ fn search(
             out.push('\n');
         }
         out.push_str(&format!("[{unreadable} paths could not be read]"));
+    }
+    if long_lines > 0 {
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str(&format!(
+            "[{long_lines} files skipped: a line longer than {} MiB]",
+            HEAP_LIMIT / 1024 / 1024
+        ));
     }
     if let Some(note) = withheld.note() {
         if !out.ends_with('\n') {
@@ -396,6 +417,23 @@ mod tests {
             out.is_error && out.content.contains("`path`"),
             "{}",
             out.content
+        );
+    }
+
+    #[tokio::test]
+    async fn a_file_with_an_enormous_line_is_skipped_with_a_note() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut long = "x".repeat(2 * HEAP_LIMIT);
+        long.push_str(" TODO\n");
+        fs::write(dir.path().join("long.txt"), long).unwrap();
+        fs::write(dir.path().join("short.txt"), "a TODO\n").unwrap();
+        let out = Grep
+            .run(json!({"pattern": "TODO"}), &ToolContext::new(dir.path()))
+            .await;
+        assert!(!out.is_error, "{}", out.content);
+        assert_eq!(
+            out.content,
+            "short.txt:1:a TODO\n[1 files skipped: a line longer than 1 MiB]"
         );
     }
 }

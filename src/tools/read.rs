@@ -11,6 +11,10 @@
 //! The file is opened at the target the runtime pinned and checked, following no symlink
 //! ([`confined::open_read`]), and a file with several hard links is refused when another of its
 //! names is read-denied ([`FileRules::check_links`]).
+//!
+//! Memory: a line is never held whole. Lines before `offset` are only counted, and of a line in
+//! range at most the output cap is kept, so a read holds about twice the cap whatever the file's
+//! longest line (a 200 MB file of one line read with `limit: 1` reads only its first 100 KB).
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -151,24 +155,31 @@ fn read_lines(
 
     let first = offset.unwrap_or(1);
     let last = limit.map(|l| first.saturating_add(l - 1));
+    let io = |e: std::io::Error| {
+        if e.kind() == std::io::ErrorKind::Interrupted {
+            "cancelled".to_string()
+        } else {
+            format!("cannot read {shown}: {e}")
+        }
+    };
     let mut out = String::new();
     let mut line = Vec::new();
     let mut number: u64 = 0;
     let mut lossy = false;
     let mut cut_at: Option<u64> = None;
     loop {
-        line.clear();
-        let n = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|e| format!("cannot read {shown}: {e}"))?;
-        if n == 0 {
+        let wanted = number + 1 >= first;
+        // Enough to know that the line does not fit in what is left of the output.
+        let keep = wanted.then_some(OUTPUT_CAP + 32);
+        let Some(Line { cut }) = next_line(&mut reader, &mut line, keep, cancel).map_err(io)?
+        else {
             break;
-        }
+        };
         number += 1;
         if number.is_multiple_of(4096) && cancel.is_cancelled() {
             return Err("cancelled".to_string());
         }
-        if number < first {
+        if !wanted {
             continue;
         }
         if let Some(last) = last {
@@ -176,7 +187,7 @@ fn read_lines(
                 break;
             }
         }
-        if line.ends_with(b"\n") {
+        if !cut && line.ends_with(b"\n") {
             line.pop();
             if line.ends_with(b"\r") {
                 line.pop();
@@ -184,6 +195,10 @@ fn read_lines(
         }
         let text = match std::str::from_utf8(&line) {
             Ok(t) => std::borrow::Cow::Borrowed(t),
+            // A character split by the cut is not an encoding error.
+            Err(e) if cut && e.error_len().is_none() => std::borrow::Cow::Borrowed(
+                std::str::from_utf8(&line[..e.valid_up_to()]).unwrap_or(""),
+            ),
             Err(_) => {
                 lossy = true;
                 String::from_utf8_lossy(&line)
@@ -222,6 +237,54 @@ fn read_lines(
         ));
     }
     Ok(out)
+}
+
+/// What [`next_line`] read.
+struct Line {
+    /// The line was longer than what was kept; the rest of it was not read.
+    cut: bool,
+}
+
+/// Reads the next line (with its `\n`) into `line`, keeping at most `keep` bytes of it, or
+/// none with `keep: None` (the line is skipped, read to its end). A kept line longer than
+/// `keep` is cut and the rest of it left unread: the caller stops there. `None` at the end of
+/// the file. Checks `cancel` between reads (an `Interrupted` error).
+fn next_line(
+    reader: &mut impl BufRead,
+    line: &mut Vec<u8>,
+    keep: Option<usize>,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> std::io::Result<Option<Line>> {
+    line.clear();
+    let mut any = false;
+    loop {
+        if cancel.is_cancelled() {
+            return Err(std::io::ErrorKind::Interrupted.into());
+        }
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(any.then_some(Line { cut: false }));
+        }
+        any = true;
+        let (chunk, ends) = match buf.iter().position(|&b| b == b'\n') {
+            Some(at) => (&buf[..=at], true),
+            None => (buf, false),
+        };
+        let used = chunk.len();
+        if let Some(keep) = keep {
+            let room = keep - line.len();
+            if used > room {
+                line.extend_from_slice(&chunk[..room]);
+                reader.consume(room);
+                return Ok(Some(Line { cut: true }));
+            }
+            line.extend_from_slice(chunk);
+        }
+        reader.consume(used);
+        if ends {
+            return Ok(Some(Line { cut: false }));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -365,5 +428,53 @@ mod tests {
             assert!(out.is_error, "{input}");
             assert!(out.content.contains(field), "{input}: {}", out.content);
         }
+    }
+
+    #[tokio::test]
+    async fn a_line_longer_than_the_cap_is_cut_without_being_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        // 1 MB of two-byte characters on one line, then a short line.
+        let mut body = "é".repeat(500_000);
+        body.push_str("\nsecond\n");
+        fs::write(dir.path().join("long.txt"), &body).unwrap();
+        let c = ToolContext::new(dir.path());
+        let out = Read.run(json!({"path": "long.txt", "limit": 1}), &c).await;
+        assert!(!out.is_error, "{}", out.content);
+        assert!(out.content.len() <= OUTPUT_CAP + 100);
+        assert!(out.content.starts_with("     1\téé"));
+        // A character cut in half by the cap is not an encoding problem.
+        assert!(
+            !out.content.contains("not valid UTF-8"),
+            "{}",
+            &out.content[..200]
+        );
+        assert!(out.content.contains("continue with offset=2"));
+        // The next line is found after it.
+        let out = Read.run(json!({"path": "long.txt", "offset": 2}), &c).await;
+        assert_eq!(out.content, "     2\tsecond\n");
+    }
+
+    #[test]
+    fn next_line_keeps_at_most_what_it_is_asked_for() {
+        let data = format!("{}\nb\n", "a".repeat(10_000));
+        let mut reader = BufReader::with_capacity(64, data.as_bytes());
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let mut line = Vec::new();
+        let got = next_line(&mut reader, &mut line, Some(100), &cancel).unwrap();
+        assert!(got.is_some_and(|l| l.cut));
+        assert_eq!(line.len(), 100);
+        // Skipping reads to the end of a line without keeping it.
+        let mut reader = BufReader::with_capacity(64, data.as_bytes());
+        let got = next_line(&mut reader, &mut line, None, &cancel).unwrap();
+        assert!(got.is_some_and(|l| !l.cut) && line.is_empty());
+        let got = next_line(&mut reader, &mut line, Some(100), &cancel).unwrap();
+        assert!(got.is_some_and(|l| !l.cut));
+        assert_eq!(line, b"b\n");
+        assert!(next_line(&mut reader, &mut line, Some(100), &cancel)
+            .unwrap()
+            .is_none());
+        cancel.cancel();
+        let mut reader = BufReader::new(data.as_bytes());
+        assert!(next_line(&mut reader, &mut line, None, &cancel).is_err());
     }
 }

@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+pub mod provider;
+
 /// How long any single wait may take before the test fails.
 pub const WAIT: Duration = Duration::from_secs(10);
 

@@ -151,8 +151,16 @@ export type Item =
       type: "assistantText";
     }
   | {
+      /**
+       * The pod's id for the call, unique in the session.
+       */
       callId: string;
       input: unknown;
+      /**
+       * The model provider's id for the call, when it differs from `callId` (the provider
+       * repeated an id, or gave none); it is what the provider gets back with the result.
+       */
+      providerCallId?: string | null;
       tool: string;
       turnId: string;
       type: "toolCall";
