@@ -123,7 +123,7 @@ fn deny_with_a_message_puts_the_message_in_the_result() {
 fn allow_session_answers_the_next_identical_ask() {
     let ws = Workspace::new(300);
     let (mut pod, _) = start(&ws, true);
-    let run = pod.start("run", text("!touch once.txt"));
+    let run = pod.start("run", text("!ls -a"));
     let request = pod.wait_event_type("permissionRequest");
     reply(&mut pod, &request, "allow_session", None);
     pod.response(&json!(run));
@@ -132,7 +132,7 @@ fn allow_session_answers_the_next_identical_ask() {
         .iter()
         .filter(|e| e["type"] == "permissionRequest")
         .count();
-    let run = pod.call("run", text("!touch once.txt"));
+    let run = pod.call("run", text("!ls -a"));
     let events = pod.turn_events(run["turnId"].as_str().unwrap_or(""));
     assert!(!events.iter().any(|e| e["type"] == "permissionRequest"));
     let resolved: Vec<&Value> = events

@@ -241,6 +241,14 @@ impl Rules {
     fn decide_subject(&self, subject: Subject) -> Option<SubjectDecision> {
         let rule = self.first_match(&subject.tool, &subject.text);
         let (mut action, mut rule_ref, mut note) = match (rule, &subject.problem) {
+            _ if subject.deny_only => match rule {
+                Some(r) if r.spec.action == Action::Deny => (
+                    Action::Deny,
+                    Some(r.reference()),
+                    Some("a file the command writes".to_string()),
+                ),
+                _ => (Action::Allow, None, None),
+            },
             _ if subject.guess => match rule {
                 Some(r) if r.spec.action != Action::Allow => (
                     r.spec.action,
@@ -303,7 +311,7 @@ impl Rules {
                 _ => {}
             }
         }
-        if subject.guess && rule_ref.is_none() {
+        if (subject.guess || subject.deny_only) && rule_ref.is_none() {
             return None;
         }
         Some(SubjectDecision {
@@ -378,7 +386,7 @@ impl Policy {
         let mut subjects: Vec<SubjectDecision> = match &self.rules {
             Some(rules) => subjects.filter_map(|s| rules.decide_subject(s)).collect(),
             None => subjects
-                .filter(|s| !s.guess)
+                .filter(|s| !s.guess && !s.deny_only)
                 .map(|s| SubjectDecision {
                     tool: s.tool,
                     subject: s.text,
@@ -432,6 +440,8 @@ struct Subject {
     /// Not known to run (an argument that reads as a command line): only deny and ask rules
     /// apply.
     guess: bool,
+    /// A file a program writes (`cp x .env`): only deny rules apply.
+    deny_only: bool,
 }
 
 impl Subject {
@@ -446,6 +456,7 @@ impl Subject {
             problem,
             also_from: Vec::new(),
             guess: false,
+            deny_only: false,
         }
     }
 }
@@ -561,11 +572,11 @@ fn shell_subjects(tool: &str, command: &str, workspace: &Path) -> Vec<Subject> {
             ));
             continue;
         }
-        out.extend(
-            paths
-                .into_iter()
-                .map(|text| Subject::plain(target_tool, text)),
-        );
+        let deny_only = redirect.written_by.is_some();
+        out.extend(paths.into_iter().map(|text| Subject {
+            deny_only,
+            ..Subject::plain(target_tool, text)
+        }));
     }
     out
 }

@@ -75,6 +75,10 @@ pub struct ShellRedirect {
     /// Why the target cannot be resolved now (an expansion; an earlier command of the line may
     /// change what it names).
     pub opaque: Option<Opaque>,
+    /// The program that writes the file (`cp x .env`), when it is not a redirection: only deny
+    /// rules apply to such a subject while it can be resolved (the command itself is the
+    /// subject other rules decide).
+    pub written_by: Option<String>,
 }
 
 /// Why a subject's effect cannot be read statically.

@@ -1102,7 +1102,7 @@ impl<'b> Walk<'b> {
         }
         for &i in &analysis.writes {
             if let Some(w) = args.get(i) {
-                self.redirect_target(RedirectKind::Write, w.clone());
+                self.redirect_target(RedirectKind::Write, w.clone(), Some(&name));
             }
         }
         if analysis.changes_paths {
@@ -1119,7 +1119,7 @@ impl<'b> Walk<'b> {
                 } else {
                     RedirectKind::Write
                 };
-                self.redirect_target(kind, wd);
+                self.redirect_target(kind, wd, None);
             }
             Redirect::Dup { read, target } => {
                 let wd = self.word(target, depth);
@@ -1133,7 +1133,7 @@ impl<'b> Walk<'b> {
                     } else {
                         RedirectKind::Write
                     };
-                    self.redirect_target(kind, wd);
+                    self.redirect_target(kind, wd, None);
                 }
             }
             Redirect::HereDoc { body } => {
@@ -1158,7 +1158,7 @@ impl<'b> Walk<'b> {
         }
     }
 
-    fn redirect_target(&mut self, kind: RedirectKind, wd: Wd) {
+    fn redirect_target(&mut self, kind: RedirectKind, wd: Wd, written_by: Option<&str>) {
         if self.guess > 0 {
             return;
         }
@@ -1181,6 +1181,7 @@ impl<'b> Walk<'b> {
             kind,
             path: wd.text,
             opaque,
+            written_by: written_by.map(str::to_string),
         };
         if self.floating == 0 {
             let key = {
