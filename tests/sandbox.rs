@@ -125,11 +125,16 @@ fn writes_outside_the_workspace_are_blocked_by_the_kernel() {
     let (mut pod, init) = start(&ws);
     require_landlock(&init);
     let targets = ["py", "echo", "awk", "find", "script"].map(|name| out.join(name));
+    // Inline code (`python3 -c`, an awk `print >`, `find -fprint`) is opaque to the rules, so
+    // those programs run from files the model wrote: what the rules cannot see, and the kernel
+    // bounds.
     let commands = [
-        format!("python3 -c \"open('{o}/py','w').write('x')\""),
+        format!("printf \"open('{o}/py','w').write('x')\" > w.py && python3 w.py"),
         format!("echo x > {o}/echo"),
-        format!("awk 'BEGIN {{ print \"x\" > \"{o}/awk\" }}'"),
-        format!("find . -maxdepth 0 -fprint {o}/find"),
+        format!(
+            "printf '%s\\n' 'awk \"BEGIN {{ print 1 > \\\"{o}/awk\\\" }}\"' > a.sh && bash a.sh"
+        ),
+        format!("printf '%s\\n' 'find . -maxdepth 0 -fprint {o}/find' > f.sh && bash f.sh"),
         // A script written into the workspace, then run: the rules see only `./evil.sh`.
         format!(
             "printf '#!/bin/sh\\necho x > {o}/script\\n' > evil.sh && chmod +x evil.sh && ./evil.sh"
@@ -163,10 +168,13 @@ fn writes_inside_the_workspace_and_tmpdir_work_and_tmpdir_goes_at_close() {
     let ws = Workspace::with_manifest(&manifest(""));
     let (mut pod, init) = start(&ws);
     require_landlock(&init);
+    // A file a line writes after `mkdir`, or under a computed `$TMPDIR`, cannot be resolved by
+    // the rules: separate calls, and a script for `$TMPDIR`.
     let commands = [
-        "echo inside > inside.txt && mkdir -p sub/deeper && mv inside.txt sub/deeper/ && cat sub/deeper/inside.txt"
+        "mkdir -p sub/deeper".to_string(),
+        "echo inside > inside.txt && mv inside.txt sub/deeper/ && cat sub/deeper/inside.txt"
             .to_string(),
-        "echo TMPDIR=$TMPDIR; echo temp > \"$TMPDIR/t\" && cat \"$TMPDIR/t\" && f=$(mktemp) && echo ok > \"$f\" && cat \"$f\""
+        "printf '%s\\n' 'echo TMPDIR=$TMPDIR; echo temp > \"$TMPDIR/t\" && cat \"$TMPDIR/t\" && f=$(mktemp) && echo ok > \"$f\" && cat \"$f\"' > t.sh && bash t.sh"
             .to_string(),
         // bash writes long here-documents to $TMPDIR.
         "echo x > /dev/null && printf 'cat <<EOF\\nheredoc\\nEOF\\n' > h.sh && bash h.sh"
@@ -184,8 +192,8 @@ fn writes_inside_the_workspace_and_tmpdir_work_and_tmpdir_goes_at_close() {
         std::fs::read_to_string(ws.path("sub/deeper/inside.txt")).unwrap_or_default(),
         "inside\n"
     );
-    assert!(content(&results[2]).contains("heredoc\n"), "{}", results[2]);
-    let text = content(&results[1]);
+    assert!(content(&results[3]).contains("heredoc\n"), "{}", results[3]);
+    let text = content(&results[2]);
     assert!(text.contains("temp\n") && text.contains("ok\n"), "{text}");
     let tmpdir = text
         .lines()
@@ -230,13 +238,17 @@ fn network_deny_refuses_tcp_and_allow_lets_it_through() {
         let commands = [
             format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected-bash"),
             format!(
-                "python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 5); print('connected-python')\""
+                "printf \"import socket; socket.create_connection(('127.0.0.1', {port}), 5); print('connected-python')\" > c.py && python3 c.py"
             ),
         ];
         let results = run_commands(&mut pod, &commands);
         for (command, result) in commands.iter().zip(&results) {
             assert_eq!(result["isError"], !connects, "{command}: {result}");
-            assert_eq!(content(result).contains("connected-"), connects, "{result}");
+            // A line of its own: a traceback quotes the script's source.
+            let said = content(result)
+                .lines()
+                .any(|l| l == "connected-bash" || l == "connected-python");
+            assert_eq!(said, connects, "{result}");
         }
         if !connects {
             assert!(
