@@ -1,5 +1,6 @@
 //! The one-shot commands: `pod check`, `pod explain`, `pod sessions`, `pod schema`. Each returns
-//! the process exit code; output goes to stdout, problems to stderr.
+//! the process exit code. What a command reports is its output (stdout), `pod check`'s findings
+//! included; an input it cannot read at all (a missing file, bad `--input` JSON) goes to stderr.
 
 use std::path::Path;
 

@@ -1,5 +1,5 @@
 //! The permission engine through the public API, as `pod explain` and the runtime use it:
-//! the bypass table of `shared/spec/permissions.md`, the must-stay-allowed rows, the seeds'
+//! the bypass table of docs/permissions.md, the must-stay-allowed rows, the example
 //! example manifests, manifest errors with their exact messages, and property tests.
 
 use std::path::{Path, PathBuf};

@@ -1240,3 +1240,53 @@ fn doc_example_manifests_load() {
         }
     }
 }
+
+/// Runs one text-only turn against `mock` through a whole pod; returns its result.
+async fn text_turn(provider: &str, mock: &Mock, key_env: &str) -> pod::protocol::RunResult {
+    std::env::set_var(key_env, "test-key-max-tokens");
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap();
+    let manifest = format!(
+        "[model]\nprovider = \"{provider}\"\nmodel = \"test-model\"\nbase_url = \"{base}\"\n\
+         api_key_env = \"{key_env}\"\ntimeout_secs = 10\nmax_retries = 0\n",
+        base = mock.base,
+    );
+    std::fs::write(ws.join("pod.toml"), manifest).unwrap();
+    let mut manifest = pod::manifest::Manifest::load(&ws.join("pod.toml")).unwrap();
+    manifest.set_state_dir(&dir.path().join("state"));
+    let pod = pod::pod::Pod::open(manifest, pod::pod::PodOptions::default()).unwrap();
+    let (tx, _rx) = mpsc::unbounded_channel();
+    tokio::time::timeout(
+        Duration::from_secs(20),
+        pod.run(
+            vec![pod::protocol::InputItem::Text {
+                text: "write a long essay".into(),
+            }],
+            &tx,
+            CancellationToken::new(),
+        ),
+    )
+    .await
+    .expect("the turn finishes")
+    .unwrap()
+}
+
+/// A reply cut off at the token limit ends the turn as `max_tokens`, not `end_turn`.
+#[tokio::test]
+async fn anthropic_reply_cut_at_max_tokens_ends_the_turn_as_max_tokens() {
+    let body = a_start(3) + &a_text_block(0, &["Once upon"]) + &a_end("max_tokens", 4096);
+    let mock = Mock::start(vec![Reply::sse(body)]).await;
+    let result = text_turn("anthropic", &mock, "POD_TEST_MAX_TOKENS_ANTHROPIC_KEY").await;
+    assert_eq!(result.stop_reason, pod::protocol::StopReason::MaxTokens);
+    assert_eq!(result.usage.output_tokens, 4096);
+}
+
+#[tokio::test]
+async fn openai_reply_cut_at_max_tokens_ends_the_turn_as_max_tokens() {
+    let body = chunk(json!({"content": "Once upon"}), None)
+        + &chunk(json!({}), Some("length"))
+        + "data: [DONE]\n\n";
+    let mock = Mock::start(vec![Reply::sse(body)]).await;
+    let result = text_turn("openai", &mock, "POD_TEST_MAX_TOKENS_OPENAI_KEY").await;
+    assert_eq!(result.stop_reason, pod::protocol::StopReason::MaxTokens);
+}

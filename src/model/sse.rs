@@ -1,7 +1,8 @@
 //! The server-sent events parser of the network providers (the WHATWG event-stream format).
 //!
-//! Owns: cutting a byte stream into events: `event:` and `data:` fields, multi-line data, `:`
-//! comments, `id:` / `retry:` ignored, lines ended by LF, CRLF or CR. Must not touch: what an
+//! Owns: cutting a byte stream into events: `data:` fields, multi-line data, `:` comments,
+//! `event:` / `id:` / `retry:` ignored (both providers name an event's type inside its data),
+//! lines ended by LF, CRLF or CR. Must not touch: what an
 //! event means (each provider module), HTTP (`http`).
 //!
 //! Bounded by construction: every byte is scanned once (the parser remembers how far its buffer
@@ -12,8 +13,6 @@
 /// One server-sent event.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct SseEvent {
-    /// The `event:` field; empty when absent (the default type, "message").
-    pub event: String,
     /// The `data:` lines joined with `\n`.
     pub data: String,
 }
@@ -30,7 +29,6 @@ pub(crate) enum SseError {
 /// The fields of the event being read.
 #[derive(Debug, Default)]
 struct Fields {
-    event: String,
     data: String,
     has_data: bool,
     /// A field line was seen since the last dispatch.
@@ -125,11 +123,9 @@ impl Fields {
         if line.is_empty() {
             if self.has_data {
                 events.push(SseEvent {
-                    event: std::mem::take(&mut self.event),
                     data: std::mem::take(&mut self.data),
                 });
             }
-            self.event.clear();
             self.data.clear();
             self.has_data = false;
             self.pending = false;
@@ -147,10 +143,7 @@ impl Fields {
             None => (&line[..], ""),
         };
         match field {
-            "event" => {
-                self.event = value.to_string();
-                self.pending = true;
-            }
+            "event" => self.pending = true,
             "data" => {
                 if self.data.len() + value.len() + 1 > max {
                     return Err(SseError::EventTooLarge { max });
@@ -180,10 +173,7 @@ mod tests {
     }
 
     fn data(d: &str) -> SseEvent {
-        SseEvent {
-            event: String::new(),
-            data: d.into(),
-        }
+        SseEvent { data: d.into() }
     }
 
     #[test]
@@ -193,7 +183,6 @@ mod tests {
         assert_eq!(
             events,
             vec![SseEvent {
-                event: "a".into(),
                 data: "{\"x\":1}".into()
             }]
         );

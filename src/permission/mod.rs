@@ -1,7 +1,7 @@
 //! The permission engine: compiled rules, subjects per tool call, and decisions that explain
 //! themselves.
 //!
-//! Owns: what a rule means (`shared/spec/permissions.md`), turning a tool call into subjects,
+//! Owns: what a rule means (docs/permissions.md), turning a tool call into subjects,
 //! first-match per subject, strictest-of-subjects per call, opaque subjects failing closed,
 //! session grants. This is the only module that decides allow / deny / ask; the runtime, the
 //! server and `pod explain` all call [`Policy::decide`], so they cannot disagree.

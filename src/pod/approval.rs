@@ -144,18 +144,6 @@ impl Approvals {
         registry.resolved.insert(request_id.to_string());
     }
 
-    /// Whether `request_id` is resolved (for `-32004`'s `data.state`).
-    pub fn state(&self, request_id: &str) -> &'static str {
-        let registry = self.lock();
-        if registry.pending.contains_key(request_id) {
-            "pending"
-        } else if registry.resolved.contains(request_id) {
-            "resolved"
-        } else {
-            "unknown"
-        }
-    }
-
     /// Resolves every pending request as denied by `by` and answers later ones at once.
     pub fn close(&self, by: ResolvedBy) {
         let mut registry = self.lock();
@@ -168,14 +156,11 @@ impl Approvals {
     }
 
     /// Marks every pending request resolved without answering it (its waiter is gone: the turn
-    /// panicked); a late reply then gets `-32004` `resolved`. Returns their ids.
-    pub fn finish_all(&self) -> Vec<String> {
+    /// panicked); a late reply then gets `-32004` `resolved`.
+    pub fn finish_all(&self) {
         let mut registry = self.lock();
         let ids: Vec<String> = registry.pending.drain().map(|(id, _)| id).collect();
-        for id in &ids {
-            registry.resolved.insert(id.clone());
-        }
-        ids
+        registry.resolved.extend(ids);
     }
 
     pub fn pending_count(&self) -> usize {

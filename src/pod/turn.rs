@@ -14,7 +14,7 @@ use super::calls::{self, Call};
 use super::checks::{self, Check, Denial};
 use super::deltas::Deltas;
 use super::{pin, Answer, Approver, EventSink, Pod, RunError};
-use crate::model::{Message, ModelError, ModelRequest, ToolCall, ToolResult};
+use crate::model::{Message, ModelError, ModelRequest, ModelStop, ToolCall, ToolResult};
 use crate::permission::SubjectKind;
 use crate::protocol::{
     Action, DecidedBy, Decision, DeniedBy, Event, InputItem, Item, PermissionRequest, PodState,
@@ -251,7 +251,13 @@ impl Pod {
                 tool_calls: response.tool_calls.clone(),
             });
             if response.tool_calls.is_empty() {
-                return (StopReason::EndTurn, None, usage);
+                // A reply cut off at the token limit did not end the turn by choice.
+                let stop = if response.stop == ModelStop::MaxTokens {
+                    StopReason::MaxTokens
+                } else {
+                    StopReason::EndTurn
+                };
+                return (stop, None, usage);
             }
             let calls = self.identify(response.tool_calls);
             let results = self.run_calls(turn, &calls).await;

@@ -160,6 +160,8 @@ pub enum StopReason {
     EndTurn,
     Cancelled,
     MaxSteps,
+    /// The model's reply was cut off at its token limit (`[model] max_tokens`).
+    MaxTokens,
     Error,
 }
 

@@ -1,7 +1,7 @@
 //! Pod protocol v1: the wire vocabulary as plain typed Rust.
 //!
 //! Owns every request, result, event, history item and error code that crosses the JSON-RPC
-//! connection (`shared/spec/protocol.md`), with `JsonSchema` derives from which `pod schema`
+//! connection (docs/protocol.md), with `JsonSchema` derives from which `pod schema`
 //! writes `schema/`. Field names on the wire are camelCase.
 //!
 //! Must not touch: anything of the engine. This module depends on serde and schemars only; the

@@ -1,4 +1,4 @@
-//! `pod serve`: the pod's JSON-RPC 2.0 server on stdin/stdout (`shared/spec/protocol.md`).
+//! `pod serve`: the pod's JSON-RPC 2.0 server on stdin/stdout (docs/protocol.md).
 //!
 //! Data flows: [`stdio`] (stdin/stdout as non-blocking pipes) -> [`transport`] (framing, the one
 //! stdout writer) -> [`dispatch`] (JSON-RPC classification, calls on a jsonrpsee method table) ->

@@ -47,8 +47,8 @@ pub enum Frame {
     BadHeader(String),
 }
 
-/// Bytes asked of stdin per read: each read of stdin is a hop to a blocking thread, so pipelined
-/// requests should come in large chunks.
+/// Bytes asked of stdin per read: each read is a wake-up of the runtime's one thread, so
+/// pipelined requests are taken in large chunks.
 const READ_BUFFER: usize = 64 * 1024;
 
 /// Longest header line accepted in LSP framing.
