@@ -2,15 +2,15 @@
 //! (newline-delimited JSON over a child process's pipes).
 //!
 //! jsonrpsee ships HTTP and WebSocket transports only; [`connect`] plugs two small adapters into
-//! `ClientBuilder::build_with_tokio`. Requests are ordinary `ClientT::request` calls; the pod's
-//! `event` notifications arrive through [`events`] (`subscribe_to_method("event")`), so subscribe
-//! before the first `run`.
+//! `ClientBuilder::build_with_tokio`. Requests are typed by the protocol's list of methods
+//! ([`call`]`::<method::Run>`); the pod's `event` notifications arrive through [`events`]
+//! (`subscribe_to_method("event")`), so subscribe before the first `run`.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use jsonrpsee::core::client::ClientT;
-//! use pod::client::{connect, events, JsonParams};
-//! use pod::protocol::{InitializeResult, RunResult};
+//! use pod::client::{call, connect, events};
+//! use pod::protocol::{method, ApprovalCapability, ClientCapabilities, InitializeParams};
+//! use pod::protocol::{InputItem, RunParams};
 //!
 //! let mut child = tokio::process::Command::new("pod")
 //!     .args(["serve", "--manifest", "pod.toml"])
@@ -21,10 +21,13 @@
 //! let stdout = child.stdout.take().ok_or("no stdout")?;
 //! let client = connect(stdin, stdout);
 //! let mut events = events(&client).await?;
-//! let params = serde_json::json!({"protocolVersion": 1, "capabilities": {"approval": {}}});
-//! let init: InitializeResult = client.request("initialize", JsonParams::new(&params)?).await?;
-//! let params = serde_json::json!({"input": [{"type": "text", "text": "hello"}]});
-//! let run: RunResult = client.request("run", JsonParams::new(&params)?).await?;
+//! let init = call::<method::Initialize>(&client, &InitializeParams {
+//!     protocol_version: 1,
+//!     client_info: None,
+//!     capabilities: ClientCapabilities { approval: Some(ApprovalCapability {}) },
+//! }).await?;
+//! let input = vec![InputItem::Text { text: "hello".into() }];
+//! let run = call::<method::Run>(&client, &RunParams { input }).await?;
 //! while let Some(Ok(event)) = events.next().await {
 //!     println!("{event:?}");
 //! #   break;
@@ -35,15 +38,15 @@
 //! ```
 
 use jsonrpsee::core::client::{
-    Client, ClientBuilder, ReceivedMessage, Subscription, SubscriptionClientT, TransportReceiverT,
-    TransportSenderT,
+    Client, ClientBuilder, ClientT, ReceivedMessage, Subscription, SubscriptionClientT,
+    TransportReceiverT, TransportSenderT,
 };
 use jsonrpsee::core::traits::ToRpcParams;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
-use crate::protocol::{Event, EVENT_METHOD};
+use crate::protocol::{Event, Method, EVENT_METHOD};
 
 /// Why the stdio transport stopped.
 #[derive(Debug, thiserror::Error)]
@@ -116,6 +119,15 @@ pub async fn events(
     client: &Client,
 ) -> Result<Subscription<Event>, jsonrpsee::core::client::Error> {
     client.subscribe_to_method::<Event>(EVENT_METHOD).await
+}
+
+/// Calls method `M` of the protocol's list with its typed params; the result is read into its
+/// type.
+pub async fn call<M: Method>(
+    client: &Client,
+    params: &M::Params,
+) -> Result<M::Result, jsonrpsee::core::client::Error> {
+    client.request(M::NAME, JsonParams::new(params)?).await
 }
 
 /// Params given as any serializable value (the pod's methods take a JSON object).

@@ -37,49 +37,62 @@ fn def<T: JsonSchema>(gen: &mut SchemaGenerator) -> String {
     T::schema_name().into_owned()
 }
 
-struct Method {
+/// A method of the protocol's list, with the names of its params and result definitions.
+struct MethodEntry {
     name: &'static str,
     params: String,
     result: String,
 }
 
-fn collect(gen: &mut SchemaGenerator) -> (Vec<Method>, String, String) {
-    let empty = def::<p::EmptyParams>(gen);
-    let methods = vec![
-        Method {
-            name: "initialize",
-            params: def::<p::InitializeParams>(gen),
-            result: def::<p::InitializeResult>(gen),
-        },
-        Method {
-            name: "run",
-            params: def::<p::RunParams>(gen),
-            result: def::<p::RunResult>(gen),
-        },
-        Method {
-            name: "cancel",
-            params: empty.clone(),
-            result: def::<p::CancelResult>(gen),
-        },
-        Method {
-            name: "permissionReply",
-            params: def::<p::PermissionReplyParams>(gen),
-            result: def::<p::EmptyResult>(gen),
-        },
-        Method {
-            name: "history",
-            params: empty.clone(),
-            result: def::<p::HistoryResult>(gen),
-        },
-        Method {
-            name: "shutdown",
-            params: empty,
-            result: def::<p::EmptyResult>(gen),
-        },
-    ];
+/// Collects every method of [`p::visit_methods`] into the generator's definitions.
+struct Collect<'a> {
+    gen: &'a mut SchemaGenerator,
+    methods: Vec<MethodEntry>,
+}
+
+impl p::MethodVisitor for Collect<'_> {
+    fn visit<M: p::Method>(&mut self) {
+        let params = def::<M::Params>(self.gen);
+        let result = def::<M::Result>(self.gen);
+        self.methods.push(MethodEntry {
+            name: M::NAME,
+            params,
+            result,
+        });
+    }
+}
+
+fn collect(gen: &mut SchemaGenerator) -> (Vec<MethodEntry>, String, String) {
+    let mut visitor = Collect {
+        gen,
+        methods: Vec::new(),
+    };
+    p::visit_methods(&mut visitor);
+    let methods = visitor.methods;
     let event = def::<p::Event>(gen);
     let item = def::<p::Item>(gen);
     (methods, event, item)
+}
+
+/// The `type` of every variant of a tagged enum's schema, in declaration order: read from the
+/// schema itself, so the list cannot drift from the enum.
+fn tags(schema: &Value) -> Vec<String> {
+    let variants = schema
+        .get("oneOf")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    variants
+        .iter()
+        .filter_map(|v| {
+            let tag = v.pointer("/properties/type")?;
+            let name = tag
+                .get("const")
+                .or_else(|| tag.pointer("/enum/0"))?
+                .as_str()?;
+            Some(name.to_string())
+        })
+        .collect()
 }
 
 fn protocol_schema() -> Value {
@@ -97,16 +110,7 @@ fn protocol_schema() -> Value {
 fn methods() -> Value {
     let mut gen = SchemaGenerator::default();
     let (methods, event, item) = collect(&mut gen);
-    let events = [
-        "turnStarted",
-        "textDelta",
-        "toolCall",
-        "permissionRequest",
-        "permissionResolved",
-        "toolResult",
-        "turnEnded",
-        "status",
-    ];
+    let events = tags(&serde_json::to_value(gen.root_schema_for::<p::Event>()).unwrap_or_default());
     json!({
         "protocolVersion": p::PROTOCOL_VERSION,
         "schema": "protocol.schema.json",
@@ -123,34 +127,49 @@ fn methods() -> Value {
             "eventTypes": events,
         }],
         "historyItem": format!("#/$defs/{item}"),
-        "errors": [
-            {"code": p::PARSE_ERROR, "name": "ParseError"},
-            {"code": p::INVALID_REQUEST, "name": "InvalidRequest"},
-            {"code": p::METHOD_NOT_FOUND, "name": "MethodNotFound"},
-            {"code": p::INVALID_PARAMS, "name": "InvalidParams"},
-            {"code": p::INTERNAL_ERROR, "name": "InternalError"},
-            {"code": p::NOT_INITIALIZED, "name": "NotInitialized"},
-            {"code": p::ALREADY_INITIALIZED, "name": "AlreadyInitialized"},
-            {"code": p::TURN_IN_PROGRESS, "name": "TurnInProgress"},
-            {"code": p::UNKNOWN_PERMISSION_REQUEST, "name": "UnknownPermissionRequest"},
-            {"code": p::SHUTTING_DOWN, "name": "ShuttingDown"},
-            {"code": p::UNSUPPORTED_PROTOCOL_VERSION, "name": "UnsupportedProtocolVersion"},
-        ],
+        "errors": p::ErrorCode::ALL.iter().map(|code| json!({
+            "code": code.code(),
+            "name": code.name(),
+        })).collect::<Vec<_>>(),
     })
 }
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
-    fn every_event_type_is_listed_in_the_schema() {
-        let text = super::protocol_schema().to_string();
-        for t in [
-            "turnStarted",
-            "permissionRequest",
-            "permissionResolved",
-            "status",
-        ] {
-            assert!(text.contains(&format!("\"{t}\"")), "{t} missing");
+    fn every_event_type_is_listed() {
+        let listed = methods()["notifications"][0]["eventTypes"].clone();
+        // One sample of every variant, serialized: its `type` must be in the list.
+        let samples = [
+            p::Event::TurnStarted {
+                turn_id: "t".into(),
+            },
+            p::Event::Status {
+                state: p::PodState::Idle,
+            },
+        ];
+        for event in samples {
+            let tag = serde_json::to_value(&event).unwrap_or_default()["type"].clone();
+            assert!(
+                listed.as_array().is_some_and(|l| l.contains(&tag)),
+                "{tag} missing from {listed}"
+            );
         }
+        assert_eq!(listed.as_array().map(Vec::len), Some(8), "{listed}");
+    }
+
+    #[test]
+    fn every_method_of_the_list_is_described() {
+        let described = methods()["methods"].clone();
+        let names: Vec<&str> = described
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|m| m["name"].as_str())
+            .collect();
+        let list: Vec<&str> = p::MethodName::ALL.iter().map(|m| m.as_str()).collect();
+        assert_eq!(names, list);
     }
 }

@@ -1,18 +1,17 @@
-//! The jsonrpsee client on the stdio transport of `pod::client` runs one full ask flow against
-//! the real binary.
+//! The jsonrpsee client on the stdio transport of `pod::client`, typed by the protocol's list of
+//! methods, runs one full ask flow against the real binary.
 
 mod common;
 
 use std::process::Stdio;
 use std::time::Duration;
 
-use jsonrpsee::core::client::ClientT;
-use pod::client::{connect, events, JsonParams};
+use pod::client::{call, connect, events};
 use pod::protocol::{
-    CancelResult, EmptyResult, Event, HistoryResult, InitializeResult, Item, ReplyDecision,
-    Resolution, ResolvedBy, RunResult, StopReason,
+    method, ApprovalCapability, ClientCapabilities, EmptyParams, Event, InitializeParams,
+    InputItem, Item, PermissionReplyParams, ReplyDecision, Resolution, ResolvedBy, RunParams,
+    StopReason,
 };
-use serde_json::json;
 
 async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
     match tokio::time::timeout(common::WAIT, f).await {
@@ -39,13 +38,18 @@ async fn a_jsonrpsee_client_runs_an_ask_flow() {
         child.stdout.take().expect("stdout"),
     ));
     let mut events = events(&client).await.expect("subscribe");
-    let params = |v: serde_json::Value| JsonParams::new(&v).expect("params");
 
-    let init: InitializeResult = within(
+    let init = within(
         "initialize",
-        client.request(
-            "initialize",
-            params(json!({"protocolVersion": 1, "capabilities": {"approval": {}}})),
+        call::<method::Initialize>(
+            &client,
+            &InitializeParams {
+                protocol_version: 1,
+                client_info: None,
+                capabilities: ClientCapabilities {
+                    approval: Some(ApprovalCapability {}),
+                },
+            },
         ),
     )
     .await
@@ -54,15 +58,10 @@ async fn a_jsonrpsee_client_runs_an_ask_flow() {
 
     let runner = client.clone();
     let run = tokio::spawn(async move {
-        runner
-            .request::<RunResult, _>(
-                "run",
-                JsonParams::new(
-                    &json!({"input": [{"type": "text", "text": "!touch via-client.txt"}]}),
-                )
-                .expect("params"),
-            )
-            .await
+        let input = vec![InputItem::Text {
+            text: "!touch via-client.txt".into(),
+        }];
+        call::<method::Run>(&runner, &RunParams { input }).await
     });
 
     let mut seen = Vec::new();
@@ -77,12 +76,14 @@ async fn a_jsonrpsee_client_runs_an_ask_flow() {
         }
     };
     assert!(request.options.contains(&ReplyDecision::AllowOnce));
-    let _: EmptyResult = within(
+    let reply = PermissionReplyParams {
+        request_id: request.request_id.clone(),
+        decision: ReplyDecision::AllowOnce,
+        message: None,
+    };
+    within(
         "permissionReply",
-        client.request(
-            "permissionReply",
-            params(json!({"requestId": request.request_id, "decision": "allow_once"})),
-        ),
+        call::<method::PermissionReply>(&client, &reply),
     )
     .await
     .expect("reply");
@@ -112,20 +113,23 @@ async fn a_jsonrpsee_client_runs_an_ask_flow() {
     )));
     assert!(seen.iter().any(|e| matches!(e, Event::TurnEnded { .. })));
 
-    let history: HistoryResult = within("history", client.request("history", params(json!({}))))
+    let history = within("history", call::<method::History>(&client, &EmptyParams {}))
         .await
         .expect("history");
     assert!(history
         .items
         .iter()
         .any(|i| matches!(i, Item::ToolResult { .. })));
-    let cancel: CancelResult = within("cancel", client.request("cancel", params(json!({}))))
+    let cancel = within("cancel", call::<method::Cancel>(&client, &EmptyParams {}))
         .await
         .expect("cancel");
     assert!(!cancel.cancelled);
-    let _: EmptyResult = within("shutdown", client.request("shutdown", params(json!({}))))
-        .await
-        .expect("shutdown");
+    within(
+        "shutdown",
+        call::<method::Shutdown>(&client, &EmptyParams {}),
+    )
+    .await
+    .expect("shutdown");
     let status = within("exit", child.wait()).await.expect("wait");
     assert!(status.success());
 }

@@ -43,8 +43,18 @@ pub struct InitializeParams {
     pub protocol_version: u32,
     #[serde(default)]
     pub client_info: Option<PeerInfo>,
-    #[serde(default)]
+    /// A malformed value means "no capabilities", never an error.
+    #[serde(default, deserialize_with = "lenient_capabilities")]
     pub capabilities: ClientCapabilities,
+}
+
+/// Capabilities of the wrong shape read as none.
+fn lenient_capabilities<'de, D>(de: D) -> Result<ClientCapabilities, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let value = serde_json::Value::deserialize(de)?;
+    Ok(ClientCapabilities::deserialize(value).unwrap_or_default())
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -153,14 +163,14 @@ pub struct RunParams {
     pub input: Vec<InputItem>,
 }
 
-/// Why a turn ended.
+/// Why a turn ended. `max_tokens`: the model's reply was cut off at its token limit
+/// (`[model] max_tokens`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
     EndTurn,
     Cancelled,
     MaxSteps,
-    /// The model's reply was cut off at its token limit (`[model] max_tokens`).
     MaxTokens,
     Error,
 }
@@ -184,9 +194,15 @@ pub struct RunResult {
     pub usage: Usage,
 }
 
-/// Params of `cancel`, `history` and `shutdown`: an empty object (unknown fields ignored).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+/// Params of `cancel`, `history` and `shutdown`: an empty object. Whatever is sent is ignored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema, Default)]
 pub struct EmptyParams {}
+
+impl<'de> Deserialize<'de> for EmptyParams {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<EmptyParams, D::Error> {
+        serde::de::IgnoredAny::deserialize(de).map(|_| EmptyParams {})
+    }
+}
 
 /// Result of `permissionReply` and `shutdown`: an empty object.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]

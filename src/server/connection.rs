@@ -14,7 +14,7 @@ use super::error::MethodError;
 use super::transport::Outbox;
 use crate::manifest::Manifest;
 use crate::pod::{Approvals, Approver, Pod, PodOptions};
-use crate::protocol::ResolvedBy;
+use crate::protocol::{MethodName, ResolvedBy};
 
 /// The pod of an initialized connection and, when the client approves, its pending requests.
 #[derive(Clone)]
@@ -66,6 +66,16 @@ impl Connection {
         lock(&self.opened)
             .clone()
             .ok_or(MethodError::NotInitialized)
+    }
+
+    /// Fails when the connection's state refuses any call of `method` (before its params are
+    /// read): `-32005` after `shutdown`, `-32002` for a second `initialize`, `-32001` for any
+    /// other method before `initialize`.
+    pub fn admit(&self, method: MethodName) -> Result<(), MethodError> {
+        match method {
+            MethodName::Initialize => self.check_can_initialize(),
+            _ => self.opened().map(|_| ()),
+        }
     }
 
     /// Fails unless `initialize` may run now.

@@ -1,21 +1,20 @@
-//! JSON-RPC 2.0 message handling on top of a `jsonrpsee` [`Methods`] table.
+//! JSON-RPC 2.0 message handling: the envelope around a [`Service`] that answers method calls.
 //!
 //! Owns: classifying each incoming text (parse error, invalid request, notification, batch,
-//! request), calling the registered method with the request's params, echoing the client's id
-//! exactly (strings, numbers of any size), and the order rule: a request is started only after the
-//! one before it has finished, or has *detached* (see [`detach`]): `run` detaches once its turn
-//! is under way, so `cancel` and `permissionReply` are served while it runs.
+//! request), starting the call, echoing the client's id exactly (strings, numbers of any size),
+//! and the order rule: a request is started only after the one before it has finished, or has
+//! *detached* (see [`Detach`]): `run` detaches once its turn is under way, so `cancel` and
+//! `permissionReply` are served while it runs.
 //!
 //! Must not touch: method semantics (the `methods` module) and bytes (the `transport`). jsonrpsee
-//! ships no stdio server and its `raw_json_request` takes neither notifications nor batches, so
-//! this thin layer is ours.
+//! ships no stdio server, and its method table takes neither our exact ids nor a call that
+//! detaches, so this thin layer is ours.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 
+use futures::future::BoxFuture;
 use futures::FutureExt;
-use jsonrpsee::types::{Id, Params};
-use jsonrpsee::{ConnectionId, Extensions, MethodCallback, Methods};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 use tokio::sync::oneshot;
@@ -23,7 +22,23 @@ use tokio::task::JoinHandle;
 use tokio_util::task::TaskTracker;
 
 use super::transport::Outbox;
-use crate::protocol::{INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR};
+use crate::protocol::{ErrorCode, ErrorObject};
+
+/// What a call answers: the result's JSON text, or an error object.
+pub type Reply = Result<Box<RawValue>, ErrorObject>;
+
+/// Answers method calls; the [`Dispatcher`] owns everything around them.
+pub trait Service: Send + Sync + 'static {
+    /// Starts a call of `method` with its params text (`None`: the request had none). `None`
+    /// when no such method exists (`-32601`). A call that runs long fires `detach` once later
+    /// requests may be served.
+    fn call(
+        &self,
+        method: &str,
+        params: Option<Box<RawValue>>,
+        detach: Detach,
+    ) -> Option<BoxFuture<'static, Reply>>;
+}
 
 /// How a started call let the dispatcher go on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,9 +47,9 @@ enum Started {
     Detached,
 }
 
-/// Put in each call's [`Extensions`]; fired once, by [`detach`] or when the call ends.
+/// Handed to each call; fired once, by [`Detach::detach`] or when the call ends.
 #[derive(Clone)]
-struct Detach(Arc<Mutex<Option<oneshot::Sender<Started>>>>);
+pub struct Detach(Arc<Mutex<Option<oneshot::Sender<Started>>>>);
 
 impl Detach {
     fn fire(&self, how: Started) {
@@ -43,21 +58,24 @@ impl Detach {
             let _ = tx.send(how);
         }
     }
-}
 
-/// Called by a long-running method (`run`) once the state change that later requests must see has
-/// happened: the dispatcher then serves the next message while this call goes on.
-pub fn detach(extensions: &Extensions) {
-    if let Some(d) = extensions.get::<Detach>() {
-        d.fire(Started::Detached);
+    /// Called by a long-running method (`run`) once the state change that later requests must
+    /// see has happened: the dispatcher then serves the next message while this call goes on.
+    pub fn detach(&self) {
+        self.fire(Started::Detached);
     }
 }
 
 /// A JSON-RPC error response text.
-pub fn error_response(id: Option<&RawValue>, code: i32, message: &str) -> String {
-    let error = serde_json::json!({ "code": code, "message": message });
+pub fn error_response(id: Option<&RawValue>, error: &ErrorObject) -> String {
     let id = id.map(RawValue::get).unwrap_or("null");
-    format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{error}}}"#)
+    match serde_json::to_string(error) {
+        Ok(error) => format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{error}}}"#),
+        Err(_) => format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{},"message":"internal error"}}}}"#,
+            ErrorCode::InternalError.code()
+        ),
+    }
 }
 
 /// Deserializes a member that is present, even when it is `null` (plain `Option` would read a
@@ -144,26 +162,15 @@ fn classify(raw: &RawValue) -> Entry<'_> {
     }
 }
 
-/// The response text for a method's answer, with the client's id put back.
-fn render(id: &RawValue, answer: &RawValue) -> String {
-    #[derive(Deserialize)]
-    struct Body<'a> {
-        #[serde(borrow, default, deserialize_with = "present")]
-        result: Option<&'a RawValue>,
-        #[serde(borrow, default, deserialize_with = "present")]
-        error: Option<&'a RawValue>,
-    }
-    let id = id.get();
-    match serde_json::from_str::<Body>(answer.get()) {
-        Ok(Body {
-            result: Some(r), ..
-        }) => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{}}}"#, r.get()),
-        Ok(Body { error: Some(e), .. }) => {
-            format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{}}}"#, e.get())
-        }
-        _ => format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32603,"message":"internal error: malformed method answer"}}}}"#
+/// The response text for a call's reply, with the client's id.
+fn render(id: &RawValue, reply: Reply) -> String {
+    match reply {
+        Ok(result) => format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{}}}"#,
+            id.get(),
+            result.get()
         ),
+        Err(error) => error_response(Some(id), &error),
     }
 }
 
@@ -175,15 +182,15 @@ enum Answer {
 
 /// Classifies messages and runs requests on a method table; answers go to an [`Outbox`].
 pub struct Dispatcher {
-    methods: Methods,
+    service: Arc<dyn Service>,
     out: Outbox,
     tracker: TaskTracker,
 }
 
 impl Dispatcher {
-    pub fn new(methods: impl Into<Methods>, out: Outbox) -> Dispatcher {
+    pub fn new(service: Arc<dyn Service>, out: Outbox) -> Dispatcher {
         Dispatcher {
-            methods: methods.into(),
+            service,
             out,
             tracker: TaskTracker::new(),
         }
@@ -195,23 +202,22 @@ impl Dispatcher {
     }
 
     /// Answers a message the transport could not hand over (too large, not UTF-8, bad header).
-    pub fn reject(&self, code: i32, message: &str) {
-        self.out.send(error_response(None, code, message));
+    pub fn reject(&self, code: ErrorCode, message: &str) {
+        self.out
+            .send(error_response(None, &ErrorObject::new(code, message)));
     }
 
     /// Handles one incoming message. Returns once it is answered or its call has detached.
     pub async fn handle(&self, text: &str) {
         let raw = match serde_json::from_str::<&RawValue>(text) {
             Ok(raw) => raw,
-            Err(e) => return self.reject(PARSE_ERROR, &format!("parse error: {e}")),
+            Err(e) => return self.reject(ErrorCode::ParseError, &format!("parse error: {e}")),
         };
         if first_byte(raw) == b'[' {
             return self.batch(raw).await;
         }
         match classify(raw) {
-            Entry::Invalid { id, message } => {
-                self.out.send(error_response(id, INVALID_REQUEST, &message))
-            }
+            Entry::Invalid { id, message } => self.out.send(invalid_request(id, message)),
             Entry::Notification { method, params } => {
                 if let Some((started, _)) = self.start(&method, params, None, false) {
                     let _ = started.await;
@@ -231,18 +237,16 @@ impl Dispatcher {
     async fn batch(&self, raw: &RawValue) {
         let elements: Vec<&RawValue> = match serde_json::from_str(raw.get()) {
             Ok(e) => e,
-            Err(e) => return self.reject(PARSE_ERROR, &format!("parse error: {e}")),
+            Err(e) => return self.reject(ErrorCode::ParseError, &format!("parse error: {e}")),
         };
         if elements.is_empty() {
-            return self.reject(INVALID_REQUEST, "invalid request: empty batch");
+            return self.reject(ErrorCode::InvalidRequest, "invalid request: empty batch");
         }
         let mut answers: Vec<Answer> = Vec::new();
         let mut detached = false;
         for element in elements {
             let answer = match classify(element) {
-                Entry::Invalid { id, message } => {
-                    Some(error_response(id, INVALID_REQUEST, &message))
-                }
+                Entry::Invalid { id, message } => Some(invalid_request(id, message)),
                 Entry::Notification { method, params } => {
                     if let Some((started, task)) = self.start(&method, params, None, false) {
                         detached |= started.await == Ok(Started::Detached);
@@ -295,31 +299,18 @@ impl Dispatcher {
     ) -> Option<(oneshot::Receiver<Started>, JoinHandle<Option<String>>)> {
         let (tx, started) = oneshot::channel();
         let detach = Detach(Arc::new(Mutex::new(Some(tx))));
-        let mut extensions = Extensions::new();
-        extensions.insert(detach.clone());
-        let params = Params::new(params.map(RawValue::get)).into_owned();
-        let call = match self.methods.method(method)? {
-            MethodCallback::Async(cb) => cb(
-                Id::Number(0),
-                params,
-                ConnectionId(0),
-                usize::MAX,
-                extensions,
-            ),
-            MethodCallback::Sync(cb) => {
-                let response = cb(Id::Number(0), params, usize::MAX, extensions);
-                Box::pin(async move { response })
-            }
-            MethodCallback::Subscription(_) | MethodCallback::Unsubscription(_) => return None,
-        };
+        let call = self
+            .service
+            .call(method, params.map(RawValue::to_owned), detach.clone())?;
         let id = id.map(RawValue::to_owned);
         let out = self.out.clone();
         let task = self.tracker.spawn(async move {
             let text = match AssertUnwindSafe(call).catch_unwind().await {
-                Ok(response) => id.map(|id| render(&id, response.as_json())),
+                Ok(reply) => id.map(|id| render(&id, reply)),
                 Err(_) => {
                     tracing::error!("method panicked");
-                    id.map(|id| error_response(Some(&id), INTERNAL_ERROR, "internal error"))
+                    let error = ErrorObject::new(ErrorCode::InternalError, "internal error");
+                    id.map(|id| error_response(Some(&id), &error))
                 }
             };
             if send {
@@ -335,37 +326,56 @@ impl Dispatcher {
 }
 
 fn method_not_found(id: &RawValue, method: &str) -> String {
-    error_response(
-        Some(id),
-        METHOD_NOT_FOUND,
-        &format!("method not found: {method}"),
-    )
+    let error = ErrorObject::new(
+        ErrorCode::MethodNotFound,
+        format!("method not found: {method}"),
+    );
+    error_response(Some(id), &error)
+}
+
+fn invalid_request(id: Option<&RawValue>, message: String) -> String {
+    error_response(id, &ErrorObject::new(ErrorCode::InvalidRequest, message))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::server::transport::Queue;
-    use jsonrpsee::RpcModule;
     use serde_json::{json, Value};
 
+    /// `subtract` (by-position params) and `slow` (detaches, then answers after 50 ms).
+    struct Test;
+
+    impl Service for Test {
+        fn call(
+            &self,
+            method: &str,
+            params: Option<Box<RawValue>>,
+            detach: Detach,
+        ) -> Option<BoxFuture<'static, Reply>> {
+            let text = params.map(|p| p.get().to_string()).unwrap_or_default();
+            let answer = |v: Value| {
+                serde_json::value::to_raw_value(&v)
+                    .map_err(|e| ErrorObject::new(ErrorCode::InternalError, e.to_string()))
+            };
+            match method {
+                "subtract" => {
+                    let [a, b]: [i64; 2] = serde_json::from_str(&text).unwrap_or([0, 0]);
+                    Some(Box::pin(async move { answer(json!(a - b)) }))
+                }
+                "slow" => Some(Box::pin(async move {
+                    detach.detach();
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    answer(json!("slow done"))
+                })),
+                _ => None,
+            }
+        }
+    }
+
     fn dispatcher() -> (Dispatcher, Queue) {
-        let mut module = RpcModule::new(());
-        module
-            .register_method("subtract", |params, _, _| {
-                let [a, b]: [i64; 2] = params.parse().unwrap_or([0, 0]);
-                a - b
-            })
-            .unwrap();
-        module
-            .register_async_method("slow", |_, _, ext| async move {
-                detach(&ext);
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                "slow done"
-            })
-            .unwrap();
         let (out, rx) = Outbox::channel();
-        (Dispatcher::new(module, out), rx)
+        (Dispatcher::new(Arc::new(Test), out), rx)
     }
 
     async fn exchange(text: &str) -> Vec<Value> {
@@ -381,8 +391,8 @@ mod tests {
         out
     }
 
-    fn err(id: Value, code: i32) -> (Value, i64) {
-        (id, code as i64)
+    fn err(id: Value, code: ErrorCode) -> (Value, i64) {
+        (id, code.code() as i64)
     }
 
     fn codes(v: &Value) -> (Value, i64) {
@@ -408,34 +418,34 @@ mod tests {
         let cases = [
             (
                 r#"{"jsonrpc":"2.0","method":"foobar,"params":"bar","baz]"#,
-                err(json!(null), PARSE_ERROR),
+                err(json!(null), ErrorCode::ParseError),
             ),
             (
                 r#"{"jsonrpc":"2.0","method":1,"params":"bar"}"#,
-                err(json!(null), INVALID_REQUEST),
+                err(json!(null), ErrorCode::InvalidRequest),
             ),
             (
                 r#"{"method":"subtract","id":1}"#,
-                err(json!(1), INVALID_REQUEST),
+                err(json!(1), ErrorCode::InvalidRequest),
             ),
             (
                 r#"{"jsonrpc":"2.0","method":"subtract","id":{"a":1}}"#,
-                err(json!(null), INVALID_REQUEST),
+                err(json!(null), ErrorCode::InvalidRequest),
             ),
             (
                 r#"{"jsonrpc":"2.0","method":"subtract","params":5,"id":2}"#,
-                err(json!(2), INVALID_REQUEST),
+                err(json!(2), ErrorCode::InvalidRequest),
             ),
             (
                 r#"{"jsonrpc":"2.0","method":"foobar","id":"1"}"#,
-                err(json!("1"), METHOD_NOT_FOUND),
+                err(json!("1"), ErrorCode::MethodNotFound),
             ),
             (
                 r#"{"jsonrpc":"2.0","method":"foobar","id":null}"#,
-                err(json!(null), METHOD_NOT_FOUND),
+                err(json!(null), ErrorCode::MethodNotFound),
             ),
-            ("[]", err(json!(null), INVALID_REQUEST)),
-            ("17", err(json!(null), INVALID_REQUEST)),
+            ("[]", err(json!(null), ErrorCode::InvalidRequest)),
+            ("17", err(json!(null), ErrorCode::InvalidRequest)),
         ];
         for (text, want) in cases {
             let out = exchange(text).await;

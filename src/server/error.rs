@@ -1,11 +1,10 @@
 //! The errors a method answers with, and their JSON-RPC codes (`protocol.md`, "Pod-specific
 //! error codes").
 
-use jsonrpsee::types::ErrorObjectOwned;
 use serde_json::json;
 
 use crate::pod::RunError;
-use crate::protocol as p;
+use crate::protocol::{self as p, ErrorCode, ErrorObject};
 
 /// Why a method call failed. Each variant is one row of the protocol's error table.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -33,16 +32,16 @@ pub enum MethodError {
 }
 
 impl MethodError {
-    pub fn code(&self) -> i32 {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            MethodError::InvalidParams(_) => p::INVALID_PARAMS,
-            MethodError::NotInitialized => p::NOT_INITIALIZED,
-            MethodError::AlreadyInitialized => p::ALREADY_INITIALIZED,
-            MethodError::TurnInProgress => p::TURN_IN_PROGRESS,
-            MethodError::UnknownPermissionRequest { .. } => p::UNKNOWN_PERMISSION_REQUEST,
-            MethodError::ShuttingDown => p::SHUTTING_DOWN,
-            MethodError::UnsupportedProtocolVersion(_) => p::UNSUPPORTED_PROTOCOL_VERSION,
-            MethodError::Internal(_) => p::INTERNAL_ERROR,
+            MethodError::InvalidParams(_) => ErrorCode::InvalidParams,
+            MethodError::NotInitialized => ErrorCode::NotInitialized,
+            MethodError::AlreadyInitialized => ErrorCode::AlreadyInitialized,
+            MethodError::TurnInProgress => ErrorCode::TurnInProgress,
+            MethodError::UnknownPermissionRequest { .. } => ErrorCode::UnknownPermissionRequest,
+            MethodError::ShuttingDown => ErrorCode::ShuttingDown,
+            MethodError::UnsupportedProtocolVersion(_) => ErrorCode::UnsupportedProtocolVersion,
+            MethodError::Internal(_) => ErrorCode::InternalError,
         }
     }
 
@@ -59,9 +58,13 @@ impl MethodError {
     }
 }
 
-impl From<MethodError> for ErrorObjectOwned {
-    fn from(e: MethodError) -> ErrorObjectOwned {
-        ErrorObjectOwned::owned(e.code(), e.to_string(), e.data())
+impl From<MethodError> for ErrorObject {
+    fn from(e: MethodError) -> ErrorObject {
+        ErrorObject {
+            code: e.code().code(),
+            message: e.to_string(),
+            data: e.data(),
+        }
     }
 }
 

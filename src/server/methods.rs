@@ -1,79 +1,90 @@
-//! The six methods of protocol v1, registered on a `jsonrpsee` [`RpcModule`] whose context is
-//! the [`Connection`].
+//! The methods of protocol v1: the [`Service`] the dispatcher calls.
 //!
-//! Owns: params reading and result shapes per `protocol.md`. Each method is a few lines that call
-//! the connection (lifecycle) or the pod (everything else).
+//! Owns: the order of checks for a call (lifecycle first, so a request the connection's state
+//! refuses is refused whatever its params; then the params, read into their types by
+//! [`Request::parse`]; then the method) and the result of each method per docs/protocol.md.
+//! Each method is a few lines that call the connection (lifecycle) or the pod (everything else).
 
 use std::sync::Arc;
 
-use jsonrpsee::types::Params;
-use jsonrpsee::{Extensions, RpcModule};
+use futures::future::BoxFuture;
+use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use super::connection::Connection;
-use super::dispatch;
+use super::dispatch::{Detach, Reply, Service};
 use super::error::MethodError;
-use super::params::Fields;
 use super::turn;
 use crate::pod::ReplyError;
 use crate::protocol::{
-    CancelResult, ClientCapabilities, EmptyResult, HistoryResult, InitializeResult, InputItem,
-    PeerInfo, ReplyDecision, RunResult, SessionInfo, PROTOCOL_VERSION,
+    method, CancelResult, EmptyResult, ErrorCode, ErrorObject, HistoryResult, InitializeParams,
+    InitializeResult, Method, MethodName, PeerInfo, PermissionReplyParams, ReplyDecision, Request,
+    RunParams, RunResult, SessionInfo, PROTOCOL_VERSION,
 };
 
 type Result<T> = std::result::Result<T, MethodError>;
 
-/// The method table of one connection.
-pub fn module(conn: Arc<Connection>) -> RpcModule<Connection> {
-    let mut module = RpcModule::from_arc(conn);
-    let registered = [
-        module
-            .register_async_method("initialize", |p, c, _| async move { initialize(&p, &c) })
-            .map(|_| ()),
-        module
-            .register_async_method("run", |p, c, e| async move { run(p, c, e).await })
-            .map(|_| ()),
-        module
-            .register_async_method("cancel", |_, c, _| async move { cancel(&c) })
-            .map(|_| ()),
-        module
-            .register_async_method("permissionReply", |p, c, _| async move {
-                permission_reply(&p, &c)
-            })
-            .map(|_| ()),
-        module
-            .register_async_method("history", |_, c, _| async move { history(&c) })
-            .map(|_| ()),
-        module
-            .register_async_method("shutdown", |_, c, _| async move { shutdown(&c) })
-            .map(|_| ()),
-    ];
-    for r in registered {
-        // Only a duplicate name fails, and the six names are distinct.
-        if let Err(e) = r {
-            tracing::error!("registering a method: {e}");
-        }
-    }
-    module
+/// The methods of one connection.
+pub struct Methods {
+    conn: Arc<Connection>,
 }
 
-fn initialize(params: &Params<'_>, conn: &Connection) -> Result<InitializeResult> {
-    conn.check_can_initialize()?;
-    let fields = Fields::parse(params)?;
-    let version: u32 = fields.required("protocolVersion")?;
-    if version != PROTOCOL_VERSION {
-        return Err(MethodError::UnsupportedProtocolVersion(version));
+impl Methods {
+    pub fn new(conn: Arc<Connection>) -> Methods {
+        Methods { conn }
     }
-    // Optional, but a present `clientInfo` of the wrong shape is a -32602 naming it.
-    let client: Option<PeerInfo> = fields.optional("clientInfo")?;
-    // A malformed capabilities object means "no capabilities", never an error.
-    let capabilities: ClientCapabilities = fields
-        .optional("capabilities")
-        .ok()
-        .flatten()
-        .unwrap_or_default();
-    let opened = conn.open(capabilities.approval.is_some())?;
-    if let Some(client) = client {
+}
+
+impl Service for Methods {
+    fn call(
+        &self,
+        name: &str,
+        params: Option<Box<RawValue>>,
+        detach: Detach,
+    ) -> Option<BoxFuture<'static, Reply>> {
+        let method = MethodName::from_name(name)?;
+        let conn = self.conn.clone();
+        Some(Box::pin(async move {
+            conn.admit(method)?;
+            let request = Request::parse(method, params.as_deref().map(RawValue::get))
+                .map_err(|e| MethodError::InvalidParams(e.0))?;
+            match request {
+                Request::Initialize(p) => reply::<method::Initialize>(initialize(p, &conn)),
+                Request::Run(p) => reply::<method::Run>(run(p, &conn, detach).await),
+                Request::Cancel(_) => reply::<method::Cancel>(cancel(&conn)),
+                Request::PermissionReply(p) => {
+                    reply::<method::PermissionReply>(permission_reply(p, &conn))
+                }
+                Request::History(_) => reply::<method::History>(history(&conn)),
+                Request::Shutdown(_) => reply::<method::Shutdown>(shutdown(&conn)),
+            }
+        }))
+    }
+}
+
+/// A method's outcome as the dispatcher sends it; the type parameter ties each method to the
+/// result type the protocol list gives it.
+fn reply<M: Method>(outcome: Result<M::Result>) -> Reply {
+    let result = outcome?;
+    serde_json::value::to_raw_value(&result).map_err(|e| {
+        ErrorObject::new(
+            ErrorCode::InternalError,
+            format!(
+                "internal error: cannot serialize the {} result: {e}",
+                M::NAME
+            ),
+        )
+    })
+}
+
+fn initialize(params: InitializeParams, conn: &Connection) -> Result<InitializeResult> {
+    if params.protocol_version != PROTOCOL_VERSION {
+        return Err(MethodError::UnsupportedProtocolVersion(
+            params.protocol_version,
+        ));
+    }
+    let opened = conn.open(params.capabilities.approval.is_some())?;
+    if let Some(client) = params.client_info {
         tracing::info!(name = %client.name, version = %client.version, "client connected");
     }
     let pod = &opened.pod;
@@ -94,18 +105,15 @@ fn initialize(params: &Params<'_>, conn: &Connection) -> Result<InitializeResult
     })
 }
 
-async fn run(params: Params<'static>, conn: Arc<Connection>, ext: Extensions) -> Result<RunResult> {
+async fn run(params: RunParams, conn: &Connection, detach: Detach) -> Result<RunResult> {
     let opened = conn.opened()?;
-    let input: Vec<InputItem> = Fields::parse(&params)?.required("input")?;
+    let input = params.input;
     let cancel = conn.begin_turn()?;
     let (events, events_rx) = mpsc::channel(turn::EVENT_QUEUE);
     let pod = opened.pod.clone();
     // The sink moves into the turn, so the event stream ends exactly when the turn does.
     let the_turn = async move { pod.run(input, &events, cancel).await };
-    let result = turn::drive(the_turn, events_rx, conn.outbox(), || {
-        dispatch::detach(&ext)
-    })
-    .await;
+    let result = turn::drive(the_turn, events_rx, conn.outbox(), || detach.detach()).await;
     conn.end_turn();
     Ok(result?)
 }
@@ -117,12 +125,13 @@ fn cancel(conn: &Connection) -> Result<CancelResult> {
     })
 }
 
-fn permission_reply(params: &Params<'_>, conn: &Connection) -> Result<EmptyResult> {
+fn permission_reply(params: PermissionReplyParams, conn: &Connection) -> Result<EmptyResult> {
     let opened = conn.opened()?;
-    let fields = Fields::parse(params)?;
-    let request_id: String = fields.required("requestId")?;
-    let decision: ReplyDecision = fields.required("decision")?;
-    let message: Option<String> = fields.optional("message")?;
+    let PermissionReplyParams {
+        request_id,
+        decision,
+        message,
+    } = params;
     let unknown = |request_id: String, state: &'static str| MethodError::UnknownPermissionRequest {
         message: format!("no pending permission request {request_id} ({state})"),
         request_id,

@@ -1,8 +1,8 @@
 //! `pod serve`: the pod's JSON-RPC 2.0 server on stdin/stdout (docs/protocol.md).
 //!
 //! Data flows: [`stdio`] (stdin/stdout as non-blocking pipes) -> [`transport`] (framing, the one
-//! stdout writer) -> [`dispatch`] (JSON-RPC classification, calls on a jsonrpsee method table) ->
-//! [`methods`] (the six methods) -> [`connection`] (lifecycle) and the [`Pod`](crate::pod::Pod); a
+//! stdout writer) -> [`dispatch`] (JSON-RPC classification, the envelope) ->
+//! [`methods`] (the methods of the protocol's list, typed) -> [`connection`] (lifecycle) and the [`Pod`](crate::pod::Pod); a
 //! `run` drives its turn through [`turn`], whose events go back out through the same writer.
 //!
 //! Invariants: stdout is written only by the transport's writer; a `run` response follows the
@@ -13,18 +13,18 @@ pub mod connection;
 pub mod dispatch;
 pub mod error;
 pub mod methods;
-pub mod params;
 pub mod stdio;
 pub mod transport;
 pub mod turn;
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::manifest::Manifest;
-use crate::protocol::{ResolvedBy, INVALID_REQUEST, PARSE_ERROR};
+use crate::protocol::{ErrorCode, ResolvedBy};
 use connection::Connection;
 use dispatch::Dispatcher;
 use transport::Frame;
@@ -117,7 +117,8 @@ where
 {
     let transport = transport::start(input, output, max_message_bytes);
     let conn = Connection::new(manifest, resume, transport.outbox.clone());
-    let dispatcher = Dispatcher::new(methods::module(conn.clone()), transport.outbox.clone());
+    let service = Arc::new(methods::Methods::new(conn.clone()));
+    let dispatcher = Dispatcher::new(service, transport.outbox.clone());
     let mut frames = transport.frames;
     let mut end = ResolvedBy::Disconnect;
     loop {
@@ -164,11 +165,15 @@ async fn handle(dispatcher: &Dispatcher, frame: Frame, max: usize) {
     match frame {
         Frame::Message(text) => dispatcher.handle(&text).await,
         Frame::TooLarge => dispatcher.reject(
-            INVALID_REQUEST,
+            ErrorCode::InvalidRequest,
             &format!("invalid request: message larger than {max} bytes"),
         ),
-        Frame::InvalidUtf8 => dispatcher.reject(PARSE_ERROR, "parse error: message is not UTF-8"),
-        Frame::BadHeader(why) => dispatcher.reject(PARSE_ERROR, &format!("parse error: {why}")),
+        Frame::InvalidUtf8 => {
+            dispatcher.reject(ErrorCode::ParseError, "parse error: message is not UTF-8")
+        }
+        Frame::BadHeader(why) => {
+            dispatcher.reject(ErrorCode::ParseError, &format!("parse error: {why}"))
+        }
     }
 }
 

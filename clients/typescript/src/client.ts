@@ -16,25 +16,21 @@ import {
   type MessageConnection,
   type RequestParam,
 } from "vscode-jsonrpc/node";
+import { ErrorCodes, METHOD_NAMES, type PodMethods } from "./protocol";
 import type * as P from "./protocol";
+
+export { ErrorCodes };
 
 export const PROTOCOL_VERSION = 1;
 
-/** The methods of protocol v1 with their params and result types (schema/methods.json). */
-export const Methods = {
-  initialize: new RequestType<P.InitializeParams, P.InitializeResult, unknown>(
-    "initialize",
-    ParameterStructures.byName,
-  ),
-  run: new RequestType<P.RunParams, P.RunResult, unknown>("run", ParameterStructures.byName),
-  cancel: new RequestType<P.EmptyParams, P.CancelResult, unknown>("cancel", ParameterStructures.byName),
-  permissionReply: new RequestType<P.PermissionReplyParams, P.EmptyResult, unknown>(
-    "permissionReply",
-    ParameterStructures.byName,
-  ),
-  history: new RequestType<P.EmptyParams, P.HistoryResult, unknown>("history", ParameterStructures.byName),
-  shutdown: new RequestType<P.EmptyParams, P.EmptyResult, unknown>("shutdown", ParameterStructures.byName),
-} as const;
+type MethodTable = {
+  readonly [K in keyof PodMethods]: RequestType<PodMethods[K]["params"], PodMethods[K]["result"], unknown>;
+};
+
+/** The methods of protocol v1 with their params and result types, from the generated list. */
+export const Methods = Object.fromEntries(
+  METHOD_NAMES.map((name) => [name, new RequestType(name, ParameterStructures.byName)]),
+) as unknown as MethodTable;
 
 /** The one notification the pod sends. */
 export const EventNotification = new NotificationType<P.Event>("event");
@@ -42,21 +38,6 @@ export const EventNotification = new NotificationType<P.Event>("event");
 export type EventType = P.Event["type"];
 /** The event variant with the given `type`, e.g. `EventOf<"permissionRequest">`. */
 export type EventOf<T extends EventType> = Extract<P.Event, { type: T }>;
-
-/** Pod error codes (shared/spec/protocol.md). */
-export const ErrorCodes = {
-  ParseError: -32700,
-  InvalidRequest: -32600,
-  MethodNotFound: -32601,
-  InvalidParams: -32602,
-  InternalError: -32603,
-  NotInitialized: -32001,
-  AlreadyInitialized: -32002,
-  TurnInProgress: -32003,
-  UnknownPermissionRequest: -32004,
-  ShuttingDown: -32005,
-  UnsupportedProtocolVersion: -32006,
-} as const;
 
 /** A JSON-RPC error answered by the pod. */
 export class PodError extends Error {

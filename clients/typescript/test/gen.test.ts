@@ -46,3 +46,26 @@ test("every schema definition is an exported type, and permissionRequest events 
   }
   assert.match(generated, /\| \(PermissionRequest & \{\s*type: "permissionRequest";\s*\}\)/);
 });
+
+test("the method table, error codes and event types follow methods.json", (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), "pod-gen-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const methods = JSON.parse(readFileSync(path.resolve(PKG, "../../schema/methods.json"), "utf8"));
+  const generated = readFileSync(path.join(PKG, "src/protocol.ts"), "utf8");
+  for (const m of methods.methods) {
+    const params = m.params.replace("#/$defs/", "");
+    const result = m.result.replace("#/$defs/", "");
+    assert.match(generated, new RegExp(`  ${m.name}: \\{ params: ${params}; result: ${result} \\};`), m.name);
+  }
+  for (const e of methods.errors) assert.match(generated, new RegExp(`  ${e.name}: ${e.code},`), e.name);
+  // A method added to the list makes the file stale.
+  methods.methods.push({ name: "ping", params: "#/$defs/EmptyParams", result: "#/$defs/EmptyResult" });
+  const methodsCopy = path.join(dir, "methods.json");
+  writeFileSync(methodsCopy, JSON.stringify(methods));
+  const out = path.join(dir, "protocol.ts");
+  writeFileSync(out, generated);
+  const stale = spawnSync(process.execPath, [GEN, "--check", "--methods", methodsCopy, "--out", out], {
+    encoding: "utf8",
+  });
+  assert.equal(stale.status, 1, stale.stderr);
+});
