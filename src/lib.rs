@@ -5,17 +5,18 @@
 //! chain) -> `permission` / hooks -> `tools` -> `session` log; `model` providers sit beside the
 //! turn. See `docs/architecture.md`.
 
+pub mod builtin;
 pub mod chat;
-pub mod cli;
 pub mod client;
+pub mod commands;
 pub mod conformance;
 pub mod hooks;
 pub mod logging;
 pub mod manifest;
 pub mod model;
 pub mod permission;
-pub mod pod;
 pub mod protocol;
+pub mod runtime;
 pub mod sandbox;
 pub mod schema;
 pub mod scope;
@@ -24,3 +25,4 @@ pub mod session;
 pub mod skills;
 pub mod testing;
 pub mod tools;
+pub use runtime::{Pod, PodOptions};

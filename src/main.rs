@@ -102,21 +102,21 @@ fn main() -> ExitCode {
         Command::Sessions {
             manifest,
             state_dir,
-        } => pod::cli::sessions(&manifest, state_dir.as_deref()),
+        } => pod::commands::sessions(&manifest, state_dir.as_deref()),
         Command::Chat { manifest } => pod::chat::main(manifest.as_deref()),
         Command::Conformance {
             pod_cmd,
             filter,
             kit,
         } => pod::conformance::main(&pod_cmd, filter.as_deref(), kit.as_deref()),
-        Command::Check { manifest } => pod::cli::check(&manifest),
+        Command::Check { manifest } => pod::commands::check(&manifest),
         Command::Explain {
             manifest,
             tool,
             input,
             json,
-        } => pod::cli::explain(&manifest, &tool, &input, json),
-        Command::Schema { check, dir } => pod::cli::schema(&dir, check),
+        } => pod::commands::explain(&manifest, &tool, &input, json),
+        Command::Schema { check, dir } => pod::commands::schema(&dir, check),
     };
     ExitCode::from(code)
 }

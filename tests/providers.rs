@@ -975,7 +975,7 @@ struct DenyTurn {
     /// Keeps the workspace alive while the test inspects it.
     _dir: tempfile::TempDir,
     ws: std::path::PathBuf,
-    pod: std::sync::Arc<pod::pod::Pod>,
+    pod: std::sync::Arc<pod::runtime::Pod>,
     result: pod::protocol::RunResult,
     events: Vec<pod::protocol::Event>,
 }
@@ -1013,7 +1013,7 @@ message = "Deleting files is not allowed in this workspace."
     let mut manifest = pod::manifest::Manifest::load(&ws.join("pod.toml")).unwrap();
     // Session logs beside the workspace, in the same temporary folder.
     manifest.set_state_dir(&dir.path().join("state"));
-    let pod = pod::pod::Pod::open(manifest, pod::pod::PodOptions::default()).unwrap();
+    let pod = pod::runtime::Pod::open(manifest, pod::runtime::PodOptions::default()).unwrap();
 
     let (tx, mut rx) = mpsc::unbounded_channel();
     let result = tokio::time::timeout(
@@ -1254,7 +1254,7 @@ async fn text_turn(provider: &str, mock: &Mock, key_env: &str) -> pod::protocol:
     std::fs::write(ws.join("pod.toml"), manifest).unwrap();
     let mut manifest = pod::manifest::Manifest::load(&ws.join("pod.toml")).unwrap();
     manifest.set_state_dir(&dir.path().join("state"));
-    let pod = pod::pod::Pod::open(manifest, pod::pod::PodOptions::default()).unwrap();
+    let pod = pod::runtime::Pod::open(manifest, pod::runtime::PodOptions::default()).unwrap();
     let (tx, _rx) = mpsc::unbounded_channel();
     tokio::time::timeout(
         Duration::from_secs(20),

@@ -1,4 +1,4 @@
-//! The pod as a library (`pod::pod::Pod`): the review's end-to-end deny, result order with
+//! The pod as a library (`pod::runtime::Pod`): the review's end-to-end deny, result order with
 //! mixed decisions, the check chain's denials, scope through symlinks, and session resume after
 //! a torn write.
 
@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pod::manifest::Manifest;
-use pod::pod::{Approvals, Approver, Pod, PodOptions};
 use pod::protocol::{
     DeniedBy, Event, InputItem, Item, ReplyDecision, ResolvedBy, RunResult, StopReason,
 };
+use pod::runtime::{Approvals, Approver, Pod, PodOptions};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -565,7 +565,9 @@ async fn a_session_grant_settles_other_pending_asks_it_covers() {
     assert_eq!(covered.1, "echo same");
     assert_eq!(
         approvals.reply(request_id, ReplyDecision::Deny, None),
-        Err(pod::pod::ReplyError::AlreadyResolved(request_id.clone()))
+        Err(pod::runtime::ReplyError::AlreadyResolved(
+            request_id.clone()
+        ))
     );
     let r = tool_results(&pod.history());
     assert_eq!(r.len(), 3);

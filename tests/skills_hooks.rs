@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use pod::manifest::Manifest;
-use pod::pod::{Pod, PodOptions, RunError};
 use pod::protocol::{DeniedBy, InputItem, Item};
+use pod::runtime::{Pod, PodOptions, RunError};
 use tokio_util::sync::CancellationToken;
 
 const RULES: &str = r#"

@@ -16,11 +16,9 @@ use std::time::Duration;
 pub use error::{line_col, ManifestError};
 pub use file::{Provider, SandboxMode};
 
+use crate::builtin::Builtin;
 use crate::permission::{Policy, Protected, ProtectedPath, RuleSpec, Rules};
 use crate::protocol::{Action, NetworkAccess};
-
-/// The built-in tools, in the order they are offered to the model.
-pub const BUILTIN_TOOLS: [&str; 6] = ["bash", "read", "file_write", "edit", "grep", "glob"];
 
 /// Default model requests per turn.
 pub const DEFAULT_MAX_STEPS: u32 = 50;
@@ -173,18 +171,18 @@ impl Manifest {
         at_least_one("tools", "max_parallel", max_parallel.map(u64::from))?;
         let max_parallel = max_parallel.map_or_else(default_max_parallel, |n| n as usize);
         let tools = match enabled {
-            None => BUILTIN_TOOLS.iter().map(|s| s.to_string()).collect(),
+            None => Builtin::names().map(String::from).to_vec(),
             Some(enabled) => {
                 let mut tools = Vec::new();
                 for name in enabled {
-                    if !BUILTIN_TOOLS.contains(&name.get_ref().as_str()) {
+                    if Builtin::from_name(name.get_ref()).is_none() {
                         return Err(at(
                             name.span().start,
                             format!(
                                 "tools.enabled: unknown tool \"{}\"{} (pod has: {})",
                                 name.get_ref(),
-                                did_you_mean(name.get_ref(), &BUILTIN_TOOLS),
-                                BUILTIN_TOOLS.join(", ")
+                                did_you_mean(name.get_ref(), &Builtin::names()),
+                                Builtin::names().join(", ")
                             ),
                         ));
                     }

@@ -16,16 +16,13 @@
 //! Must not touch: subject extraction (`mod.rs`, `shell/`) or the file system.
 
 use super::{Policy, Rule, Rules, Subject};
+use crate::builtin::Builtin;
 use crate::protocol::{Action, RuleRef, SubjectDecision};
 
-/// The tools whose rules govern `tool`'s path subjects besides its own rules.
-pub fn governing(tool: &str) -> &'static [&'static str] {
-    match tool {
-        // An edit replaces the file (a write) and tells whether text occurs in it (a read).
-        "edit" => &["file_write", "read"],
-        "grep" | "glob" => &["read"],
-        _ => &[],
-    }
+/// The tools whose rules govern `tool`'s path subjects besides its own rules
+/// ([`Builtin::governed_by`]); none for a tool that is not built in.
+pub fn governing(tool: &str) -> &'static [Builtin] {
+    Builtin::from_name(tool).map_or(&[], Builtin::governed_by)
 }
 
 /// Why a governing tool's rules apply, for explanations.
@@ -69,7 +66,7 @@ pub(super) fn governed(
         .iter()
         .filter(|s| s.tool == tool && s.problem.is_none())
     {
-        for kind in kinds {
+        for kind in kinds.iter().map(|b| b.name()) {
             if let Some(rule) = rules.first_of_kind(tool, kind, &s.text) {
                 out.push(SubjectDecision {
                     tool: kind.to_string(),
@@ -93,7 +90,7 @@ impl Policy {
     pub fn withholding(&self, tool: &str, text: &str) -> Option<RuleRef> {
         let rules = self.rules.as_ref()?;
         std::iter::once(tool)
-            .chain(governing(tool).iter().copied())
+            .chain(governing(tool).iter().map(|b| b.name()))
             .filter_map(|t| rules.first_of(t, text))
             .find(|r| r.spec.action == Action::Deny)
             .map(Rule::reference)

@@ -10,7 +10,8 @@
 
 use std::path::Path;
 
-use super::{kinds, Pattern, RuleSpec, Rules, SubjectKind};
+use super::{Pattern, RuleSpec, Rules, SubjectKind};
+use crate::builtin::Builtin;
 use crate::protocol::Action;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -125,11 +126,12 @@ fn kind_conflicts(specs: &[&RuleSpec]) -> Vec<Finding> {
             continue;
         }
         let allow_tool = Pattern::case_insensitive(&allow.tool);
-        for tool in ["edit", "grep", "glob"] {
+        for governed in Builtin::ALL {
+            let tool = governed.name();
             if !allow_tool.matches(tool) {
                 continue;
             }
-            for kind in kinds::governing(tool) {
+            for kind in governed.governed_by().iter().map(|b| b.name()) {
                 let conflict = specs.iter().enumerate().find(|(_, deny)| {
                     let deny_tool = Pattern::case_insensitive(&deny.tool);
                     deny.action == Action::Deny

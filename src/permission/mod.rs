@@ -27,32 +27,9 @@ pub use links::{FileRules, LinkDenial};
 pub use pattern::Pattern;
 pub use protected::{Protected, ProtectedPath};
 
+use crate::builtin::Builtin;
+pub use crate::builtin::SubjectKind;
 use crate::protocol::{Action, Decision, RuleRef, SubjectDecision};
-
-/// How a tool's input turns into subjects (the table in permissions.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SubjectKind {
-    /// `command` is a shell command line: every simple command, plus redirection targets.
-    Shell,
-    /// `path` is the file the tool touches (required).
-    Path,
-    /// `path` is a search root (optional, default the workspace).
-    SearchRoot,
-    /// Anything else: the JSON of the input, keys sorted.
-    Json,
-}
-
-impl SubjectKind {
-    /// The kind of a tool by name: the built-ins have fixed kinds, anything else is `Json`.
-    pub fn of(tool: &str) -> SubjectKind {
-        match tool {
-            "bash" => SubjectKind::Shell,
-            "read" | "file_write" | "edit" => SubjectKind::Path,
-            "grep" | "glob" => SubjectKind::SearchRoot,
-            _ => SubjectKind::Json,
-        }
-    }
-}
 
 /// One rule as written in the manifest, before compilation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -183,9 +160,9 @@ impl Rules {
             .enumerate()
             .map(|(i, spec)| Rule::compile(i + 1, spec).map_err(|e| (i, e)))
             .collect::<Result<_, _>>()?;
-        let by_tool = crate::manifest::BUILTIN_TOOLS
-            .iter()
-            .map(|&tool| {
+        let by_tool = Builtin::names()
+            .into_iter()
+            .map(|tool| {
                 let applicable = (0..rules.len()).filter(|&i| rules[i].tool.matches(tool));
                 (tool, RuleIndex::new(&rules, applicable))
             })

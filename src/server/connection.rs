@@ -13,8 +13,8 @@ use tokio_util::sync::CancellationToken;
 use super::error::MethodError;
 use super::transport::Outbox;
 use crate::manifest::Manifest;
-use crate::pod::{Approvals, Approver, Pod, PodOptions};
 use crate::protocol::{MethodName, ResolvedBy};
+use crate::runtime::{Approvals, Approver, Pod, PodOptions};
 
 /// The pod of an initialized connection and, when the client approves, its pending requests.
 #[derive(Clone)]

@@ -3,8 +3,8 @@
 
 use serde_json::json;
 
-use crate::pod::RunError;
 use crate::protocol::{self as p, ErrorCode, ErrorObject};
+use crate::runtime::RunError;
 
 /// Why a method call failed. Each variant is one row of the protocol's error table.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -14,13 +14,13 @@ use tokio::sync::mpsc;
 use super::connection::Connection;
 use super::dispatch::{Detach, Reply, Service};
 use super::error::MethodError;
-use super::turn;
-use crate::pod::ReplyError;
+use super::stream;
 use crate::protocol::{
     method, CancelResult, EmptyResult, ErrorCode, ErrorObject, HistoryResult, InitializeParams,
     InitializeResult, Method, MethodName, PeerInfo, PermissionReplyParams, ReplyDecision, Request,
     RunParams, RunResult, SessionInfo, PROTOCOL_VERSION,
 };
+use crate::runtime::ReplyError;
 
 type Result<T> = std::result::Result<T, MethodError>;
 
@@ -109,11 +109,11 @@ async fn run(params: RunParams, conn: &Connection, detach: Detach) -> Result<Run
     let opened = conn.opened()?;
     let input = params.input;
     let cancel = conn.begin_turn()?;
-    let (events, events_rx) = mpsc::channel(turn::EVENT_QUEUE);
+    let (events, events_rx) = mpsc::channel(stream::EVENT_QUEUE);
     let pod = opened.pod.clone();
     // The sink moves into the turn, so the event stream ends exactly when the turn does.
     let the_turn = async move { pod.run(input, &events, cancel).await };
-    let result = turn::drive(the_turn, events_rx, conn.outbox(), || detach.detach()).await;
+    let result = stream::drive(the_turn, events_rx, conn.outbox(), || detach.detach()).await;
     conn.end_turn();
     Ok(result?)
 }

@@ -2,8 +2,8 @@
 //!
 //! Data flows: [`stdio`] (stdin/stdout as non-blocking pipes) -> [`transport`] (framing, the one
 //! stdout writer) -> [`dispatch`] (JSON-RPC classification, the envelope) ->
-//! [`methods`] (the methods of the protocol's list, typed) -> [`connection`] (lifecycle) and the [`Pod`](crate::pod::Pod); a
-//! `run` drives its turn through [`turn`], whose events go back out through the same writer.
+//! [`methods`] (the methods of the protocol's list, typed) -> [`connection`] (lifecycle) and the [`Pod`](crate::runtime::Pod); a
+//! `run` drives its turn through [`stream`], whose events go back out through the same writer.
 //!
 //! Invariants: stdout is written only by the transport's writer; a `run` response follows the
 //! turn's last event; stdin EOF and `shutdown` both end with pending requests resolved, the turn
@@ -14,8 +14,8 @@ pub mod dispatch;
 pub mod error;
 pub mod methods;
 pub mod stdio;
+pub mod stream;
 pub mod transport;
-pub mod turn;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -8,19 +8,18 @@
 
 use std::fmt;
 
+use crate::builtin::Builtin;
 use crate::permission::Pattern;
 use crate::protocol::Decision;
 
-/// Tool names an entry may use (lowercased), and the pod tool each stands for.
-const TOOL_NAMES: [(&str, &str); 7] = [
-    ("bash", "bash"),
-    ("read", "read"),
-    ("write", "file_write"),
-    ("file_write", "file_write"),
-    ("edit", "edit"),
-    ("grep", "grep"),
-    ("glob", "glob"),
-];
+/// The pod tool an entry's (lowercased) tool name stands for: a built-in's own name, or Claude
+/// Code's `Write` for `file_write`.
+fn tool_named(lower: &str) -> Option<&'static str> {
+    match lower {
+        "write" => Some(Builtin::FileWrite.name()),
+        _ => Builtin::from_name(lower).map(Builtin::name),
+    }
+}
 
 /// Why an `allowed-tools` entry cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -86,7 +85,7 @@ impl Entry {
             return Err(EntryError::new(source, "no tool name before \"(\""));
         }
         let lower = name.to_ascii_lowercase();
-        let Some((_, tool)) = TOOL_NAMES.iter().find(|(n, _)| *n == lower) else {
+        let Some(tool) = tool_named(&lower) else {
             return Err(EntryError::new(
                 source,
                 format!(

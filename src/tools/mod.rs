@@ -16,6 +16,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
+use crate::builtin::Builtin;
 use crate::permission::{path, FileRules};
 use crate::protocol::ToolInfo;
 use crate::sandbox::Sandbox;
@@ -155,14 +156,13 @@ impl Toolbox {
 
 /// A built-in tool by name.
 pub fn builtin(name: &str) -> Option<Arc<dyn Tool>> {
-    let tool: Arc<dyn Tool> = match name {
-        "bash" => Arc::new(bash::Bash),
-        "read" => Arc::new(read::Read),
-        "file_write" => Arc::new(file_write::FileWrite),
-        "edit" => Arc::new(edit::Edit),
-        "grep" => Arc::new(grep::Grep),
-        "glob" => Arc::new(glob::Glob),
-        _ => return None,
+    let tool: Arc<dyn Tool> = match Builtin::from_name(name)? {
+        Builtin::Bash => Arc::new(bash::Bash),
+        Builtin::Read => Arc::new(read::Read),
+        Builtin::FileWrite => Arc::new(file_write::FileWrite),
+        Builtin::Edit => Arc::new(edit::Edit),
+        Builtin::Grep => Arc::new(grep::Grep),
+        Builtin::Glob => Arc::new(glob::Glob),
     };
     Some(tool)
 }

@@ -131,7 +131,7 @@ pub(super) fn numeric_subscript(s: &str) -> bool {
 fn numeric(s: &str) -> bool {
     let t = s.trim();
     let t = t.strip_prefix('-').unwrap_or(t).trim();
-    !t.is_empty() && t.bytes().all(|c| c.is_ascii_digit())
+    !t.is_empty() && t.bytes().all(|byte| byte.is_ascii_digit())
 }
 
 /// Whether unquoted text (quoted and expanded characters masked) would be globbed or
@@ -362,10 +362,10 @@ impl<'b> Walk<'b> {
         let integer = self.assumed.integer.borrow();
         let broken = trusted
             .iter()
-            .any(|n| self.assigned.contains(n) || self.sources)
+            .any(|name| self.assigned.contains(name) || self.sources)
             || integer
                 .iter()
-                .any(|n| self.non_integer.contains(n) || self.sources)
+                .any(|name| self.non_integer.contains(name) || self.sources)
             || (self.assumed.arith_safe.get() && !self.arith_names_safe_now());
         !broken
     }
@@ -398,15 +398,16 @@ impl<'b> Walk<'b> {
     fn arith_understood(&self, text: &str, parts: &[Part]) -> bool {
         let pure = text
             .bytes()
-            .all(|c| c.is_ascii_digit() || b" \t\n+-*/%<>=!&|^~?:,()".contains(&c));
+            .all(|byte| byte.is_ascii_digit() || b" \t\n+-*/%<>=!&|^~?:,()".contains(&byte));
         if pure {
             return parts.is_empty();
         }
         if text.contains('[') || !self.arith_names_safe() {
             return false;
         }
-        let names_ok = identifiers(text).all(|n| self.trusted_name(n) || self.integer_name(n));
-        names_ok && parts.iter().all(|p| self.arith_part_ok(p))
+        let names_ok =
+            identifiers(text).all(|name| self.trusted_name(name) || self.integer_name(name));
+        names_ok && parts.iter().all(|part| self.arith_part_ok(part))
     }
 
     fn arith_part_ok(&self, part: &Part) -> bool {
@@ -422,7 +423,7 @@ impl<'b> Walk<'b> {
             }
             Part::Arith(a) => self.arith_understood(&a.text, &a.parts),
             Part::Double { parts, locale } => {
-                !locale && parts.iter().all(|p| self.arith_part_ok(p))
+                !locale && parts.iter().all(|part| self.arith_part_ok(part))
             }
             _ => false,
         }
@@ -658,25 +659,25 @@ impl<'b> Walk<'b> {
     fn cond(&mut self, tokens: &[CondToken], depth: usize) {
         let words: Vec<Option<Wd>> = tokens
             .iter()
-            .map(|t| match t {
-                CondToken::Word(w) => Some(self.word(w, depth)),
+            .map(|token| match token {
+                CondToken::Word(word) => Some(self.word(word, depth)),
                 CondToken::Op(_) => None,
             })
             .collect();
         let source = || {
             tokens
                 .iter()
-                .map(|t| match t {
-                    CondToken::Word(w) => w.src(),
-                    CondToken::Op(o) => o,
+                .map(|token| match token {
+                    CondToken::Word(word) => word.src(),
+                    CondToken::Op(op) => op,
                 })
                 .collect::<Vec<_>>()
                 .join(" ")
         };
-        let numeric_operand = |this: &Self, k: usize| match tokens.get(k) {
-            Some(CondToken::Word(w)) => {
-                parse::literal_text(w).is_some_and(numeric)
-                    || this.arith_understood(w.src(), &w.parts)
+        let numeric_operand = |this: &Self, index: usize| match tokens.get(index) {
+            Some(CondToken::Word(word)) => {
+                parse::literal_text(word).is_some_and(numeric)
+                    || this.arith_understood(word.src(), &word.parts)
             }
             _ => false,
         };
@@ -685,7 +686,9 @@ impl<'b> Walk<'b> {
             let op = parse::literal_text(w);
             match op {
                 Some("-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge") => {
-                    let left = i.checked_sub(1).is_some_and(|k| numeric_operand(self, k));
+                    let left = i
+                        .checked_sub(1)
+                        .is_some_and(|before| numeric_operand(self, before));
                     let right = numeric_operand(self, i + 1);
                     if !(left && right) {
                         self.push_opaque(
@@ -701,8 +704,8 @@ impl<'b> Walk<'b> {
                 Some("-v" | "-R") => {
                     let ok = words
                         .get(i + 1)
-                        .and_then(|w| w.as_ref())
-                        .is_some_and(|w| w.lit().is_some_and(is_name));
+                        .and_then(|word| word.as_ref())
+                        .is_some_and(|word| word.lit().is_some_and(is_name));
                     if !ok {
                         self.push_opaque(
                             &format!("[[ {} ]]", source()),
@@ -714,7 +717,7 @@ impl<'b> Walk<'b> {
                 _ => {}
             }
         }
-        if let Some(o) = words.iter().flatten().find_map(|w| w.opaque.clone()) {
+        if let Some(o) = words.iter().flatten().find_map(|word| word.opaque.clone()) {
             self.push_opaque(&format!("[[ {} ]]", source()), o);
         }
     }
@@ -732,7 +735,7 @@ impl<'b> Walk<'b> {
         if matches!(n, "#" | "?" | "$" | "!" | "-") {
             return true;
         }
-        if n.bytes().all(|c| c.is_ascii_digit()) || matches!(n, "@" | "*") {
+        if n.bytes().all(|byte| byte.is_ascii_digit()) || matches!(n, "@" | "*") {
             return false;
         }
         self.trusted_name(n)
@@ -887,7 +890,7 @@ impl<'b> Walk<'b> {
                 }
             }
             ParamOp::Substring(offset, length) => {
-                if !numeric(offset) || length.as_deref().is_some_and(|l| !numeric(l)) {
+                if !numeric(offset) || length.as_deref().is_some_and(|length| !numeric(length)) {
                     st.opaque("a substring offset is evaluated as arithmetic, which can run code");
                 }
             }
@@ -955,8 +958,12 @@ impl<'b> Walk<'b> {
     }
 
     fn simple(&mut self, s: &Simple, depth: usize) {
-        let assigns: Vec<AssignInfo> = s.assigns.iter().map(|a| self.assign(a, depth)).collect();
-        let mut words: Vec<Wd> = s.words.iter().map(|w| self.word(w, depth)).collect();
+        let assigns: Vec<AssignInfo> = s
+            .assigns
+            .iter()
+            .map(|assign| self.assign(assign, depth))
+            .collect();
+        let mut words: Vec<Wd> = s.words.iter().map(|word| self.word(word, depth)).collect();
         // `declare a=([k]=v)`: the arguments' subscripts and values, checked as assignments.
         for a in &s.arg_assigns {
             if let Some(o) = self.assign(a, depth).opaque {
@@ -999,12 +1006,12 @@ impl<'b> Walk<'b> {
         }
         let mut opaque = assigns
             .iter()
-            .find_map(|a| a.opaque.clone())
-            .or_else(|| words.iter().find_map(|w| w.opaque.clone()));
+            .find_map(|assign| assign.opaque.clone())
+            .or_else(|| words.iter().find_map(|word| word.opaque.clone()));
         let prefix: String = assigns
             .iter()
-            .filter(|a| !harmless_variable(&a.name))
-            .map(|a| format!("{} ", a.text))
+            .filter(|assign| !harmless_variable(&assign.name))
+            .map(|assign| format!("{} ", assign.text))
             .collect();
         let args = &words[1..];
         if !first.is_static {
@@ -1123,9 +1130,9 @@ impl<'b> Walk<'b> {
             }
             Redirect::Dup { read, target } => {
                 let wd = self.word(target, depth);
-                let descriptor = wd.lit().is_some_and(|t| {
-                    let t = t.strip_suffix('-').unwrap_or(t);
-                    t.bytes().all(|c| c.is_ascii_digit())
+                let descriptor = wd.lit().is_some_and(|text| {
+                    let number = text.strip_suffix('-').unwrap_or(text);
+                    number.bytes().all(|byte| byte.is_ascii_digit())
                 });
                 if !descriptor {
                     let kind = if *read {
@@ -1219,13 +1226,13 @@ fn mark_changed(r: &mut ShellRedirect) {
 /// The identifiers in arithmetic text.
 fn identifiers(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .filter(|s| s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'))
+        .filter(|piece| piece.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'))
 }
 
 fn join(words: &[Wd]) -> String {
     words
         .iter()
-        .map(|w| w.text.as_str())
+        .map(|word| word.text.as_str())
         .collect::<Vec<_>>()
         .join(" ")
 }

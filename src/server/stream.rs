@@ -14,16 +14,13 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 
 use super::transport::Outbox;
-use crate::pod::RunError;
 use crate::protocol::{
     Event, PodState, Resolution, ResolvedBy, RunResult, StopReason, Usage, EVENT_METHOD,
 };
+use crate::runtime::{RunError, TURN_FAILED_TEXT};
 
 /// Events a turn may have produced and not yet handed to the outbox before it waits.
 pub const EVENT_QUEUE: usize = 32;
-
-/// The text of the synthetic result of a call whose turn failed.
-pub const TURN_FAILED_TEXT: &str = crate::pod::TURN_FAILED_TEXT;
 
 #[derive(Serialize)]
 struct Notification<'a> {

@@ -246,7 +246,11 @@ pub fn explain_text(manifest: &Manifest, decision: &Decision) -> String {
         if !governing.is_empty() {
             out.push_str(&format!(
                 "  rules consulted: {tool}'s own, and those of {} (rules follow the kind of access)\n",
-                governing.join(" and ")
+                governing
+                    .iter()
+                    .map(|b| b.name())
+                    .collect::<Vec<_>>()
+                    .join(" and ")
             ));
         }
     }

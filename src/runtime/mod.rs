@@ -1,4 +1,4 @@
-//! The pod: one session of an agent, usable as a library before any server exists.
+//! The runtime: [`Pod`], one session of an agent, usable as a library before any server exists.
 //!
 //! Owns: the session state (history, the model's view of the conversation, session grants),
 //! the turn loop ([`turn`]), the check chain every tool call passes ([`checks`]), and who answers

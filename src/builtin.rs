@@ -1,0 +1,119 @@
+//! The table of built-in tools: each one's name, how the permission layer reads its input, and
+//! which other tools' rules govern it.
+//!
+//! Owns: the one list of built-in tool names. The manifest checks `[tools] enabled` against it,
+//! the permission layer indexes rules and reads subjects by it, skills map `allowed-tools`
+//! names onto it, and `tools::builtin` turns each entry into its implementation with an
+//! exhaustive match, so a tool added here cannot be forgotten there.
+//!
+//! Must not touch: anything else of the crate. This module depends on nothing of ours.
+
+/// One built-in tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Builtin {
+    Bash,
+    Read,
+    FileWrite,
+    Edit,
+    Grep,
+    Glob,
+}
+
+/// How a tool's input turns into subjects (the table in docs/permissions.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubjectKind {
+    /// `command` is a shell command line: every simple command, plus redirection targets.
+    Shell,
+    /// `path` is the file the tool touches (required).
+    Path,
+    /// `path` is a search root (optional, default the workspace).
+    SearchRoot,
+    /// Anything else: the JSON of the input, keys sorted.
+    Json,
+}
+
+impl Builtin {
+    /// Every built-in tool, in the order `initialize` lists them.
+    pub const ALL: [Builtin; 6] = [
+        Builtin::Bash,
+        Builtin::Read,
+        Builtin::FileWrite,
+        Builtin::Edit,
+        Builtin::Grep,
+        Builtin::Glob,
+    ];
+
+    /// The tool's name on the wire and in rules.
+    pub fn name(self) -> &'static str {
+        match self {
+            Builtin::Bash => "bash",
+            Builtin::Read => "read",
+            Builtin::FileWrite => "file_write",
+            Builtin::Edit => "edit",
+            Builtin::Grep => "grep",
+            Builtin::Glob => "glob",
+        }
+    }
+
+    /// The built-in tool called `name` (exactly; names are lowercase).
+    pub fn from_name(name: &str) -> Option<Builtin> {
+        Builtin::ALL.into_iter().find(|b| b.name() == name)
+    }
+
+    /// Every name, for messages ("pod has: bash, read, …").
+    pub fn names() -> [&'static str; 6] {
+        Builtin::ALL.map(Builtin::name)
+    }
+
+    pub fn subject_kind(self) -> SubjectKind {
+        match self {
+            Builtin::Bash => SubjectKind::Shell,
+            Builtin::Read | Builtin::FileWrite | Builtin::Edit => SubjectKind::Path,
+            Builtin::Grep | Builtin::Glob => SubjectKind::SearchRoot,
+        }
+    }
+
+    /// The tools whose rules govern this tool's path subjects besides its own rules
+    /// (docs/permissions.md, "Rules follow the kind of access"): an edit replaces a file (a
+    /// write) and tells whether text occurs in it (a read); grep and glob read.
+    pub fn governed_by(self) -> &'static [Builtin] {
+        match self {
+            Builtin::Edit => &[Builtin::FileWrite, Builtin::Read],
+            Builtin::Grep | Builtin::Glob => &[Builtin::Read],
+            Builtin::Bash | Builtin::Read | Builtin::FileWrite => &[],
+        }
+    }
+}
+
+impl SubjectKind {
+    /// The kind of a tool by name: the built-ins have theirs, anything else is `Json`.
+    pub fn of(tool: &str) -> SubjectKind {
+        Builtin::from_name(tool).map_or(SubjectKind::Json, Builtin::subject_kind)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_are_distinct() {
+        for b in Builtin::ALL {
+            assert_eq!(Builtin::from_name(b.name()), Some(b));
+        }
+        let mut names = Builtin::names().to_vec();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), Builtin::ALL.len());
+        assert_eq!(Builtin::from_name("Bash"), None);
+        assert_eq!(SubjectKind::of("mcp_thing"), SubjectKind::Json);
+        assert_eq!(SubjectKind::of("grep"), SubjectKind::SearchRoot);
+    }
+
+    #[test]
+    fn a_tool_is_never_governed_by_itself() {
+        for b in Builtin::ALL {
+            assert!(!b.governed_by().contains(&b), "{b:?}");
+        }
+    }
+}
