@@ -38,8 +38,8 @@ use tokio::sync::mpsc;
 
 use crate::client::{connect, events, JsonParams};
 use crate::protocol::{
-    CancelResult, EmptyResult, Event, InitializeResult, NetworkAccess, PermissionRequest,
-    ReplyDecision, RunResult, SandboxKind, StopReason, SubjectDecision,
+    Action, CallResult, CancelResult, EmptyResult, Event, InitializeResult, NetworkAccess,
+    PermissionRequest, ReplyDecision, RuleAt, RunResult, SandboxKind, StopReason,
 };
 
 /// The example manifest bundled into the binary, used when `--manifest` is not given.
@@ -196,6 +196,8 @@ struct Chat {
     tty: bool,
     /// Text printed without a final newline yet (streamed deltas).
     mid_line: bool,
+    /// The pod's `default_action` (from `initialize`), to say what decided a subject.
+    default_action: Option<Action>,
 }
 
 async fn chat(manifest: Option<&Path>) -> Result<(), ChatError> {
@@ -231,6 +233,7 @@ async fn chat(manifest: Option<&Path>) -> Result<(), ChatError> {
         input: spawn_stdin_reader(),
         tty: std::io::stdin().is_terminal(),
         mid_line: false,
+        default_action: None,
     };
     let result = chat.dialogue().await;
     chat.quit().await;
@@ -263,6 +266,7 @@ impl Chat {
                 }),
             )
             .await?;
+        self.default_action = init.permissions.default_action;
         self.banner(&init);
         let mut ctrl_c = Box::pin(tokio::signal::ctrl_c());
         loop {
@@ -445,13 +449,13 @@ impl Chat {
                 input,
                 ..
             } => self.say(&format!("[call {call_id}] {}", call_summary(&tool, &input))),
-            Event::ToolResult {
+            Event::ToolResult(CallResult {
                 call_id,
                 is_error,
                 content,
                 denied_by,
                 ..
-            } => {
+            }) => {
                 let head = match (is_error, denied_by) {
                     (false, _) => "ok".to_string(),
                     (true, Some(by)) => format!("ERROR, denied by {}", wire(&by)),
@@ -503,7 +507,8 @@ impl Chat {
             call_summary(&request.tool, &request.input)
         ));
         for subject in &request.subjects {
-            self.say(&format!("  {}", subject_line(subject)));
+            let line = subject.line(self.default_action, RuleAt::Line);
+            self.say(&format!("  {line}"));
         }
         self.say(&format!("  reason: {}", request.reason));
         if let Some(expires) = &request.expires_at {
@@ -573,21 +578,6 @@ fn call_summary(tool: &str, input: &serde_json::Value) -> String {
         Some(command) if tool == "bash" => format!("bash: {command}"),
         _ => format!("{tool} {input}"),
     }
-}
-
-fn subject_line(s: &SubjectDecision) -> String {
-    let rule = match &s.rule {
-        Some(rule) => {
-            let at = rule
-                .line
-                .map(|l| format!(" at line {l}"))
-                .unwrap_or_default();
-            format!("rule {} ({} {:?}){at}", rule.index, rule.tool, rule.pattern)
-        }
-        None => "the default action".to_string(),
-    };
-    let opaque = if s.opaque { " [opaque]" } else { "" };
-    format!("{} `{}`: {} by {rule}{opaque}", s.tool, s.subject, s.action)
 }
 
 /// A result's content after its status: one line inline, more lines indented below.

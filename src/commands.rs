@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::manifest::Manifest;
 use crate::permission::lint::{self, Severity};
-use crate::protocol::Decision;
+use crate::protocol::{Decision, RuleAt};
 
 /// `pod check`: validate, then lint. Exit 1 when anything is an error.
 pub fn check(path: &Path) -> u8 {
@@ -240,7 +240,7 @@ pub fn explain(path: &Path, tool: &str, input: &str, json: bool) -> u8 {
 /// The human form of `pod explain`.
 pub fn explain_text(manifest: &Manifest, decision: &Decision) -> String {
     let mut out = format!("decision: {}\n", decision.decision);
-    let file = manifest.path.display();
+    let file = manifest.path.display().to_string();
     if let Some(tool) = decision.subjects.first().map(|s| s.tool.as_str()) {
         let governing = crate::permission::kinds::governing(tool);
         if !governing.is_empty() {
@@ -255,29 +255,8 @@ pub fn explain_text(manifest: &Manifest, decision: &Decision) -> String {
         }
     }
     for s in &decision.subjects {
-        let by = match (&s.rule, manifest.default_action()) {
-            (Some(r), _) => format!(
-                "rule {} ({} \"{}\"){}",
-                r.index,
-                r.tool,
-                r.pattern,
-                r.line
-                    .map(|l| format!(" at {file}:{l}"))
-                    .unwrap_or_default()
-            ),
-            (None, Some(d)) => format!("default_action = \"{d}\""),
-            (None, None) => "no [permissions] section".to_string(),
-        };
-        out.push_str(&format!(
-            "  {} `{}`: {} by {by}",
-            s.tool, s.subject, s.action
-        ));
-        if s.opaque {
-            out.push_str(" [opaque]");
-        }
-        if let Some(note) = &s.note {
-            out.push_str(&format!(" ({note})"));
-        }
+        out.push_str("  ");
+        out.push_str(&s.line(manifest.default_action(), RuleAt::File(&file)));
         out.push('\n');
     }
     out

@@ -1046,7 +1046,7 @@ message = "Deleting files is not allowed in this workspace."
 /// The assertions both providers share: the command did not run, history holds the denial, the
 /// turn ended normally, the final text streamed as `textDelta`s, and usage adds up.
 fn assert_denied_turn(turn: &DenyTurn, call_id: &str, parts: &[&str], usage: (u64, u64)) {
-    use pod::protocol::{DeniedBy, Event, Item, StopReason};
+    use pod::protocol::{CallResult, DeniedBy, Event, Item, StopReason};
 
     assert_eq!(
         turn.result.stop_reason,
@@ -1063,13 +1063,13 @@ fn assert_denied_turn(turn: &DenyTurn, call_id: &str, parts: &[&str], usage: (u6
     let results: Vec<_> = history
         .iter()
         .filter_map(|i| match i {
-            Item::ToolResult {
+            Item::ToolResult(CallResult {
                 call_id,
                 is_error,
                 content,
                 denied_by,
                 ..
-            } => Some((call_id.clone(), *is_error, content.clone(), *denied_by)),
+            }) => Some((call_id.clone(), *is_error, content.clone(), *denied_by)),
             _ => None,
         })
         .collect();
@@ -1099,7 +1099,7 @@ fn assert_denied_turn(turn: &DenyTurn, call_id: &str, parts: &[&str], usage: (u6
     assert_eq!(deltas, parts);
     assert!(turn.events.iter().any(|e| matches!(
         e,
-        Event::ToolResult { call_id: c, is_error: true, denied_by: Some(DeniedBy::Permission), .. }
+        Event::ToolResult(CallResult { call_id: c, is_error: true, denied_by: Some(DeniedBy::Permission), .. })
             if c == call_id
     )));
     assert!(turn.events.iter().any(|e| matches!(

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use pod::manifest::Manifest;
 use pod::protocol::{
-    DeniedBy, Event, InputItem, Item, ReplyDecision, ResolvedBy, RunResult, StopReason,
+    CallResult, DeniedBy, Event, InputItem, Item, ReplyDecision, ResolvedBy, RunResult, StopReason,
 };
 use pod::runtime::{Approvals, Approver, Pod, PodOptions};
 use tokio::sync::mpsc;
@@ -105,13 +105,13 @@ fn tool_results(items: &[Item]) -> Vec<(String, bool, String, Option<DeniedBy>)>
     items
         .iter()
         .filter_map(|i| match i {
-            Item::ToolResult {
+            Item::ToolResult(CallResult {
                 call_id,
                 is_error,
                 content,
                 denied_by,
                 ..
-            } => Some((call_id.clone(), *is_error, content.clone(), *denied_by)),
+            }) => Some((call_id.clone(), *is_error, content.clone(), *denied_by)),
             _ => None,
         })
         .collect()
@@ -221,7 +221,7 @@ action = "allow"
     let result_ids: Vec<String> = events
         .iter()
         .filter_map(|e| match e {
-            Event::ToolResult { call_id, .. } => Some(call_id.clone()),
+            Event::ToolResult(CallResult { call_id, .. }) => Some(call_id.clone()),
             _ => None,
         })
         .collect();

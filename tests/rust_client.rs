@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use pod::client::{call, connect, events};
 use pod::protocol::{
-    method, ApprovalCapability, ClientCapabilities, EmptyParams, Event, InitializeParams,
-    InputItem, Item, PermissionReplyParams, ReplyDecision, Resolution, ResolvedBy, RunParams,
-    StopReason,
+    method, ApprovalCapability, CallResult, ClientCapabilities, EmptyParams, Event,
+    InitializeParams, InputItem, Item, PermissionReplyParams, ReplyDecision, Resolution,
+    ResolvedBy, RunParams, StopReason,
 };
 
 async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
@@ -106,10 +106,10 @@ async fn a_jsonrpsee_client_runs_an_ask_flow() {
     )));
     assert!(seen.iter().any(|e| matches!(
         e,
-        Event::ToolResult {
+        Event::ToolResult(CallResult {
             denied_by: None,
             ..
-        }
+        })
     )));
     assert!(seen.iter().any(|e| matches!(e, Event::TurnEnded { .. })));
 
@@ -119,7 +119,7 @@ async fn a_jsonrpsee_client_runs_an_ask_flow() {
     assert!(history
         .items
         .iter()
-        .any(|i| matches!(i, Item::ToolResult { .. })));
+        .any(|i| matches!(i, Item::ToolResult(CallResult { .. }))));
     let cancel = within("cancel", call::<method::Cancel>(&client, &EmptyParams {}))
         .await
         .expect("cancel");

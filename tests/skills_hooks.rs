@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use pod::manifest::Manifest;
-use pod::protocol::{DeniedBy, InputItem, Item};
+use pod::protocol::{CallResult, DeniedBy, InputItem, Item};
 use pod::runtime::{Pod, PodOptions, RunError};
 use tokio_util::sync::CancellationToken;
 
@@ -83,9 +83,9 @@ async fn run(pod: &Pod, skill: Option<&str>, text: &str) -> Result<Vec<Result_>,
     Ok(pod.history()[before..]
         .iter()
         .filter_map(|item| match item {
-            Item::ToolResult {
+            Item::ToolResult(CallResult {
                 denied_by, content, ..
-            } => Some(Result_ {
+            }) => Some(Result_ {
                 denied_by: *denied_by,
                 content: content.clone(),
             }),
@@ -358,7 +358,7 @@ async fn cancel_does_not_wait_for_a_slow_hook() {
         "the turn waited for the hook"
     );
     let cancelled = f.pod.history().iter().any(|i| {
-        matches!(i, Item::ToolResult { is_error: true, content, .. } if content.starts_with("cancelled"))
+        matches!(i, Item::ToolResult(CallResult { is_error: true, content, .. }) if content.starts_with("cancelled"))
     });
     assert!(cancelled);
 }

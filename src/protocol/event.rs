@@ -3,7 +3,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{DeniedBy, ReplyDecision, Resolution, ResolvedBy, StopReason, SubjectDecision, Usage};
+use super::{
+    CallResult, ReplyDecision, Resolution, ResolvedBy, StopReason, SubjectDecision, Usage,
+};
 
 /// What the pod is doing, as reported by `status` events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -62,14 +64,7 @@ pub enum Event {
         decision: Resolution,
         by: ResolvedBy,
     },
-    ToolResult {
-        turn_id: String,
-        call_id: String,
-        is_error: bool,
-        content: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        denied_by: Option<DeniedBy>,
-    },
+    ToolResult(CallResult),
     TurnEnded {
         turn_id: String,
         stop_reason: StopReason,

@@ -25,6 +25,19 @@ pub enum DecidedBy {
     Shutdown,
 }
 
+/// A tool call's result: the same in history (`toolResult` item) and on the wire (`toolResult`
+/// event).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CallResult {
+    pub turn_id: String,
+    pub call_id: String,
+    pub is_error: bool,
+    pub content: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub denied_by: Option<DeniedBy>,
+}
+
 /// One entry of the session's history, in the order it happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(
@@ -57,14 +70,7 @@ pub enum Item {
         tool: String,
         input: serde_json::Value,
     },
-    ToolResult {
-        turn_id: String,
-        call_id: String,
-        is_error: bool,
-        content: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        denied_by: Option<DeniedBy>,
-    },
+    ToolResult(CallResult),
     /// The permission layer's final word on a call: `allow` or `deny`, and who settled it.
     PermissionDecision {
         turn_id: String,

@@ -14,6 +14,7 @@ mod error;
 mod event;
 mod item;
 mod methods;
+mod open_calls;
 mod permission;
 mod request;
 
@@ -21,6 +22,7 @@ pub use error::*;
 pub use event::*;
 pub use item::*;
 pub use methods::*;
+pub use open_calls::OpenCalls;
 pub use permission::*;
 pub use request::*;
 

@@ -66,6 +66,76 @@ pub struct SubjectDecision {
     pub note: Option<String>,
 }
 
+/// Where a subject line names a rule's place in the manifest.
+#[derive(Debug, Clone, Copy)]
+pub enum RuleAt<'a> {
+    /// `at pod.toml:14` (`pod explain`, which knows the file).
+    File(&'a str),
+    /// `at line 14` (a client, which knows only the line).
+    Line,
+}
+
+impl SubjectDecision {
+    /// What decided this subject, in words: `rule 3 (bash "git *")` (with the action inside the
+    /// parentheses when `action` is true), `default_action = "ask"` when the default is what it
+    /// got, `the permission layer` when neither did (an input of the wrong type is denied, an
+    /// opaque command asks, whatever the default says), and `no [permissions] section` when the
+    /// layer is off. `default` is the manifest's `default_action` (`None`: the layer is off).
+    ///
+    /// The one renderer of a decision: the model's denial texts, `pod explain` and `pod chat`
+    /// all put subjects into words through it.
+    pub fn decided_by(&self, default: Option<Action>, action: bool) -> String {
+        match (&self.rule, default) {
+            (Some(rule), _) if action => format!(
+                "rule {} ({} \"{}\" {})",
+                rule.index, rule.tool, rule.pattern, self.action
+            ),
+            (Some(rule), _) => format!("rule {} ({} \"{}\")", rule.index, rule.tool, rule.pattern),
+            (None, Some(d)) if d == self.action => format!("default_action = \"{d}\""),
+            (None, Some(_)) => "the permission layer".to_string(),
+            (None, None) => "no [permissions] section".to_string(),
+        }
+    }
+
+    /// The subject as the model reads it in a denial: `rule 1 (bash "rm *" deny) for bash
+    /// `rm -rf build`` and the note, if any.
+    pub fn for_model(&self, default: Option<Action>) -> String {
+        format!(
+            "{} for {} `{}`{}",
+            self.decided_by(default, true),
+            self.tool,
+            self.subject,
+            self.note_suffix()
+        )
+    }
+
+    /// The subject on one line for a person: `bash `git push`: ask by rule 5 (* "*") at
+    /// pod.toml:36 [opaque] (note)`.
+    pub fn line(&self, default: Option<Action>, at: RuleAt<'_>) -> String {
+        let place = match (self.rule.as_ref().and_then(|r| r.line), at) {
+            (Some(line), RuleAt::File(file)) => format!(" at {file}:{line}"),
+            (Some(line), RuleAt::Line) => format!(" at line {line}"),
+            (None, _) => String::new(),
+        };
+        let opaque = if self.opaque { " [opaque]" } else { "" };
+        format!(
+            "{} `{}`: {} by {}{place}{opaque}{}",
+            self.tool,
+            self.subject,
+            self.action,
+            self.decided_by(default, false),
+            self.note_suffix()
+        )
+    }
+
+    fn note_suffix(&self) -> String {
+        self.note
+            .as_deref()
+            .map(|n| format!(" ({n})"))
+            .unwrap_or_default()
+    }
+}
+
 /// The permission layer's verdict on one tool call: the strictest of its subjects.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -114,4 +184,57 @@ pub enum ResolvedBy {
     Timeout,
     Disconnect,
     Shutdown,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn subject(rule: Option<RuleRef>, action: Action, opaque: bool) -> SubjectDecision {
+        SubjectDecision {
+            tool: "bash".into(),
+            subject: "rm -rf build".into(),
+            action,
+            rule,
+            opaque,
+            note: None,
+        }
+    }
+
+    #[test]
+    fn one_renderer_for_the_model_explain_and_clients() {
+        let rule = RuleRef {
+            index: 1,
+            tool: "bash".into(),
+            pattern: "rm *".into(),
+            line: Some(14),
+            message: None,
+        };
+        let ruled = subject(Some(rule), Action::Deny, false);
+        assert_eq!(
+            ruled.for_model(Some(Action::Allow)),
+            "rule 1 (bash \"rm *\" deny) for bash `rm -rf build`"
+        );
+        assert_eq!(
+            ruled.line(Some(Action::Allow), RuleAt::File("pod.toml")),
+            "bash `rm -rf build`: deny by rule 1 (bash \"rm *\") at pod.toml:14"
+        );
+        assert_eq!(
+            ruled.line(None, RuleAt::Line),
+            "bash `rm -rf build`: deny by rule 1 (bash \"rm *\") at line 14"
+        );
+        // An opaque command asks whatever the default says: the default is not named.
+        let opaque = subject(None, Action::Ask, true);
+        assert_eq!(
+            opaque.line(Some(Action::Allow), RuleAt::Line),
+            "bash `rm -rf build`: ask by the permission layer [opaque]"
+        );
+        let by_default = subject(None, Action::Ask, false);
+        assert!(by_default
+            .for_model(Some(Action::Ask))
+            .starts_with("default_action = \"ask\" for bash"));
+        assert!(subject(None, Action::Allow, false)
+            .line(None, RuleAt::Line)
+            .ends_with("allow by no [permissions] section"));
+    }
 }

@@ -1,16 +1,31 @@
-//! Approvers: who answers an `ask`.
+//! The permission hook and who answers its asks.
+//!
+//! [`Pod::permission_hook`] applies the rules' decision to a call; an `ask` is settled by a
+//! session grant, the approver, a timeout, or cancellation, each recorded in history.
 //!
 //! [`Approver::FailClosed`] (the default) denies every ask at once. [`Approver::Client`] hands
 //! asks to a client through [`Approvals`], a registry of pending requests shared by the turn
 //! (which registers a request and waits) and the server (which delivers `permissionReply`, or
 //! closes everything on disconnect / shutdown). The first answer wins; later ones are errors.
+//!
+//! Must not touch: the wire (events leave through the turn's sink) and the decision itself
+//! (`permission`).
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use crate::protocol::{ReplyDecision, ResolvedBy};
+use super::calls::Call;
+use super::checks::{self, Denial};
+use super::turn::Turn;
+use super::Pod;
+use crate::protocol::{
+    Action, DecidedBy, Decision, DeniedBy, Event, Item, PermissionRequest, PodState, ReplyDecision,
+    Resolution, ResolvedBy,
+};
 
 /// Who answers asks for a pod.
 #[derive(Clone, Default)]
@@ -165,6 +180,222 @@ impl Approvals {
 
     pub fn pending_count(&self) -> usize {
         self.lock().pending.len()
+    }
+}
+
+impl Pod {
+    /// The built-in permission hook: the rules' decision, with an `ask` resolved by a session
+    /// grant, the approver, a timeout, or cancellation. Returns the verdict and the history item
+    /// recording who settled it (when the layer is on).
+    pub(super) async fn permission_hook(
+        &self,
+        turn: &Turn<'_>,
+        call: &Call,
+        decision: &Decision,
+    ) -> (Result<(), Denial>, Option<Item>) {
+        let Some(rules) = self.policy.rules() else {
+            return (Ok(()), None);
+        };
+        let default = Some(rules.default_action());
+        let item = |action: Action, by: DecidedBy, request_id: Option<String>| {
+            Some(Item::PermissionDecision {
+                turn_id: turn.id.clone(),
+                call_id: call.id.clone(),
+                decision: action,
+                by,
+                request_id,
+                subjects: decision.subjects.clone(),
+            })
+        };
+        let ruled_by = if decision
+            .subjects
+            .iter()
+            .filter(|s| s.action == decision.decision)
+            .any(|s| s.rule.is_some())
+        {
+            DecidedBy::Rule
+        } else {
+            DecidedBy::Default
+        };
+        match decision.decision {
+            Action::Allow => return (Ok(()), item(Action::Allow, ruled_by, None)),
+            Action::Deny => {
+                let text = checks::denied_text(decision, default);
+                return (
+                    Err(Denial::new(DeniedBy::Permission, text)),
+                    item(Action::Deny, ruled_by, None),
+                );
+            }
+            Action::Ask => {}
+        }
+        let request_id = format!("perm_{}", uuid::Uuid::new_v4().simple());
+        let covered = self.state().grants.covers(decision);
+        if covered {
+            turn.emit(Event::PermissionResolved {
+                request_id: request_id.clone(),
+                turn_id: turn.id.clone(),
+                call_id: call.id.clone(),
+                decision: Resolution::Allow,
+                by: ResolvedBy::SessionGrant,
+            })
+            .await;
+            return (
+                Ok(()),
+                item(Action::Allow, DecidedBy::SessionGrant, Some(request_id)),
+            );
+        }
+        let approvals = match &self.approver {
+            Approver::FailClosed => {
+                let text = checks::fail_closed_text(decision, default);
+                return (
+                    Err(Denial::new(DeniedBy::Permission, text)),
+                    item(Action::Deny, DecidedBy::FailClosed, None),
+                );
+            }
+            Approver::Client(approvals) => approvals,
+        };
+        // A session grant is keyed by exact subject text; for a subject whose effect cannot be
+        // read (`eval ...`, `python -c ...`, an unparsed line) "always" would approve code nobody
+        // can see, and a write of pod's own files is approved one time at most, so only a
+        // one-time answer is offered.
+        let options = if decision
+            .subjects
+            .iter()
+            .any(|s| s.action == Action::Ask && (s.opaque || self.policy.protects(s)))
+        {
+            vec![ReplyDecision::AllowOnce, ReplyDecision::Deny]
+        } else {
+            vec![
+                ReplyDecision::AllowOnce,
+                ReplyDecision::AllowSession,
+                ReplyDecision::Deny,
+            ]
+        };
+        let timeout = rules.ask_timeout();
+        let expires_at = timeout.and_then(|t| {
+            let at = time::OffsetDateTime::now_utc() + t;
+            at.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        });
+        let answer = approvals.register(&request_id, options.clone());
+        if turn.pending.fetch_add(1, Ordering::SeqCst) == 0 {
+            turn.status(PodState::AwaitingPermission).await;
+        }
+        turn.emit(Event::PermissionRequest(PermissionRequest {
+            request_id: request_id.clone(),
+            turn_id: turn.id.clone(),
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            input: call.input.clone(),
+            subjects: decision.subjects.clone(),
+            reason: checks::ask_reason(decision, default),
+            options,
+            expires_at,
+        }))
+        .await;
+        let sleep = async {
+            match timeout {
+                Some(t) => tokio::time::sleep(t).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(sleep);
+        let mut answer = answer;
+        let mut grants = turn.grants.subscribe();
+        // Biased: an answer already delivered (e.g. `disconnect` just before the turn is
+        // cancelled) wins over a cancel that became ready at the same time.
+        let settled: Result<Answer, ResolvedBy> = loop {
+            tokio::select! {
+                biased;
+                answer = &mut answer => break answer.map_err(|_| ResolvedBy::Disconnect),
+                () = &mut sleep => break Err(ResolvedBy::Timeout),
+                () = turn.cancel.cancelled() => break Err(ResolvedBy::Cancel),
+                // Another ask of this turn was answered `allow_session`: it may cover this one.
+                Ok(()) = grants.changed() => {
+                    if self.state().grants.covers(decision) {
+                        break Err(ResolvedBy::SessionGrant);
+                    }
+                }
+            }
+        };
+        approvals.finish(&request_id);
+        let (resolution, by, verdict) = match settled {
+            Ok(Answer::Client {
+                decision: reply,
+                message,
+            }) => match reply {
+                ReplyDecision::AllowOnce => (Resolution::Allow, ResolvedBy::Client, Ok(())),
+                ReplyDecision::AllowSession => {
+                    // Only what is new is logged: a second `allow_session` for a subject
+                    // already granted (two asks answered before either settled) adds nothing.
+                    let granted = {
+                        let mut state = self.state();
+                        let known: Vec<(String, String)> = decision
+                            .subjects
+                            .iter()
+                            .filter(|s| s.action == Action::Ask)
+                            .filter(|s| state.grants.contains(&s.tool, &s.subject))
+                            .map(|s| (s.tool.clone(), s.subject.clone()))
+                            .collect();
+                        let mut granted = state.grants.grant(decision);
+                        for (tool, subjects) in &mut granted {
+                            subjects.retain(|s| !known.contains(&(tool.clone(), s.clone())));
+                        }
+                        granted.retain(|(_, subjects)| !subjects.is_empty());
+                        granted
+                    };
+                    for (tool, subjects) in granted {
+                        self.record(Item::SessionGrant { tool, subjects });
+                    }
+                    turn.grants.send_modify(|version| *version += 1);
+                    (Resolution::Allow, ResolvedBy::Client, Ok(()))
+                }
+                ReplyDecision::Deny => (
+                    Resolution::Deny,
+                    ResolvedBy::Client,
+                    Err(checks::refused_text(message.as_deref())),
+                ),
+            },
+            Err(ResolvedBy::SessionGrant) => (Resolution::Allow, ResolvedBy::SessionGrant, Ok(())),
+            Ok(Answer::Closed(by)) | Err(by) => {
+                let text = match by {
+                    ResolvedBy::Timeout => {
+                        checks::timeout_text(timeout.unwrap_or(Duration::ZERO).as_secs())
+                    }
+                    ResolvedBy::Cancel => checks::CANCELLED_TEXT.to_string(),
+                    ResolvedBy::Shutdown => checks::SHUTDOWN_TEXT.to_string(),
+                    _ => checks::DISCONNECT_TEXT.to_string(),
+                };
+                (Resolution::Deny, by, Err(text))
+            }
+        };
+        turn.emit(Event::PermissionResolved {
+            request_id: request_id.clone(),
+            turn_id: turn.id.clone(),
+            call_id: call.id.clone(),
+            decision: resolution,
+            by,
+        })
+        .await;
+        if turn.pending.fetch_sub(1, Ordering::SeqCst) == 1 && !turn.cancel.is_cancelled() {
+            turn.status(PodState::Running).await;
+        }
+        let decided_by = match by {
+            ResolvedBy::Client => DecidedBy::Client,
+            ResolvedBy::SessionGrant => DecidedBy::SessionGrant,
+            ResolvedBy::Cancel => DecidedBy::Cancel,
+            ResolvedBy::Timeout => DecidedBy::Timeout,
+            ResolvedBy::Disconnect => DecidedBy::Disconnect,
+            ResolvedBy::Shutdown => DecidedBy::Shutdown,
+        };
+        let action = match resolution {
+            Resolution::Allow => Action::Allow,
+            Resolution::Deny => Action::Deny,
+        };
+        (
+            verdict.map_err(|text| Denial::new(DeniedBy::Approval, text)),
+            item(action, decided_by, Some(request_id)),
+        )
     }
 }
 

@@ -11,7 +11,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::model::{Message, ToolCall, ToolResult};
-use crate::protocol::Item;
+use crate::protocol::{CallResult, Item};
 
 /// A tool call as the turn handles it.
 pub(super) struct Call {
@@ -94,12 +94,12 @@ pub(super) fn messages_from_items(items: &[Item]) -> Vec<Message> {
                     }),
                 }
             }
-            Item::ToolResult {
+            Item::ToolResult(CallResult {
                 call_id,
                 is_error,
                 content,
                 ..
-            } => {
+            }) => {
                 let result = ToolResult {
                     call_id: provider_ids
                         .get(call_id.as_str())
@@ -165,12 +165,14 @@ mod tests {
             tool: "bash".into(),
             input: serde_json::json!({}),
         };
-        let result = |call_id: &str| Item::ToolResult {
-            turn_id: "t".into(),
-            call_id: call_id.into(),
-            is_error: false,
-            content: "ok".into(),
-            denied_by: None,
+        let result = |call_id: &str| {
+            Item::ToolResult(CallResult {
+                turn_id: "t".into(),
+                call_id: call_id.into(),
+                is_error: false,
+                content: "ok".into(),
+                denied_by: None,
+            })
         };
         let messages = messages_from_items(&[
             item("dup", None),

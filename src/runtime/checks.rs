@@ -1,14 +1,23 @@
-//! The check chain every tool call passes before it runs, as PreToolCall hooks in the spec's
-//! order: skill restriction, the built-in permission hook (always first of the hooks, registered
-//! by the pod itself, never removable by configuration), user hooks, scope.
+//! The check chain every tool call passes before it runs, as PreToolCall hooks in this order:
+//! skill restriction, the built-in permission hook (always first of the hooks, registered by the
+//! pod itself, never removable by configuration; `approval.rs` settles its asks), user hooks,
+//! scope (which pins the location a path tool opens).
 //!
 //! A check continues, denies with a text naming itself (and, for rules, the rule's index,
 //! pattern and message), or, for the permission hook only, asks. The texts to the model live
 //! here so that every denial reads the same way.
+//!
+//! Must not touch: running the tool (`turn.rs`) or deciding (`permission`): the chain only
+//! applies decisions.
 
+use super::calls::Call;
+use super::pin;
+use super::turn::Turn;
+use super::Pod;
 use crate::hooks::UserHook;
-use crate::protocol::{Action, Decision, DeniedBy, SubjectDecision};
+use crate::protocol::{Action, Decision, DeniedBy, Item, SubjectDecision};
 use crate::skills::Skill;
+use crate::tools::Target;
 
 /// One PreToolCall hook of the chain.
 pub(super) enum Check<'a> {
@@ -31,24 +40,94 @@ impl Denial {
     }
 }
 
-/// `` `subject` `` plus which rule or default decided it. A subject no rule decided is named
-/// after the default only when the default is what it got: an input of the wrong type is
-/// denied, and an opaque command asks, whatever the default says.
-fn describe(s: &SubjectDecision, default: Option<Action>) -> String {
-    let who = match (&s.rule, default) {
-        (Some(r), _) => format!(
-            "rule {} ({} \"{}\" {})",
-            r.index, r.tool, r.pattern, s.action
-        ),
-        (None, Some(d)) if d == s.action => format!("default_action = \"{d}\""),
-        (None, _) => "the permission layer".to_string(),
-    };
-    let note = s
-        .note
-        .as_deref()
-        .map(|n| format!(" ({n})"))
-        .unwrap_or_default();
-    format!("{who} for {} `{}`{note}", s.tool, s.subject)
+/// Why the chain stopped a call.
+pub(super) enum Stop {
+    Denied(Denial),
+    Cancelled,
+}
+
+/// What the chain decided for a call.
+pub(super) struct Checked {
+    /// The location a path tool opens (pinned by the scope check), or why the call does not run.
+    pub verdict: Result<Option<Target>, Stop>,
+    /// The permission layer's final word, recorded in history before the result (layer on only).
+    pub item: Option<Item>,
+}
+
+impl Pod {
+    /// Runs the chain for `call`, whose permission decision is `decision`.
+    pub(super) async fn check(&self, turn: &Turn<'_>, call: &Call, decision: &Decision) -> Checked {
+        let mut chain = Vec::new();
+        if let Some(skill) = &turn.skill {
+            chain.push(Check::Skill(skill));
+        }
+        chain.push(Check::Permission);
+        chain.extend(
+            self.hooks
+                .iter()
+                .filter(|h| h.applies_to(&call.name))
+                .map(Check::User),
+        );
+        chain.push(Check::Scope);
+
+        let mut decision_item = None;
+        let mut target = None;
+        for check in chain {
+            let verdict = match check {
+                Check::Skill(skill) => skill
+                    .check(&call.name, decision)
+                    .map_err(|text| Denial::new(DeniedBy::Skill, text)),
+                Check::Permission => {
+                    // Boxed (as is the hook below): the state of an await lives in this future,
+                    // and a response's calls are all created up front, so a large inline state
+                    // (18 KB before) was allocated and copied per call.
+                    let (verdict, item) =
+                        Box::pin(self.permission_hook(turn, call, decision)).await;
+                    decision_item = item;
+                    verdict
+                }
+                // Dropping a hook's future on cancel kills its process group. A hook runs in a
+                // slot, as a tool does.
+                Check::User(hook) => tokio::select! {
+                    verdict = Box::pin(async {
+                        let _slot = self.slots.acquire().await;
+                        hook.check(&call.id, &call.name, &call.input, decision).await
+                    }) => {
+                        verdict.map_err(|text| Denial::new(DeniedBy::Hook, text))
+                    }
+                    () = turn.cancel.cancelled() => return Checked {
+                        verdict: Err(Stop::Cancelled),
+                        item: decision_item,
+                    },
+                },
+                // Pins the location the tool opens: the one the permission layer decided.
+                Check::Scope => pin::pin(
+                    &call.name,
+                    &call.input,
+                    decision,
+                    &self.manifest.workspace,
+                    &self.scope,
+                )
+                .map(|pinned| target = pinned),
+            };
+            if let Err(denial) = verdict {
+                return Checked {
+                    verdict: Err(Stop::Denied(denial)),
+                    item: decision_item,
+                };
+            }
+            if turn.cancel.is_cancelled() {
+                return Checked {
+                    verdict: Err(Stop::Cancelled),
+                    item: decision_item,
+                };
+            }
+        }
+        Checked {
+            verdict: Ok(target),
+            item: decision_item,
+        }
+    }
 }
 
 /// The subjects that produced the call's decision (the strictest ones).
@@ -61,7 +140,7 @@ fn deciding(decision: &Decision) -> impl Iterator<Item = &SubjectDecision> {
 
 /// Text for a call the rules (or the default) deny.
 pub(super) fn denied_text(decision: &Decision, default: Option<Action>) -> String {
-    let mut parts: Vec<String> = deciding(decision).map(|s| describe(s, default)).collect();
+    let mut parts: Vec<String> = deciding(decision).map(|s| s.for_model(default)).collect();
     parts.dedup();
     let messages: Vec<&str> = deciding(decision)
         .filter_map(|s| s.rule.as_ref().and_then(|r| r.message.as_deref()))
@@ -76,7 +155,7 @@ pub(super) fn denied_text(decision: &Decision, default: Option<Action>) -> Strin
 
 /// Human-readable reason of a permission request: which subjects asked, and why.
 pub(super) fn ask_reason(decision: &Decision, default: Option<Action>) -> String {
-    let parts: Vec<String> = deciding(decision).map(|s| describe(s, default)).collect();
+    let parts: Vec<String> = deciding(decision).map(|s| s.for_model(default)).collect();
     format!("approval required: {}", parts.join("; "))
 }
 

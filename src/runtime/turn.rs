@@ -4,21 +4,20 @@
 //!
 //! Each call gets an id of its own when its response is read ([`calls`]).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::sync::atomic::AtomicUsize;
 
 use futures::stream::{FuturesOrdered, StreamExt};
 use tokio_util::sync::CancellationToken;
 
 use super::calls::{self, Call};
-use super::checks::{self, Check, Denial};
+use super::checks::{self, Stop};
 use super::deltas::Deltas;
-use super::{pin, Answer, Approver, EventSink, Pod, RunError};
+use super::{Approver, EventSink, Pod, RunError};
 use crate::model::{Message, ModelError, ModelRequest, ModelStop, ToolCall, ToolResult};
 use crate::permission::SubjectKind;
 use crate::protocol::{
-    Action, DecidedBy, Decision, DeniedBy, Event, InputItem, Item, PermissionRequest, PodState,
-    ReplyDecision, Resolution, ResolvedBy, RunResult, StopReason, Usage,
+    CallResult, Decision, DeniedBy, Event, InputItem, Item, OpenCalls, PodState, RunResult,
+    StopReason, Usage,
 };
 use crate::skills::Skill;
 use crate::tools::{ToolContext, ToolOutput};
@@ -29,25 +28,25 @@ use crate::tools::{ToolContext, ToolOutput};
 static SHELL_ANALYSIS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
 
 /// What one turn shares between its calls.
-struct Turn<'a> {
-    id: String,
-    events: &'a dyn EventSink,
-    cancel: CancellationToken,
-    skill: Option<Skill>,
+pub(super) struct Turn<'a> {
+    pub id: String,
+    pub events: &'a dyn EventSink,
+    pub cancel: CancellationToken,
+    pub skill: Option<Skill>,
     /// Permission requests waiting for an answer; drives the `status` events.
-    pending: AtomicUsize,
+    pub pending: AtomicUsize,
     /// Bumped on every `allow_session` grant, so that other asks of the turn still waiting can
     /// see whether the new grant answers them too.
-    grants: tokio::sync::watch::Sender<u64>,
+    pub grants: tokio::sync::watch::Sender<u64>,
 }
 
 impl Turn<'_> {
     /// Sends an event; waits while the client is behind.
-    async fn emit(&self, event: Event) {
+    pub async fn emit(&self, event: Event) {
         self.events.emit(event).await;
     }
 
-    async fn status(&self, state: PodState) {
+    pub async fn status(&self, state: PodState) {
         self.emit(Event::Status { state }).await;
     }
 }
@@ -75,16 +74,11 @@ impl RunningGuard<'_> {
     fn close_after_panic(&self) {
         let turn_id = &self.1;
         let mut state = self.0.state();
-        let mut closing: Vec<Item> = crate::session::open_calls(&state.items)
+        let mut closing: Vec<Item> = OpenCalls::of_items(&state.items)
+            .closing(TURN_FAILED_TEXT)
             .into_iter()
-            .filter(|(t, _)| t == turn_id)
-            .map(|(_, call_id)| Item::ToolResult {
-                turn_id: turn_id.clone(),
-                call_id: call_id.to_string(),
-                is_error: true,
-                content: TURN_FAILED_TEXT.to_string(),
-                denied_by: None,
-            })
+            .filter(|result| result.turn_id == *turn_id)
+            .map(Item::ToolResult)
             .collect();
         closing.push(Item::TurnEnded {
             turn_id: turn_id.clone(),
@@ -346,21 +340,15 @@ impl Pod {
             if let Some(decision) = outcome.decision {
                 self.record(decision);
             }
-            self.record(Item::ToolResult {
+            let result = CallResult {
                 turn_id: turn.id.clone(),
                 call_id: call.id.clone(),
                 is_error: outcome.output.is_error,
                 content: outcome.output.content.clone(),
                 denied_by: outcome.denied_by,
-            });
-            turn.emit(Event::ToolResult {
-                turn_id: turn.id.clone(),
-                call_id: call.id.clone(),
-                is_error: outcome.output.is_error,
-                content: outcome.output.content.clone(),
-                denied_by: outcome.denied_by,
-            })
-            .await;
+            };
+            self.record(Item::ToolResult(result.clone()));
+            turn.emit(Event::ToolResult(result)).await;
             results.push(ToolResult {
                 call_id: call.provider_id.clone(),
                 content: outcome.output.content,
@@ -403,73 +391,24 @@ impl Pod {
             };
         };
         let decision = self.decide(call).await;
-        let mut chain = Vec::new();
-        if let Some(skill) = &turn.skill {
-            chain.push(Check::Skill(skill));
-        }
-        chain.push(Check::Permission);
-        chain.extend(
-            self.hooks
-                .iter()
-                .filter(|h| h.applies_to(&call.name))
-                .map(Check::User),
-        );
-        chain.push(Check::Scope);
-
-        let mut decision_item = None;
-        let mut target = None;
-        for check in chain {
-            let verdict = match check {
-                Check::Skill(skill) => skill
-                    .check(&call.name, &decision)
-                    .map_err(|text| Denial::new(DeniedBy::Skill, text)),
-                Check::Permission => {
-                    // Boxed (as is the hook below): the state of an await lives in this future,
-                    // and a response's calls are all created up front, so a large inline state
-                    // (18 KB before) was allocated and copied per call.
-                    let (verdict, item) =
-                        Box::pin(self.permission_hook(turn, call, &decision)).await;
-                    decision_item = item;
-                    verdict
-                }
-                // Dropping a hook's future on cancel kills its process group. A hook runs in a
-                // slot, as a tool does.
-                Check::User(hook) => tokio::select! {
-                    verdict = Box::pin(async {
-                        let _slot = self.slots.acquire().await;
-                        hook.check(&call.id, &call.name, &call.input, &decision).await
-                    }) => {
-                        verdict.map_err(|text| Denial::new(DeniedBy::Hook, text))
-                    }
-                    () = turn.cancel.cancelled() => return Outcome {
-                        decision: decision_item,
-                        ..cancelled()
-                    },
-                },
-                // Pins the location the tool opens: the one the permission layer decided.
-                Check::Scope => pin::pin(
-                    &call.name,
-                    &call.input,
-                    &decision,
-                    &self.manifest.workspace,
-                    &self.scope,
-                )
-                .map(|pinned| target = pinned),
-            };
-            if let Err(denial) = verdict {
+        let checked = self.check(turn, call, &decision).await;
+        let decision_item = checked.item;
+        let target = match checked.verdict {
+            Ok(target) => target,
+            Err(Stop::Denied(denial)) => {
                 return Outcome {
                     output: ToolOutput::error(denial.text),
                     denied_by: Some(denial.by),
                     decision: decision_item,
-                };
+                }
             }
-            if turn.cancel.is_cancelled() {
+            Err(Stop::Cancelled) => {
                 return Outcome {
                     decision: decision_item,
                     ..cancelled()
-                };
+                }
             }
-        }
+        };
 
         let ctx = ToolContext {
             workspace: self.manifest.workspace.clone(),
@@ -524,219 +463,5 @@ impl Pod {
             Ok(decision) => decision,
             Err(_) => failed(),
         }
-    }
-
-    /// The built-in permission hook: the rules' decision, with an `ask` resolved by a session
-    /// grant, the approver, a timeout, or cancellation. Returns the verdict and the history item
-    /// recording who settled it (when the layer is on).
-    async fn permission_hook(
-        &self,
-        turn: &Turn<'_>,
-        call: &Call,
-        decision: &Decision,
-    ) -> (Result<(), Denial>, Option<Item>) {
-        let Some(rules) = self.policy.rules() else {
-            return (Ok(()), None);
-        };
-        let default = Some(rules.default_action());
-        let item = |action: Action, by: DecidedBy, request_id: Option<String>| {
-            Some(Item::PermissionDecision {
-                turn_id: turn.id.clone(),
-                call_id: call.id.clone(),
-                decision: action,
-                by,
-                request_id,
-                subjects: decision.subjects.clone(),
-            })
-        };
-        let ruled_by = if decision
-            .subjects
-            .iter()
-            .filter(|s| s.action == decision.decision)
-            .any(|s| s.rule.is_some())
-        {
-            DecidedBy::Rule
-        } else {
-            DecidedBy::Default
-        };
-        match decision.decision {
-            Action::Allow => return (Ok(()), item(Action::Allow, ruled_by, None)),
-            Action::Deny => {
-                let text = checks::denied_text(decision, default);
-                return (
-                    Err(Denial::new(DeniedBy::Permission, text)),
-                    item(Action::Deny, ruled_by, None),
-                );
-            }
-            Action::Ask => {}
-        }
-        let request_id = format!("perm_{}", uuid::Uuid::new_v4().simple());
-        let covered = self.state().grants.covers(decision);
-        if covered {
-            turn.emit(Event::PermissionResolved {
-                request_id: request_id.clone(),
-                turn_id: turn.id.clone(),
-                call_id: call.id.clone(),
-                decision: Resolution::Allow,
-                by: ResolvedBy::SessionGrant,
-            })
-            .await;
-            return (
-                Ok(()),
-                item(Action::Allow, DecidedBy::SessionGrant, Some(request_id)),
-            );
-        }
-        let approvals = match &self.approver {
-            Approver::FailClosed => {
-                let text = checks::fail_closed_text(decision, default);
-                return (
-                    Err(Denial::new(DeniedBy::Permission, text)),
-                    item(Action::Deny, DecidedBy::FailClosed, None),
-                );
-            }
-            Approver::Client(approvals) => approvals,
-        };
-        // A session grant is keyed by exact subject text; for a subject whose effect cannot be
-        // read (`eval ...`, `python -c ...`, an unparsed line) "always" would approve code nobody
-        // can see, and a write of pod's own files is approved one time at most, so only a
-        // one-time answer is offered.
-        let options = if decision
-            .subjects
-            .iter()
-            .any(|s| s.action == Action::Ask && (s.opaque || self.policy.protects(s)))
-        {
-            vec![ReplyDecision::AllowOnce, ReplyDecision::Deny]
-        } else {
-            vec![
-                ReplyDecision::AllowOnce,
-                ReplyDecision::AllowSession,
-                ReplyDecision::Deny,
-            ]
-        };
-        let timeout = rules.ask_timeout();
-        let expires_at = timeout.and_then(|t| {
-            let at = time::OffsetDateTime::now_utc() + t;
-            at.format(&time::format_description::well_known::Rfc3339)
-                .ok()
-        });
-        let answer = approvals.register(&request_id, options.clone());
-        if turn.pending.fetch_add(1, Ordering::SeqCst) == 0 {
-            turn.status(PodState::AwaitingPermission).await;
-        }
-        turn.emit(Event::PermissionRequest(PermissionRequest {
-            request_id: request_id.clone(),
-            turn_id: turn.id.clone(),
-            call_id: call.id.clone(),
-            tool: call.name.clone(),
-            input: call.input.clone(),
-            subjects: decision.subjects.clone(),
-            reason: checks::ask_reason(decision, default),
-            options,
-            expires_at,
-        }))
-        .await;
-        let sleep = async {
-            match timeout {
-                Some(t) => tokio::time::sleep(t).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::pin!(sleep);
-        let mut answer = answer;
-        let mut grants = turn.grants.subscribe();
-        // Biased: an answer already delivered (e.g. `disconnect` just before the turn is
-        // cancelled) wins over a cancel that became ready at the same time.
-        let settled: Result<Answer, ResolvedBy> = loop {
-            tokio::select! {
-                biased;
-                answer = &mut answer => break answer.map_err(|_| ResolvedBy::Disconnect),
-                () = &mut sleep => break Err(ResolvedBy::Timeout),
-                () = turn.cancel.cancelled() => break Err(ResolvedBy::Cancel),
-                // Another ask of this turn was answered `allow_session`: it may cover this one.
-                Ok(()) = grants.changed() => {
-                    if self.state().grants.covers(decision) {
-                        break Err(ResolvedBy::SessionGrant);
-                    }
-                }
-            }
-        };
-        approvals.finish(&request_id);
-        let (resolution, by, verdict) = match settled {
-            Ok(Answer::Client {
-                decision: reply,
-                message,
-            }) => match reply {
-                ReplyDecision::AllowOnce => (Resolution::Allow, ResolvedBy::Client, Ok(())),
-                ReplyDecision::AllowSession => {
-                    // Only what is new is logged: a second `allow_session` for a subject
-                    // already granted (two asks answered before either settled) adds nothing.
-                    let granted = {
-                        let mut state = self.state();
-                        let known: Vec<(String, String)> = decision
-                            .subjects
-                            .iter()
-                            .filter(|s| s.action == Action::Ask)
-                            .filter(|s| state.grants.contains(&s.tool, &s.subject))
-                            .map(|s| (s.tool.clone(), s.subject.clone()))
-                            .collect();
-                        let mut granted = state.grants.grant(decision);
-                        for (tool, subjects) in &mut granted {
-                            subjects.retain(|s| !known.contains(&(tool.clone(), s.clone())));
-                        }
-                        granted.retain(|(_, subjects)| !subjects.is_empty());
-                        granted
-                    };
-                    for (tool, subjects) in granted {
-                        self.record(Item::SessionGrant { tool, subjects });
-                    }
-                    turn.grants.send_modify(|version| *version += 1);
-                    (Resolution::Allow, ResolvedBy::Client, Ok(()))
-                }
-                ReplyDecision::Deny => (
-                    Resolution::Deny,
-                    ResolvedBy::Client,
-                    Err(checks::refused_text(message.as_deref())),
-                ),
-            },
-            Err(ResolvedBy::SessionGrant) => (Resolution::Allow, ResolvedBy::SessionGrant, Ok(())),
-            Ok(Answer::Closed(by)) | Err(by) => {
-                let text = match by {
-                    ResolvedBy::Timeout => {
-                        checks::timeout_text(timeout.unwrap_or(Duration::ZERO).as_secs())
-                    }
-                    ResolvedBy::Cancel => checks::CANCELLED_TEXT.to_string(),
-                    ResolvedBy::Shutdown => checks::SHUTDOWN_TEXT.to_string(),
-                    _ => checks::DISCONNECT_TEXT.to_string(),
-                };
-                (Resolution::Deny, by, Err(text))
-            }
-        };
-        turn.emit(Event::PermissionResolved {
-            request_id: request_id.clone(),
-            turn_id: turn.id.clone(),
-            call_id: call.id.clone(),
-            decision: resolution,
-            by,
-        })
-        .await;
-        if turn.pending.fetch_sub(1, Ordering::SeqCst) == 1 && !turn.cancel.is_cancelled() {
-            turn.status(PodState::Running).await;
-        }
-        let decided_by = match by {
-            ResolvedBy::Client => DecidedBy::Client,
-            ResolvedBy::SessionGrant => DecidedBy::SessionGrant,
-            ResolvedBy::Cancel => DecidedBy::Cancel,
-            ResolvedBy::Timeout => DecidedBy::Timeout,
-            ResolvedBy::Disconnect => DecidedBy::Disconnect,
-            ResolvedBy::Shutdown => DecidedBy::Shutdown,
-        };
-        let action = match resolution {
-            Resolution::Allow => Action::Allow,
-            Resolution::Deny => Action::Deny,
-        };
-        (
-            verdict.map_err(|text| Denial::new(DeniedBy::Approval, text)),
-            item(action, decided_by, Some(request_id)),
-        )
     }
 }

@@ -7,7 +7,6 @@
 //! still gets a `toolResult` for every open call, `turnEnded` with `stopReason: "error"`,
 //! `status: idle`, and a normal `run` result, and stdout stays clean.
 
-use std::collections::VecDeque;
 use std::future::Future;
 
 use serde::Serialize;
@@ -15,7 +14,7 @@ use tokio::sync::mpsc;
 
 use super::transport::Outbox;
 use crate::protocol::{
-    Event, PodState, Resolution, ResolvedBy, RunResult, StopReason, Usage, EVENT_METHOD,
+    Event, OpenCalls, PodState, Resolution, ResolvedBy, RunResult, StopReason, Usage, EVENT_METHOD,
 };
 use crate::runtime::{RunError, TURN_FAILED_TEXT};
 
@@ -49,7 +48,7 @@ pub fn notification(event: &Event) -> Option<String> {
 #[derive(Default)]
 struct Seen {
     turn_id: Option<String>,
-    open_calls: VecDeque<String>,
+    open_calls: OpenCalls,
     /// Permission requests sent and not resolved: (request id, call id).
     open_requests: Vec<(String, String)>,
 }
@@ -58,14 +57,10 @@ impl Seen {
     fn note(&mut self, event: &Event) {
         match event {
             Event::TurnStarted { turn_id } => self.turn_id = Some(turn_id.clone()),
-            Event::ToolCall { call_id, .. } => self.open_calls.push_back(call_id.clone()),
-            // Results come in call order, so the answered call is almost always the oldest.
-            Event::ToolResult { call_id, .. } => match self.open_calls.front() {
-                Some(first) if first == call_id => {
-                    self.open_calls.pop_front();
-                }
-                _ => self.open_calls.retain(|c| c != call_id),
-            },
+            Event::ToolCall {
+                turn_id, call_id, ..
+            } => self.open_calls.call(turn_id, call_id),
+            Event::ToolResult(result) => self.open_calls.result(&result.call_id),
             Event::PermissionRequest(r) => self
                 .open_requests
                 .push((r.request_id.clone(), r.call_id.clone())),
@@ -90,13 +85,12 @@ impl Seen {
                 by: ResolvedBy::Cancel,
             })
             .collect();
-        events.extend(self.open_calls.iter().map(|call_id| Event::ToolResult {
-            turn_id: turn_id.to_string(),
-            call_id: call_id.clone(),
-            is_error: true,
-            content: TURN_FAILED_TEXT.to_string(),
-            denied_by: None,
-        }));
+        events.extend(
+            self.open_calls
+                .closing(TURN_FAILED_TEXT)
+                .into_iter()
+                .map(Event::ToolResult),
+        );
         if self.turn_id.is_some() {
             events.push(Event::TurnEnded {
                 turn_id: turn_id.to_string(),

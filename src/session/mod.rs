@@ -6,16 +6,15 @@
 //! at each turn end, and reading a session back for resume. A torn last line (a crash mid-write)
 //! is dropped with a warning; a tool call left without a result is closed with a synthetic
 //! "interrupted" error result, so a resumed history never holds an unanswered call (calls are
-//! matched to results one by one, see [`open_calls`]).
+//! matched to results one by one, see [`OpenCalls`]).
 //!
 //! Must not touch: anything but its own files. This is the only writer in the state folder.
 
-use std::collections::{HashMap, VecDeque};
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
-use crate::protocol::{DeniedBy, Item};
+use crate::protocol::{Item, OpenCalls};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
@@ -190,7 +189,8 @@ impl SessionLog {
             path: path.clone(),
             file,
         };
-        for closing in close_orphans(&items) {
+        let orphans = OpenCalls::of_items(&items).closing(INTERRUPTED);
+        for closing in orphans.into_iter().map(Item::ToolResult) {
             log.append(&closing)?;
             items.push(closing);
         }
@@ -295,53 +295,10 @@ fn read_items(path: &Path) -> Result<(Vec<Item>, u64, bool, Vec<String>), Sessio
     Ok((items, valid_len, needs_newline, warnings))
 }
 
-/// The tool calls of `items` that have no result, in order, as (turn id, call id). Calls are
-/// matched per call, not per id: a result answers the earliest open call with its id, so a log
-/// written before call ids were unique in a session (where a model's repeated id was kept) still
-/// closes each of its calls once.
-pub fn open_calls(items: &[Item]) -> Vec<(&str, &str)> {
-    let mut open: Vec<Option<(&str, &str)>> = Vec::new();
-    // Call id -> positions in `open` still unanswered, oldest first.
-    let mut by_id: HashMap<&str, VecDeque<usize>> = HashMap::new();
-    for item in items {
-        match item {
-            Item::ToolCall {
-                turn_id, call_id, ..
-            } => {
-                by_id.entry(call_id).or_default().push_back(open.len());
-                open.push(Some((turn_id, call_id)));
-            }
-            Item::ToolResult { call_id, .. } => {
-                if let Some(at) = by_id
-                    .get_mut(call_id.as_str())
-                    .and_then(VecDeque::pop_front)
-                {
-                    open[at] = None;
-                }
-            }
-            _ => {}
-        }
-    }
-    open.into_iter().flatten().collect()
-}
-
-/// Synthetic results for every tool call that has none.
-fn close_orphans(items: &[Item]) -> Vec<Item> {
-    open_calls(items)
-        .into_iter()
-        .map(|(turn_id, call_id)| Item::ToolResult {
-            turn_id: turn_id.to_string(),
-            call_id: call_id.to_string(),
-            is_error: true,
-            content: INTERRUPTED.to_string(),
-            denied_by: None::<DeniedBy>,
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::CallResult;
 
     fn call(turn: &str, id: &str) -> Item {
         Item::ToolCall {
@@ -354,13 +311,13 @@ mod tests {
     }
 
     fn result(turn: &str, id: &str) -> Item {
-        Item::ToolResult {
+        Item::ToolResult(CallResult {
             turn_id: turn.into(),
             call_id: id.into(),
             is_error: false,
             content: String::new(),
             denied_by: None,
-        }
+        })
     }
 
     #[test]
@@ -374,11 +331,12 @@ mod tests {
             result("t2", "y"),
             call("t2", "y"),
         ];
-        assert_eq!(open_calls(&items), [("t2", "x"), ("t2", "y")]);
-        let closing = close_orphans(&items);
+        let open = OpenCalls::of_items(&items);
+        assert_eq!(open.iter().collect::<Vec<_>>(), [("t2", "x"), ("t2", "y")]);
+        let closing = open.closing(INTERRUPTED);
         assert_eq!(closing.len(), 2);
         let mut all = items.to_vec();
-        all.extend(closing);
-        assert!(open_calls(&all).is_empty());
+        all.extend(closing.into_iter().map(Item::ToolResult));
+        assert_eq!(OpenCalls::of_items(&all).iter().count(), 0);
     }
 }

@@ -21,6 +21,13 @@ export type Action = "allow" | "ask" | "deny";
  */
 export type AskMode = "client" | "failClosed";
 /**
+ * Which check of the chain produced an error result instead of running the tool.
+ *
+ * This interface was referenced by `PodProtocolV1`'s JSON-Schema
+ * via the `definition` "DeniedBy".
+ */
+export type DeniedBy = ("hook" | "skill" | "scope") | "permission" | "approval";
+/**
  * Who settled a permission decision recorded in history.
  *
  * This interface was referenced by `PodProtocolV1`'s JSON-Schema
@@ -32,13 +39,6 @@ export type DecidedBy =
   | "default"
   | "disabled"
   | "fail_closed";
-/**
- * Which check of the chain produced an error result instead of running the tool.
- *
- * This interface was referenced by `PodProtocolV1`'s JSON-Schema
- * via the `definition` "DeniedBy".
- */
-export type DeniedBy = ("hook" | "skill" | "scope") | "permission" | "approval";
 /**
  * The params of an `event` notification, tagged by `type`.
  *
@@ -73,14 +73,9 @@ export type Event =
       turnId: string;
       type: "permissionResolved";
     }
-  | {
-      callId: string;
-      content: string;
-      deniedBy?: DeniedBy | null;
-      isError: boolean;
-      turnId: string;
+  | (CallResult & {
       type: "toolResult";
-    }
+    })
   | {
       error?: string | null;
       stopReason: StopReason;
@@ -166,14 +161,9 @@ export type Item =
       turnId: string;
       type: "toolCall";
     }
-  | {
-      callId: string;
-      content: string;
-      deniedBy?: DeniedBy | null;
-      isError: boolean;
-      turnId: string;
+  | (CallResult & {
       type: "toolResult";
-    }
+    })
   | {
       by: DecidedBy;
       callId: string;
@@ -237,6 +227,20 @@ export interface PodProtocolV1 {
  * via the `definition` "ApprovalCapability".
  */
 export interface ApprovalCapability {}
+/**
+ * A tool call's result: the same in history (`toolResult` item) and on the wire (`toolResult`
+ * event).
+ *
+ * This interface was referenced by `PodProtocolV1`'s JSON-Schema
+ * via the `definition` "CallResult".
+ */
+export interface CallResult {
+  callId: string;
+  content: string;
+  deniedBy?: DeniedBy | null;
+  isError: boolean;
+  turnId: string;
+}
 /**
  * This interface was referenced by `PodProtocolV1`'s JSON-Schema
  * via the `definition` "CancelResult".
