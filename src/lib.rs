@@ -1,9 +1,11 @@
 //! pod: an LLM agent runtime driven over JSON-RPC 2.0 on stdio, whose tool calls pass through a
 //! declarative permission layer (tool x pattern -> allow / deny / ask).
 //!
-//! Data flows: `server` (transport, dispatch) -> `protocol` types -> `pod` (turn loop, check
+//! Data flows: `server` (transport, dispatch) -> `protocol` types -> `runtime` (turn loop, check
 //! chain) -> `permission` / hooks -> `tools` -> `session` log; `model` providers sit beside the
 //! turn. See `docs/architecture.md`.
+
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod builtin;
 pub mod chat;

@@ -1,5 +1,7 @@
 //! The `pod` binary: parses arguments and calls the library. Nothing else lives here.
 
+#![deny(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 

@@ -1,8 +1,8 @@
 //! The pod manifest (`pod.toml`): reading, validating and resolving it.
 //!
-//! Owns: the file format ([`file`]), error messages that name file, line, column and key, path
+//! Owns: the file format (`file`), error messages that name file, line, column and key, path
 //! resolution relative to the manifest's folder, and compiling `[permissions]` into
-//! [`Rules`](crate::permission::Rules) at load, so an invalid rule is a load error.
+//! `Rules`(crate::permission::Rules) at load, so an invalid rule is a load error.
 //!
 //! Must not touch: the runtime. A [`Manifest`] is plain resolved data; nothing here runs tools,
 //! starts hooks or talks to a model.
@@ -62,7 +62,7 @@ pub struct Manifest {
     pub skill_dirs: Vec<PathBuf>,
     pub hooks: Vec<HookConfig>,
     /// The folder holding this pod's session logs (`sessions/`): `[pod].state_dir`, or the
-    /// per-user default keyed by workspace ([`default_state_dir`]).
+    /// per-user default keyed by workspace (`default_state_dir`).
     pub state_dir: PathBuf,
     /// The state folder writes are kept out of: `state_dir` when it was set, else the per-user
     /// `pod` state folder holding every workspace's sessions.

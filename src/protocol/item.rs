@@ -15,7 +15,9 @@ pub enum DecidedBy {
     Default,
     /// No `[permissions]` section: the layer is off.
     Disabled,
-    /// An `ask` with no approver connected.
+    /// An `ask` with no approver connected. Spelled `failClosed`, as `askMode` spells it;
+    /// logs written before that said `fail_closed`, which still reads.
+    #[serde(rename = "failClosed", alias = "fail_closed")]
     FailClosed,
     Client,
     SessionGrant,

@@ -1,6 +1,6 @@
 //! The one list of methods a client calls: name -> params -> result.
 //!
-//! Everything else derives from the [`methods!`] table below: the [`Method`] types a typed client
+//! Everything else derives from the `methods!` table below: the `Method` types a typed client
 //! calls with (`client::call::<method::Run>`), the [`Request`] the server dispatches on, the
 //! method entries of `schema/methods.json` (through [`MethodVisitor`]), and from those the
 //! TypeScript client's method table. Adding a method is one line here; the compiler then points

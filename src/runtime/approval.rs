@@ -1,6 +1,6 @@
 //! The permission hook and who answers its asks.
 //!
-//! [`Pod::permission_hook`] applies the rules' decision to a call; an `ask` is settled by a
+//! `Pod::permission_hook` applies the rules' decision to a call; an `ask` is settled by a
 //! session grant, the approver, a timeout, or cancellation, each recorded in history.
 //!
 //! [`Approver::FailClosed`] (the default) denies every ask at once. [`Approver::Client`] hands

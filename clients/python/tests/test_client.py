@@ -151,7 +151,7 @@ class TurnTests(PodTestCase):
         self.assertTrue(result["isError"])
         self.assertEqual(result["deniedBy"], "permission")
         decisions = [i for i in await pod.history() if i["type"] == "permissionDecision"]
-        self.assertEqual([(d["decision"], d["by"]) for d in decisions], [("deny", "fail_closed")])
+        self.assertEqual([(d["decision"], d["by"]) for d in decisions], [("deny", "failClosed")])
 
 
 class PolicyFlowTests(PodTestCase):

@@ -38,7 +38,7 @@ export type DecidedBy =
   | "rule"
   | "default"
   | "disabled"
-  | "fail_closed";
+  | "failClosed";
 /**
  * The params of an `event` notification, tagged by `type`.
  *

@@ -9,8 +9,8 @@
 //! is returned flagged [`Opaque`], and the engine never allows it; text outside the subset makes
 //! the whole line unparsed ([`Opaque::ParseError`]).
 //!
-//! The parts, in the order data flows: [`parse`] (text to syntax, bounded), [`walk`] (syntax to
-//! subjects), [`programs`] (the table of what programs do with their arguments).
+//! The parts, in the order data flows: `parse` (text to syntax, bounded), `walk` (syntax to
+//! subjects), `programs` (the table of what programs do with their arguments).
 //!
 //! Must not: match rules, decide anything, or do I/O. It is a pure function from text to
 //! [`ShellSubjects`] whose cost is linear in the text, and it never panics.
