@@ -28,9 +28,15 @@ pub enum SubjectKind {
     Path,
     /// `path` is a search root (optional, default the workspace).
     SearchRoot,
+    /// A tool of an MCP server (`mcp__SERVER__TOOL`): its arguments as a `key=value` line, plus
+    /// a path subject per argument that names a file (`permission::mcp`).
+    Mcp,
     /// Anything else: the JSON of the input, keys sorted.
     Json,
 }
+
+/// How every MCP tool's name starts: `mcp__SERVER__TOOL`.
+pub const MCP_PREFIX: &str = "mcp__";
 
 impl Builtin {
     /// Every built-in tool, in the order `initialize` lists them.
@@ -86,9 +92,19 @@ impl Builtin {
 }
 
 impl SubjectKind {
-    /// The kind of a tool by name: the built-ins have theirs, anything else is `Json`.
+    /// The kind of a tool by name: the built-ins have theirs, a name starting with `mcp__` (in
+    /// any case, as rules match names) is `Mcp`, anything else is `Json`.
     pub fn of(tool: &str) -> SubjectKind {
-        Builtin::from_name(tool).map_or(SubjectKind::Json, Builtin::subject_kind)
+        match Builtin::from_name(tool) {
+            Some(builtin) => builtin.subject_kind(),
+            None if tool
+                .get(..MCP_PREFIX.len())
+                .is_some_and(|p| p.eq_ignore_ascii_case(MCP_PREFIX)) =>
+            {
+                SubjectKind::Mcp
+            }
+            None => SubjectKind::Json,
+        }
     }
 }
 
@@ -108,6 +124,9 @@ mod tests {
         assert_eq!(Builtin::from_name("Bash"), None);
         assert_eq!(SubjectKind::of("mcp_thing"), SubjectKind::Json);
         assert_eq!(SubjectKind::of("grep"), SubjectKind::SearchRoot);
+        assert_eq!(SubjectKind::of("mcp__fs__read_file"), SubjectKind::Mcp);
+        assert_eq!(SubjectKind::of("MCP__fs__x"), SubjectKind::Mcp);
+        assert_eq!(SubjectKind::of("mcp_"), SubjectKind::Json);
     }
 
     #[test]

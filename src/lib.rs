@@ -15,6 +15,7 @@ pub mod conformance;
 pub mod hooks;
 pub mod logging;
 pub mod manifest;
+pub mod mcp;
 pub mod model;
 pub mod permission;
 pub mod protocol;

@@ -2,6 +2,8 @@
 //! resolved. `schema/manifest.schema.json` is generated from these types, so their doc comments
 //! are the schema's descriptions.
 
+use std::collections::BTreeMap;
+
 use schemars::JsonSchema;
 use serde::Deserialize;
 use toml::Spanned;
@@ -22,6 +24,8 @@ pub struct ManifestFile {
     pub skills: Option<SkillsSection>,
     pub hooks: Option<HooksSection>,
     pub sandbox: Option<SandboxSection>,
+    /// MCP servers whose tools the model may call.
+    pub mcp: Option<McpSection>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema, Default)]
@@ -188,4 +192,57 @@ pub enum SandboxMode {
     Landlock,
     /// No confinement: processes run with the pod's own rights.
     Off,
+}
+
+/// Model Context Protocol servers (docs/manifest.md, "MCP servers").
+#[derive(Debug, Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct McpSection {
+    /// The servers by name (`[mcp.servers.NAME]`): each tool TOOL of server NAME is offered to
+    /// the model, and matched by rules, as `mcp__NAME__TOOL`. A name holds ASCII letters,
+    /// digits, `_` and `-`, no `__`, and neither starts nor ends with `_`.
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, McpServerEntry>")]
+    pub servers: BTreeMap<String, Spanned<McpServerEntry>>,
+}
+
+/// One MCP server: a program speaking MCP on its stdin and stdout (`command`), or a
+/// streamable HTTP endpoint (`url`).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerEntry {
+    /// The program to start (stdio). A name without `/` is searched on PATH; a path with `/`
+    /// starts at the manifest's folder. It runs inside the sandbox, like commands.
+    pub command: Option<String>,
+    /// Its arguments.
+    pub args: Option<Vec<String>>,
+    /// Environment variables set for it, on top of the pod's own environment.
+    pub env: Option<BTreeMap<String, String>>,
+    /// Its working folder, relative to the manifest's folder. Default: the workspace. Relative
+    /// paths in its tools' arguments are read from here.
+    pub cwd: Option<String>,
+    /// The URL of a streamable HTTP server, instead of `command`.
+    pub url: Option<String>,
+    /// false: the server is not started and its tools are not offered. Default true.
+    pub enabled: Option<bool>,
+    /// Seconds the server gets to start, answer `initialize` and list its tools. Default 30.
+    pub startup_timeout_secs: Option<u64>,
+    /// Seconds one call of its tools may take before it is cancelled. Default 120.
+    pub tool_timeout_secs: Option<u64>,
+    /// The default for this server's tool calls that no rule matches, by what a tool's
+    /// annotations say (each absent entry: `[permissions] default_action`).
+    pub default_action: Option<McpDefaultActions>,
+}
+
+/// Defaults by a tool's annotations: the server's word, trusted because this manifest names
+/// the server.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct McpDefaultActions {
+    /// Tools marked `readOnlyHint: true`.
+    pub read_only: Option<Action>,
+    /// Tools not read-only and marked `destructiveHint: false` (they only add).
+    pub additive: Option<Action>,
+    /// Every other tool, those without annotations included.
+    pub destructive: Option<Action>,
 }

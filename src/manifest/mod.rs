@@ -9,12 +9,14 @@
 
 mod error;
 pub mod file;
+pub mod mcp;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use error::{line_col, ManifestError};
 pub use file::{Provider, SandboxMode};
+pub use mcp::{McpConfig, McpServerConfig, McpTransport};
 
 use crate::builtin::Builtin;
 use crate::permission::{Policy, Protected, ProtectedPath, RuleSpec, Rules};
@@ -69,6 +71,8 @@ pub struct Manifest {
     pub state_root: PathBuf,
     /// `[sandbox]`.
     pub sandbox: SandboxConfig,
+    /// `[mcp]`: the MCP servers to start.
+    pub mcp: McpConfig,
 }
 
 /// `[sandbox]`, resolved.
@@ -314,6 +318,8 @@ impl Manifest {
             },
         };
 
+        let mcp = mcp::resolve(raw.mcp, text, path, &dir, &workspace)?;
+
         let model = raw.model.unwrap_or_default();
         at_least_one("model", "max_response_bytes", model.max_response_bytes)?;
         at_least_one(
@@ -367,6 +373,7 @@ impl Manifest {
             state_dir,
             state_root,
             sandbox,
+            mcp,
         })
     }
 
@@ -388,6 +395,7 @@ impl Manifest {
     pub fn policy(&self) -> Policy {
         Policy::new(self.permissions.clone(), self.workspace.clone())
             .with_protected(Protected::new(self.protected_paths()))
+            .with_mcp(self.mcp.rules())
     }
 
     /// Pod's own files, which no write gets without a person: the manifest and every other
@@ -416,6 +424,19 @@ impl Manifest {
                 let named = (i == 0 && word.contains('/')) || (i > 0 && candidate.is_file());
                 if named {
                     out.push(entry(candidate, "a hook program"));
+                }
+            }
+        }
+        for server in &self.mcp.servers {
+            let McpTransport::Stdio {
+                command, args, cwd, ..
+            } = &server.transport;
+            let words = std::iter::once((command, self.dir.as_path()))
+                .chain(args.iter().map(|a| (a, cwd.as_path())));
+            for (i, (word, base)) in words.enumerate() {
+                let candidate = base.join(word);
+                if (i == 0 && word.contains('/')) || (i > 0 && candidate.is_file()) {
+                    out.push(entry(candidate, "an MCP server program"));
                 }
             }
         }

@@ -100,6 +100,15 @@ fn grantable(policy: &Policy, tool: &str, subject: &str) -> Result<(), String> {
     let input = match kind {
         SubjectKind::Shell => serde_json::json!({ "command": subject }),
         SubjectKind::Path | SubjectKind::SearchRoot => serde_json::json!({ "path": subject }),
+        // An MCP call's subjects depend on its server's annotations, not known before the
+        // servers start: its grants are asked again rather than guessed at.
+        SubjectKind::Mcp => {
+            return Err(
+                "grants of MCP tools are not restored (their decision depends on the tool's \
+                 annotations, known only once the server runs)"
+                    .into(),
+            )
+        }
         SubjectKind::Json => match serde_json::from_str::<serde_json::Value>(subject) {
             Ok(value @ serde_json::Value::Object(_)) => value,
             _ => return Err("it is not the JSON input of a call of this tool".into()),

@@ -37,7 +37,7 @@ fn reason(kind: &str, tool: &str) -> String {
 impl Rules {
     /// The first rule for `kind` that does not also name `tool`, whose pattern matches `text`.
     /// A rule naming both (such as `tool = "*"`) already decided `tool`'s own subject.
-    fn first_of_kind(&self, tool: &str, kind: &str, text: &str) -> Option<&Rule> {
+    pub(super) fn first_of_kind(&self, tool: &str, kind: &str, text: &str) -> Option<&Rule> {
         self.rules
             .iter()
             .find(|r| r.tool.matches(kind) && !r.tool.matches(tool) && r.pattern.matches(text))

@@ -14,6 +14,7 @@ mod grants;
 pub mod kinds;
 pub mod links;
 pub mod lint;
+pub mod mcp;
 pub mod path;
 mod pattern;
 mod protected;
@@ -29,7 +30,7 @@ pub use protected::{Protected, ProtectedPath};
 
 use crate::builtin::Builtin;
 pub use crate::builtin::SubjectKind;
-use crate::protocol::{Action, Decision, RuleRef, SubjectDecision};
+use crate::protocol::{Action, Decision, RuleRef, SubjectDecision, ToolAnnotations};
 
 /// One rule as written in the manifest, before compilation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -217,6 +218,10 @@ impl Rules {
     /// matches it (None otherwise).
     fn decide_subject(&self, subject: Subject) -> Option<SubjectDecision> {
         let rule = self.first_match(&subject.tool, &subject.text);
+        let default = subject
+            .default
+            .as_ref()
+            .map_or(self.default_action, |(action, _)| *action);
         let (mut action, mut rule_ref, mut note) = match (rule, &subject.problem) {
             _ if subject.deny_only => match rule {
                 Some(r) if r.spec.action == Action::Deny => (
@@ -243,7 +248,7 @@ impl Rules {
             // (bash runs the lines before a syntax error), so no rule or default may allow it:
             // matching it would be the raw-string glob the engine exists to avoid.
             (rule, Some(Problem::Unparsed(why))) => {
-                let action = rule.map_or(self.default_action, |r| r.spec.action);
+                let action = rule.map_or(default, |r| r.spec.action);
                 let note = if action == Action::Allow {
                     format!("{why}: an unparsed command is never allowed, so it asks")
                 } else {
@@ -257,7 +262,7 @@ impl Rules {
             }
             // Soundness: what the engine cannot read is never allowed, by a rule or a default.
             (rule, Some(Problem::Opaque(why))) => {
-                let action = rule.map_or(self.default_action, |r| r.spec.action);
+                let action = rule.map_or(default, |r| r.spec.action);
                 let note = if action == Action::Allow {
                     format!("{why}: it is never allowed, so it asks")
                 } else {
@@ -270,7 +275,7 @@ impl Rules {
                 )
             }
             (Some(rule), None) => (rule.spec.action, Some(rule.reference()), None),
-            (None, None) => (self.default_action, None, None),
+            (None, None) => (default, None, subject.default.map(|(_, note)| note)),
         };
         for &offset in &subject.also_from {
             let Some(part) = subject.text.get(offset..) else {
@@ -310,6 +315,8 @@ pub struct Policy {
     workspace: PathBuf,
     /// Pod's own files, which writes never get without a person (`protected.rs`).
     protected: Protected,
+    /// The MCP servers the session may have: where their paths start, their defaults.
+    mcp: Vec<mcp::McpServerRules>,
 }
 
 impl Policy {
@@ -319,7 +326,27 @@ impl Policy {
             rules,
             workspace,
             protected: Protected::default(),
+            mcp: Vec::new(),
         }
+    }
+
+    /// This policy knowing `servers` as well (their working folders and defaults); a server
+    /// already known by that name (in any case) is replaced.
+    pub fn with_mcp(mut self, servers: impl IntoIterator<Item = mcp::McpServerRules>) -> Policy {
+        for server in servers {
+            self.mcp
+                .retain(|s| !s.name.eq_ignore_ascii_case(&server.name));
+            self.mcp.push(server);
+        }
+        self
+    }
+
+    /// The configured MCP server a tool name belongs to, if any.
+    pub fn mcp_server(&self, tool: &str) -> Option<&mcp::McpServerRules> {
+        let (server, _) = mcp::split(tool)?;
+        self.mcp
+            .iter()
+            .find(|s| s.name.eq_ignore_ascii_case(server))
     }
 
     pub fn rules(&self) -> Option<&Rules> {
@@ -334,8 +361,38 @@ impl Policy {
     /// action the strictest of them (deny > ask > allow). With the layer off, every subject is
     /// allowed and no rule is named.
     pub fn decide(&self, tool: &str, input: &serde_json::Value) -> Decision {
-        let subjects = subjects(tool, SubjectKind::of(tool), input, &self.workspace);
-        self.decide_subjects(tool, subjects)
+        self.decide_with(tool, input, None)
+    }
+
+    /// [`Policy::decide`] for a tool with `annotations` (an MCP tool's, as its server lists
+    /// them; `None`: none known, which reads as MCP's defaults, a destructive tool). Ignored
+    /// for other tools.
+    pub fn decide_with(
+        &self,
+        tool: &str,
+        input: &serde_json::Value,
+        annotations: Option<&ToolAnnotations>,
+    ) -> Decision {
+        let kind = SubjectKind::of(tool);
+        if kind != SubjectKind::Mcp {
+            let subjects = subjects(tool, kind, input, &self.workspace);
+            let governed = kinds::governed(self.rules.as_ref(), tool, &subjects);
+            return self.decide_subjects(subjects, governed);
+        }
+        let effect = mcp::Effect::of(annotations);
+        let call = mcp::subjects(tool, input, effect, self.mcp_server(tool), &self.workspace);
+        let governed = match &self.rules {
+            Some(rules) => mcp::governed(
+                rules,
+                &self.protected,
+                &self.workspace,
+                tool,
+                &call.paths,
+                effect,
+            ),
+            None => Vec::new(),
+        };
+        self.decide_subjects(call.subjects, governed)
     }
 
     /// The decision for a call whose subjects could not be extracted (the runtime gave up on a
@@ -346,19 +403,19 @@ impl Policy {
             None => sorted_json(input),
         };
         self.decide_subjects(
-            tool,
             vec![Subject::new(
                 tool,
                 text,
                 Some(Problem::Unparsed(why.to_string())),
             )],
+            Vec::new(),
         )
     }
 
-    /// Each subject decided (a shell line's subjects come deduplicated), plus the subjects
-    /// other tools' rules add (`kinds.rs`), with protected writes tightened (`protected.rs`).
-    fn decide_subjects(&self, tool: &str, subjects: Vec<Subject>) -> Decision {
-        let governed = kinds::governed(self.rules.as_ref(), tool, &subjects);
+    /// Each subject decided (a shell line's subjects come deduplicated), plus `governed`, the
+    /// subjects other tools' rules add (`kinds.rs`, `mcp.rs`), with protected writes tightened
+    /// (`protected.rs`).
+    fn decide_subjects(&self, subjects: Vec<Subject>, governed: Vec<SubjectDecision>) -> Decision {
         let subjects = subjects.into_iter();
         let mut subjects: Vec<SubjectDecision> = match &self.rules {
             Some(rules) => subjects.filter_map(|s| rules.decide_subject(s)).collect(),
@@ -419,6 +476,9 @@ struct Subject {
     guess: bool,
     /// A file a program writes (`cp x .env`): only deny rules apply.
     deny_only: bool,
+    /// The default when no rule matches, when it is not `[permissions] default_action` (an MCP
+    /// server's default for the tool's annotations), and the note saying so.
+    default: Option<(Action, String)>,
 }
 
 impl Subject {
@@ -434,6 +494,7 @@ impl Subject {
             also_from: Vec::new(),
             guess: false,
             deny_only: false,
+            default: None,
         }
     }
 }
@@ -468,7 +529,8 @@ fn subjects(
                 .map(|text| Subject::plain(tool, text))
                 .collect()
         }
-        SubjectKind::Json => vec![Subject::plain(tool, sorted_json(input))],
+        // MCP calls have subjects of their own (`Policy::decide_with`); here only as JSON.
+        SubjectKind::Json | SubjectKind::Mcp => vec![Subject::plain(tool, sorted_json(input))],
     }
 }
 

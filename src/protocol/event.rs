@@ -4,7 +4,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    CallResult, ReplyDecision, Resolution, ResolvedBy, StopReason, SubjectDecision, Usage,
+    CallResult, ReplyDecision, Resolution, ResolvedBy, StopReason, SubjectDecision,
+    ToolAnnotations, Usage,
 };
 
 /// What the pod is doing, as reported by `status` events.
@@ -33,6 +34,9 @@ pub struct PermissionRequest {
     pub options: Vec<ReplyDecision>,
     /// RFC 3339 time when the request resolves as denied by timeout, or null.
     pub expires_at: Option<String>,
+    /// For an MCP tool, its annotations as its server lists them (omitted when it has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<ToolAnnotations>,
 }
 
 /// The params of an `event` notification, tagged by `type`.

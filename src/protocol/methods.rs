@@ -74,6 +74,57 @@ pub struct ToolInfo {
     pub name: String,
     pub description: String,
     pub input_schema: serde_json::Value,
+    /// An MCP tool's annotations, as its server lists them; absent for built-in tools and for
+    /// MCP tools without any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<ToolAnnotations>,
+}
+
+/// What an MCP server says about one of its tools (MCP's `ToolAnnotations`): hints in the
+/// server's own words, which pod does not check. An absent hint takes MCP's default:
+/// `readOnlyHint` false, `destructiveHint` true, `idempotentHint` false, `openWorldHint` true.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolAnnotations {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// True: the tool does not change its environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+    /// Only when not read-only. True: it may destroy or overwrite; false: it only adds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    /// Only when not read-only. True: calling it again with the same input changes nothing more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    /// True: it reaches an open world of external entities (the web, other people's systems).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
+}
+
+/// Whether an MCP server of the session runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum McpServerState {
+    /// It answered `initialize` and listed its tools, which are in `tools`.
+    Running,
+    /// It did not start (see `error`); calls of its tools get an error result.
+    Failed,
+    /// It started, then exited (see `error`); calls of its tools get an error result.
+    Exited,
+}
+
+/// One MCP server of the session (`[mcp.servers.NAME]`), as `initialize` reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpServerInfo {
+    pub name: String,
+    pub state: McpServerState,
+    /// How many of its tools are offered to the model (as `mcp__NAME__TOOL`).
+    pub tools: usize,
+    /// Why it is not running, or which of its tools were left out and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// How an `ask` is resolved on this connection.
@@ -141,6 +192,9 @@ pub struct InitializeResult {
     pub tools: Vec<ToolInfo>,
     pub permissions: PermissionsInfo,
     pub sandbox: SandboxInfo,
+    /// The MCP servers of the session (omitted when there are none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp_servers: Vec<McpServerInfo>,
 }
 
 /// One piece of user input to a turn.

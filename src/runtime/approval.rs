@@ -291,6 +291,10 @@ impl Pod {
             reason: checks::ask_reason(decision, default),
             options,
             expires_at,
+            annotations: self
+                .toolbox
+                .get(&call.name)
+                .and_then(|t| t.annotations().cloned()),
         }))
         .await;
         let sleep = async {

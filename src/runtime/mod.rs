@@ -28,10 +28,13 @@ pub use approval::{Answer, Approvals, Approver, ReplyError};
 pub use turn::TURN_FAILED_TEXT;
 
 use crate::hooks::UserHook;
-use crate::manifest::Manifest;
+use crate::manifest::{Manifest, McpServerConfig};
+use crate::mcp::McpServers;
 use crate::model::{self, Message, Model, ModelError};
 use crate::permission::{FileRules, Policy, SessionGrants};
-use crate::protocol::{AskMode, Event, Item, PermissionsInfo, SandboxInfo, ToolInfo};
+use crate::protocol::{
+    AskMode, Event, Item, McpServerInfo, PermissionsInfo, SandboxInfo, ToolInfo,
+};
 use crate::sandbox::{Sandbox, SandboxError};
 use crate::scope::Scope;
 use crate::session::{SessionError, SessionLog};
@@ -82,6 +85,9 @@ pub struct PodOptions {
     /// Resume this session id instead of starting a new one.
     pub resume: Option<String>,
     pub approver: Approver,
+    /// MCP servers to start besides the manifest's (a front-end's, such as ACP's `mcpServers`);
+    /// one named like a manifest's server replaces it. Only [`Pod::start`] starts servers.
+    pub mcp_servers: Vec<McpServerConfig>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -130,8 +136,11 @@ pub struct Pod {
     model: Box<dyn Model>,
     skills: Skills,
     hooks: Vec<UserHook>,
-    /// Bounds every process the tools and hooks start; its `$TMPDIR` goes when the pod drops.
+    /// Bounds every process the tools, hooks and MCP servers start; its `$TMPDIR` goes when the
+    /// pod drops.
     sandbox: Arc<Sandbox>,
+    /// The session's MCP servers, whose tools are in `toolbox`.
+    mcp: McpServers,
     approver: Approver,
     resumed: bool,
     /// Session grants of the resumed log that the rules in force no longer allow.
@@ -146,7 +155,45 @@ pub struct Pod {
 
 impl Pod {
     /// Builds a pod from a manifest: tools, model, skills, hooks, and a new or resumed session.
+    /// It starts no MCP server: [`Pod::start`] does.
     pub fn open(manifest: Manifest, options: PodOptions) -> Result<Arc<Pod>, PodError> {
+        if !manifest.mcp.servers.is_empty() || !options.mcp_servers.is_empty() {
+            tracing::warn!(
+                "Pod::open starts no MCP servers (Pod::start does): their tools are not offered"
+            );
+        }
+        Ok(Arc::new(Pod::build(manifest, options, Vec::new())?))
+    }
+
+    /// [`Pod::open`], with the MCP servers of the manifest and of `options.mcp_servers` started
+    /// in the session's sandbox, in parallel, each under its start-up timeout. A server that
+    /// fails does not fail the pod: it is reported in [`Pod::mcp_servers`] and the log, and
+    /// calls of its tools get an error result.
+    pub async fn start(manifest: Manifest, mut options: PodOptions) -> Result<Arc<Pod>, PodError> {
+        let extra = std::mem::take(&mut options.mcp_servers);
+        let mut configs: Vec<McpServerConfig> = manifest
+            .mcp
+            .servers
+            .iter()
+            .filter(|c| !extra.iter().any(|e| e.name.eq_ignore_ascii_case(&c.name)))
+            .cloned()
+            .collect();
+        configs.extend(extra.iter().cloned());
+        let mut pod = Pod::build(manifest, options, extra)?;
+        let servers = crate::mcp::start(&configs, &pod.sandbox).await;
+        pod.toolbox = std::mem::take(&mut pod.toolbox).with(servers.tools());
+        pod.tool_infos = pod.toolbox.info();
+        pod.mcp = servers;
+        Ok(Arc::new(pod))
+    }
+
+    /// The pod without its MCP servers; `extra` are the servers a front-end adds (for the
+    /// permission layer, which must know them before the session's grants are restored).
+    fn build(
+        manifest: Manifest,
+        options: PodOptions,
+        extra: Vec<McpServerConfig>,
+    ) -> Result<Pod, PodError> {
         let model = model::from_config(&manifest.model)?;
         let skills = Skills::load(&manifest.skill_dirs)?;
         let toolbox = Toolbox::builtin(&manifest.tools);
@@ -161,7 +208,11 @@ impl Pod {
             }
             None => (SessionLog::create(&sessions)?, Vec::new(), false),
         };
-        let policy = Arc::new(manifest.policy());
+        let policy = Arc::new(
+            manifest
+                .policy()
+                .with_mcp(extra.iter().map(McpServerConfig::rules)),
+        );
         // The log is a file: every grant in it is checked against the rules in force now.
         let (grants, dropped) = SessionGrants::restore(
             &policy,
@@ -201,7 +252,7 @@ impl Pod {
             .cloned()
             .map(|h| UserHook::new(h).with_sandbox(sandbox.clone()))
             .collect();
-        Ok(Arc::new(Pod {
+        Ok(Pod {
             files: Arc::new(FileRules::new(policy.clone())),
             policy,
             scope: Scope::new(&manifest.workspace, &manifest.writable),
@@ -211,6 +262,7 @@ impl Pod {
             skills,
             hooks,
             sandbox,
+            mcp: McpServers::none(),
             approver: options.approver,
             resumed,
             dropped_grants: dropped.len(),
@@ -226,7 +278,7 @@ impl Pod {
             exclusive: tokio::sync::Mutex::new(()),
             slots: tokio::sync::Semaphore::new(manifest.max_parallel),
             manifest,
-        }))
+        })
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -253,6 +305,17 @@ impl Pod {
 
     pub fn tools(&self) -> &[ToolInfo] {
         &self.tool_infos
+    }
+
+    /// The session's MCP servers and their states, for `initialize`.
+    pub fn mcp_servers(&self) -> Vec<McpServerInfo> {
+        self.mcp.info()
+    }
+
+    /// Stops the MCP servers (at shutdown): calls of their tools get an error result from then
+    /// on.
+    pub async fn stop_mcp(&self) {
+        self.mcp.stop().await;
     }
 
     /// What the sandbox holds for this session.

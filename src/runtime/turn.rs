@@ -17,7 +17,7 @@ use crate::model::{Message, ModelError, ModelRequest, ModelStop, ToolCall, ToolR
 use crate::permission::SubjectKind;
 use crate::protocol::{
     CallResult, Decision, DeniedBy, Event, InputItem, Item, OpenCalls, PodState, RunResult,
-    StopReason, Usage,
+    StopReason, ToolAnnotations, Usage,
 };
 use crate::skills::Skill;
 use crate::tools::{ToolContext, ToolOutput};
@@ -380,17 +380,21 @@ impl Pod {
         // A tool that does not exist (or is not enabled) fails before anything is asked: there
         // is nothing to approve.
         let Some(tool) = self.toolbox.get(&call.name) else {
-            return Outcome {
-                output: ToolOutput::error(format!(
+            // A tool of an MCP server that did not start, exited or left it out: say which.
+            let text = self.mcp.unavailable(&call.name).unwrap_or_else(|| {
+                format!(
                     "unknown tool \"{}\" (enabled tools: {})",
                     call.name,
                     self.toolbox.names().join(", ")
-                )),
+                )
+            });
+            return Outcome {
+                output: ToolOutput::error(text),
                 denied_by: None,
                 decision: None,
             };
         };
-        let decision = self.decide(call).await;
+        let decision = self.decide(call, tool.annotations()).await;
         let checked = self.check(turn, call, &decision).await;
         let decision_item = checked.item;
         let target = match checked.verdict {
@@ -444,9 +448,12 @@ impl Pod {
     /// The permission layer's decision for a call. Shell commands are analyzed on a blocking
     /// thread, one at a time ([`SHELL_ANALYSIS`]), so the server's single thread never waits on
     /// them; any failure on the way is an unparsed command, which nothing allows.
-    async fn decide(&self, call: &Call) -> Decision {
+    /// An MCP tool's `annotations` (as its server lists them) select its default.
+    async fn decide(&self, call: &Call, annotations: Option<&ToolAnnotations>) -> Decision {
         if SubjectKind::of(&call.name) != SubjectKind::Shell {
-            return self.policy.decide(&call.name, &call.input);
+            return self
+                .policy
+                .decide_with(&call.name, &call.input, annotations);
         }
         let failed = || {
             self.policy.unparsed(

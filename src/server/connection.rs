@@ -28,6 +28,9 @@ pub struct Connection {
     resume: Option<String>,
     out: Outbox,
     opened: Mutex<Option<Opened>>,
+    /// Set while `initialize` opens the pod (MCP servers may take seconds to start): a second
+    /// `initialize` meanwhile is refused as if the first had finished.
+    opening: AtomicBool,
     turn: Mutex<Option<CancellationToken>>,
     shutting_down: AtomicBool,
 }
@@ -44,6 +47,7 @@ impl Connection {
             resume,
             out,
             opened: Mutex::new(None),
+            opening: AtomicBool::new(false),
             turn: Mutex::new(None),
             shutting_down: AtomicBool::new(false),
         })
@@ -81,15 +85,19 @@ impl Connection {
     /// Fails unless `initialize` may run now.
     pub fn check_can_initialize(&self) -> Result<(), MethodError> {
         self.check_not_shutting_down()?;
-        if lock(&self.opened).is_some() {
+        if lock(&self.opened).is_some() || self.opening.load(Ordering::SeqCst) {
             return Err(MethodError::AlreadyInitialized);
         }
         Ok(())
     }
 
-    /// Opens the pod (new or resumed session). `approval`: the client answers asks.
-    pub fn open(&self, approval: bool) -> Result<Opened, MethodError> {
+    /// Opens the pod (new or resumed session), its MCP servers started. `approval`: the client
+    /// answers asks.
+    pub async fn open(&self, approval: bool) -> Result<Opened, MethodError> {
         self.check_can_initialize()?;
+        if self.opening.swap(true, Ordering::SeqCst) {
+            return Err(MethodError::AlreadyInitialized);
+        }
         let approvals = approval.then(Approvals::new);
         let approver = match &approvals {
             Some(a) => Approver::Client(a.clone()),
@@ -98,11 +106,19 @@ impl Connection {
         let options = PodOptions {
             resume: self.resume.clone(),
             approver,
+            mcp_servers: Vec::new(),
         };
-        let pod = Pod::open(self.manifest.clone(), options)
-            .map_err(|e| MethodError::Internal(format!("cannot open the pod: {e}")))?;
+        let pod = Pod::start(self.manifest.clone(), options).await;
+        let pod = match pod {
+            Ok(pod) => pod,
+            Err(e) => {
+                self.opening.store(false, Ordering::SeqCst);
+                return Err(MethodError::Internal(format!("cannot open the pod: {e}")));
+            }
+        };
         let opened = Opened { pod, approvals };
         *lock(&self.opened) = Some(opened.clone());
+        self.opening.store(false, Ordering::SeqCst);
         Ok(opened)
     }
 
@@ -151,6 +167,14 @@ impl Connection {
             approvals.close(by);
         }
         self.cancel_turn();
+    }
+
+    /// Stops the pod's MCP servers (at exit).
+    pub async fn stop_mcp(&self) {
+        let opened = lock(&self.opened).clone();
+        if let Some(opened) = opened {
+            opened.pod.stop_mcp().await;
+        }
     }
 
     /// Flushes the session log (before exit).

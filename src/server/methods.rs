@@ -49,7 +49,7 @@ impl Service for Methods {
             let request = Request::parse(method, params.as_deref().map(RawValue::get))
                 .map_err(|e| MethodError::InvalidParams(e.0))?;
             match request {
-                Request::Initialize(p) => reply::<method::Initialize>(initialize(p, &conn)),
+                Request::Initialize(p) => reply::<method::Initialize>(initialize(p, &conn).await),
                 Request::Run(p) => reply::<method::Run>(run(p, &conn, detach).await),
                 Request::Cancel(_) => reply::<method::Cancel>(cancel(&conn)),
                 Request::PermissionReply(p) => {
@@ -77,13 +77,13 @@ fn reply<M: Method>(outcome: Result<M::Result>) -> Reply {
     })
 }
 
-fn initialize(params: InitializeParams, conn: &Connection) -> Result<InitializeResult> {
+async fn initialize(params: InitializeParams, conn: &Connection) -> Result<InitializeResult> {
     if params.protocol_version != PROTOCOL_VERSION {
         return Err(MethodError::UnsupportedProtocolVersion(
             params.protocol_version,
         ));
     }
-    let opened = conn.open(params.capabilities.approval.is_some())?;
+    let opened = conn.open(params.capabilities.approval.is_some()).await?;
     if let Some(client) = params.client_info {
         tracing::info!(name = %client.name, version = %client.version, "client connected");
     }
@@ -102,6 +102,7 @@ fn initialize(params: InitializeParams, conn: &Connection) -> Result<InitializeR
         tools: pod.tools().to_vec(),
         permissions: pod.permissions_info(),
         sandbox: pod.sandbox_info(),
+        mcp_servers: pod.mcp_servers(),
     })
 }
 

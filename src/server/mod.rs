@@ -143,6 +143,7 @@ where
         {
             tracing::warn!("the turn did not end within {WIND_DOWN_BUDGET:?}");
         }
+        conn.stop_mcp().await;
         conn.flush();
     };
     tokio::pin!(wind_down);

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::builtin::Builtin;
 use crate::permission::{path, FileRules};
-use crate::protocol::ToolInfo;
+use crate::protocol::{ToolAnnotations, ToolInfo};
 use crate::sandbox::Sandbox;
 
 pub mod bash;
@@ -107,10 +107,15 @@ impl ToolContext {
 
 #[async_trait]
 pub trait Tool: Send + Sync {
-    fn name(&self) -> &'static str;
-    fn description(&self) -> &'static str;
-    /// JSON Schema of the input (from schemars).
+    fn name(&self) -> &str;
+    fn description(&self) -> &str;
+    /// JSON Schema of the input (from schemars for the built-in tools).
     fn input_schema(&self) -> serde_json::Value;
+    /// What the tool's provider says about its effects (an MCP server's annotations); none for
+    /// the built-in tools, whose effects the permission layer knows.
+    fn annotations(&self) -> Option<&ToolAnnotations> {
+        None
+    }
     /// Whether calls of this tool may run at the same time as other calls of the same model
     /// response. Results are committed in call order either way.
     fn concurrent(&self) -> bool {
@@ -134,11 +139,18 @@ impl Toolbox {
         }
     }
 
+    /// This toolbox with `tools` after its own (MCP tools, whose names never clash with a
+    /// built-in's: they start with `mcp__`).
+    pub fn with(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Toolbox {
+        self.tools.extend(tools);
+        self
+    }
+
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
         self.tools.iter().find(|t| t.name() == name)
     }
 
-    pub fn names(&self) -> Vec<&'static str> {
+    pub fn names(&self) -> Vec<&str> {
         self.tools.iter().map(|t| t.name()).collect()
     }
 
@@ -149,6 +161,7 @@ impl Toolbox {
                 name: t.name().to_string(),
                 description: t.description().to_string(),
                 input_schema: t.input_schema(),
+                annotations: t.annotations().cloned(),
             })
             .collect()
     }

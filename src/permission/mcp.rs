@@ -1,0 +1,703 @@
+//! MCP tools in the rule language: their names (`mcp__SERVER__TOOL`), the subjects of a call,
+//! and the default a tool's annotations select (docs/permissions.md, "MCP tools").
+//!
+//! Owns: which names are valid (for every provider: `[A-Za-z0-9_-]`, at most 64 characters) and
+//! how a name splits into server and tool; how a call's arguments become subjects: one line of
+//! `key=value` pairs in key order, plus one path subject per argument that names a file (by its
+//! name, or a `file://` value), normalized like `read`'s against the server's working folder;
+//! what the rules of `read` and `file_write` add for those paths; which default a server's
+//! `default_action` table gives a tool by its annotations.
+//!
+//! The subjects depend only on the call's input, the tool's annotations and the manifest, never
+//! on the running server, so `pod explain` decides a call exactly as the running pod does
+//! without starting anything. What cannot be rendered faithfully is opaque (never allowed by a
+//! default or a rule).
+//!
+//! Must not touch: the servers, the wire.
+
+use std::path::{Path, PathBuf};
+
+use super::{path, sorted_json, Problem, Protected, Rules, Subject};
+pub use crate::builtin::MCP_PREFIX;
+use crate::protocol::{Action, SubjectDecision, ToolAnnotations};
+
+/// Between the server's name and the tool's: `mcp__SERVER__TOOL`.
+pub const SEPARATOR: &str = "__";
+
+/// The longest tool name every provider accepts (Anthropic and OpenAI:
+/// `^[a-zA-Z0-9_-]{1,64}$`).
+pub const MAX_NAME_LEN: usize = 64;
+
+/// The name the model and the rules know a server's tool by.
+pub fn tool_name(server: &str, tool: &str) -> String {
+    format!("{MCP_PREFIX}{server}{SEPARATOR}{tool}")
+}
+
+/// The server and tool parts of an MCP tool's name (the prefix in any case), or `None` when
+/// `name` is not one.
+pub fn split(name: &str) -> Option<(&str, &str)> {
+    let prefix = name.get(..MCP_PREFIX.len())?;
+    if !prefix.eq_ignore_ascii_case(MCP_PREFIX) {
+        return None;
+    }
+    name.get(MCP_PREFIX.len()..)?.split_once(SEPARATOR)
+}
+
+fn name_chars_ok(text: &str) -> bool {
+    text.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Why `name` cannot name a server (`[mcp.servers.NAME]`), if it cannot. A server's name holds
+/// no `__` and neither starts nor ends with `_`, so `mcp__NAME__TOOL` splits one way only.
+pub fn check_server_name(name: &str) -> Result<(), String> {
+    let longest = MAX_NAME_LEN - MCP_PREFIX.len() - 2 * SEPARATOR.len();
+    if name.is_empty() {
+        Err("the server's name is empty".into())
+    } else if !name_chars_ok(name) {
+        Err(format!(
+            "\"{name}\": a server's name may hold only ASCII letters, digits, `_` and `-` (it \
+             becomes part of tool names, which providers restrict to those)"
+        ))
+    } else if name.contains(SEPARATOR) || name.starts_with('_') || name.ends_with('_') {
+        Err(format!(
+            "\"{name}\": a server's name may not hold `__` nor start or end with `_` (tools are \
+             named mcp__{name}__TOOL, which must split one way only)"
+        ))
+    } else if name.len() > longest {
+        Err(format!(
+            "\"{name}\" is {} characters long; at most {longest} leave room for a tool name \
+             within the {MAX_NAME_LEN} characters providers accept",
+            name.len()
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// The full name of `server`'s tool `tool`, or why providers would not accept it.
+pub fn check_tool_name(server: &str, tool: &str) -> Result<String, String> {
+    let full = tool_name(server, tool);
+    if tool.is_empty() {
+        Err("a tool has an empty name".into())
+    } else if !name_chars_ok(tool) {
+        Err(format!(
+            "tool \"{}\": its name holds characters providers do not accept in tool names \
+             (only ASCII letters, digits, `_` and `-`)",
+            tool.escape_debug()
+        ))
+    } else if full.len() > MAX_NAME_LEN {
+        Err(format!(
+            "tool \"{tool}\": {full} is {} characters long, more than the {MAX_NAME_LEN} \
+             providers accept",
+            full.len()
+        ))
+    } else {
+        Ok(full)
+    }
+}
+
+/// What a tool's annotations say it does to its environment (MCP's defaults for absent hints:
+/// not read-only, destructive).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// `readOnlyHint: true`.
+    ReadOnly,
+    /// `readOnlyHint` false or absent, `destructiveHint: false`: it only adds.
+    Additive,
+    /// Anything else, no annotations included.
+    Destructive,
+}
+
+impl Effect {
+    pub fn of(annotations: Option<&ToolAnnotations>) -> Effect {
+        match annotations {
+            Some(a) if a.read_only_hint == Some(true) => Effect::ReadOnly,
+            Some(a) if a.destructive_hint == Some(false) => Effect::Additive,
+            _ => Effect::Destructive,
+        }
+    }
+
+    /// The key of a server's `default_action` table for this effect.
+    pub fn key(self) -> &'static str {
+        match self {
+            Effect::ReadOnly => "read_only",
+            Effect::Additive => "additive",
+            Effect::Destructive => "destructive",
+        }
+    }
+
+    /// The effect in words, for explanations.
+    fn words(self) -> &'static str {
+        match self {
+            Effect::ReadOnly => "marked read-only (readOnlyHint)",
+            Effect::Additive => "marked additive (destructiveHint: false)",
+            Effect::Destructive => "not marked read-only or additive",
+        }
+    }
+}
+
+/// A server's `default_action` table: the default for its tools' subjects by their
+/// annotations; an absent entry leaves `[permissions] default_action`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AnnotationDefaults {
+    pub read_only: Option<Action>,
+    pub additive: Option<Action>,
+    pub destructive: Option<Action>,
+}
+
+impl AnnotationDefaults {
+    pub fn get(&self, effect: Effect) -> Option<Action> {
+        match effect {
+            Effect::ReadOnly => self.read_only,
+            Effect::Additive => self.additive,
+            Effect::Destructive => self.destructive,
+        }
+    }
+}
+
+/// What the permission layer knows of one configured server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpServerRules {
+    pub name: String,
+    /// The server's working folder (absolute): relative paths in its tools' arguments start
+    /// here, as the server itself would read them.
+    pub cwd: PathBuf,
+    pub defaults: AnnotationDefaults,
+}
+
+/// The subjects of one MCP call, and the paths it names (as rules see paths).
+pub(super) struct McpCall {
+    pub subjects: Vec<Subject>,
+    pub paths: Vec<String>,
+}
+
+/// Argument names that name a file: the whole name, or its last word (`file_path`,
+/// `sourcePath`, `output-dir`).
+const PATH_WORDS: [&str; 15] = [
+    "path",
+    "paths",
+    "file",
+    "files",
+    "filename",
+    "filenames",
+    "filepath",
+    "filepaths",
+    "dir",
+    "dirs",
+    "directory",
+    "directories",
+    "folder",
+    "folders",
+    "cwd",
+];
+
+/// Whole argument names that name a file besides those of [`PATH_WORDS`].
+const PATH_NAMES: [&str; 6] = ["root", "source", "destination", "src", "dst", "dest"];
+
+/// Whether an argument called `key` names a file.
+pub fn names_a_path(key: &str) -> bool {
+    let lower = key.to_ascii_lowercase();
+    if PATH_NAMES.contains(&lower.as_str()) || PATH_WORDS.contains(&lower.as_str()) {
+        return true;
+    }
+    // The last word: after the last `_`, `-` or `.`, or the last capital of a camelCase name.
+    let cut = key
+        .char_indices()
+        .rev()
+        .find(|(i, c)| matches!(c, '_' | '-' | '.') || (c.is_ascii_uppercase() && *i > 0))
+        .map(|(i, c)| if c.is_ascii_uppercase() { i } else { i + 1 });
+    match cut {
+        Some(at) => key
+            .get(at..)
+            .is_some_and(|w| PATH_WORDS.contains(&w.to_ascii_lowercase().as_str())),
+        None => false,
+    }
+}
+
+/// Whether an argument name renders as itself in a subject: ASCII letters, digits, `_`, `-`, `.`.
+fn key_renders(key: &str) -> bool {
+    !key.is_empty()
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+}
+
+/// A value as a subject shows it: a string bare when it reads as nothing else (no space, quote,
+/// backslash or control character, not a number, `true`, `false`, `null`, array or object),
+/// else as a JSON string; anything else as JSON with object keys sorted. So a value can never
+/// pass for a further `key=value` pair.
+pub fn value_text(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(s) if bare(s) => s.clone(),
+        serde_json::Value::String(s) => serde_json::Value::String(s.clone()).to_string(),
+        other => sorted_json(other),
+    }
+}
+
+fn bare(s: &str) -> bool {
+    !s.is_empty()
+        && !s
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || c == '"' || c == '\\')
+        && !s.starts_with(['[', '{'])
+        && !matches!(s, "true" | "false" | "null")
+        && serde_json::from_str::<serde_json::Number>(s).is_err()
+}
+
+/// The subjects of a call of MCP tool `tool` with `input`: the `key=value` line, one path
+/// subject per file an argument names, and, when `server` has one for the tool's effect, the
+/// default that applies to them.
+pub(super) fn subjects(
+    tool: &str,
+    input: &serde_json::Value,
+    effect: Effect,
+    server: Option<&McpServerRules>,
+    workspace: &Path,
+) -> McpCall {
+    let Some(object) = input.as_object() else {
+        return McpCall {
+            subjects: vec![Subject::new(
+                tool,
+                sorted_json(input),
+                Some(Problem::Invalid(
+                    "the input of an MCP tool must be a JSON object of arguments".into(),
+                )),
+            )],
+            paths: Vec::new(),
+        };
+    };
+    let cwd = server.map_or(workspace, |s| s.cwd.as_path());
+    let mut found = Found::default();
+    for (key, value) in object {
+        walk(key, value, cwd, workspace, 0, &mut found);
+    }
+
+    let mut keys: Vec<&String> = object.keys().collect();
+    keys.sort();
+    let mut line = Vec::with_capacity(keys.len());
+    let mut unrenderable = Vec::new();
+    for key in keys {
+        if !key_renders(key) {
+            unrenderable.push(key.as_str());
+            continue;
+        }
+        let value = &object[key.as_str()];
+        // A path argument shows as the path the rules see (normalized), when it is one.
+        let shown = match (value, found.top_level.iter().find(|(k, _)| k == key)) {
+            (serde_json::Value::String(_), Some((_, text))) => {
+                value_text(&serde_json::Value::String(text.clone()))
+            }
+            _ => value_text(value),
+        };
+        line.push(format!("{key}={shown}"));
+    }
+    let problem = (!unrenderable.is_empty()).then(|| {
+        Problem::Opaque(format!(
+            "argument name {} cannot be shown as a key=value pair",
+            unrenderable
+                .iter()
+                .map(|k| serde_json::Value::String((*k).to_string()).to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    });
+    let mut subjects = vec![Subject::new(tool, line.join(" "), problem)];
+    subjects.extend(
+        found
+            .subjects
+            .into_iter()
+            .map(|(text, problem)| Subject::new(tool, text, problem)),
+    );
+
+    let default = server.and_then(|s| {
+        s.defaults.get(effect).map(|action| {
+            (
+                action,
+                format!(
+                    "[mcp.servers.{}] default_action.{} = \"{action}\": the tool is {}",
+                    s.name,
+                    effect.key(),
+                    effect.words()
+                ),
+            )
+        })
+    });
+    if let Some(default) = default {
+        for s in &mut subjects {
+            s.default = Some(default.clone());
+        }
+    }
+    McpCall {
+        subjects,
+        paths: found.paths,
+    }
+}
+
+/// What a walk of the arguments found.
+#[derive(Default)]
+struct Found {
+    /// `key=path` subjects (with a problem when the path cannot be read).
+    subjects: Vec<(String, Option<Problem>)>,
+    /// Clean path texts, for the rules of `read` and `file_write`.
+    paths: Vec<String>,
+    /// Top-level string arguments that are paths, and their first path text.
+    top_level: Vec<(String, String)>,
+}
+
+/// Arguments nest at most this deep before the rest is opaque (serde_json itself stops at 128).
+const MAX_DEPTH: usize = 32;
+
+/// Finds the files named under argument `key` (at any depth: a nested key that names a path,
+/// a `file://` string anywhere).
+fn walk(
+    key: &str,
+    value: &serde_json::Value,
+    cwd: &Path,
+    workspace: &Path,
+    depth: usize,
+    found: &mut Found,
+) {
+    use serde_json::Value;
+    let is_path = names_a_path(key);
+    if depth > MAX_DEPTH {
+        found.subjects.push((
+            format!("{key}={}", value_text(value)),
+            Some(Problem::Opaque(format!(
+                "arguments nested more than {MAX_DEPTH} levels deep are not read"
+            ))),
+        ));
+        return;
+    }
+    match value {
+        Value::String(s) if is_path || s.starts_with("file://") => {
+            let texts = path_texts(s, cwd, workspace);
+            match texts {
+                Ok(texts) => {
+                    if depth == 0 {
+                        if let Some(first) = texts.first() {
+                            found.top_level.push((key.to_string(), first.clone()));
+                        }
+                    }
+                    for text in texts {
+                        found.subjects.push((format!("{key}={text}"), None));
+                        found.paths.push(text);
+                    }
+                }
+                Err(why) => found.subjects.push((
+                    format!("{key}={}", value_text(value)),
+                    Some(Problem::Opaque(why)),
+                )),
+            }
+        }
+        // A number or a boolean under a path name may still become a file name.
+        Value::Number(_) | Value::Bool(_) if is_path => {
+            let text = value.to_string();
+            if let Ok(texts) = path_texts(&text, cwd, workspace) {
+                for t in texts {
+                    found.subjects.push((format!("{key}={t}"), None));
+                    found.paths.push(t);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                match item {
+                    Value::Array(_) | Value::Object(_) if is_path => found.subjects.push((
+                        format!("{key}={}", value_text(item)),
+                        Some(Problem::Opaque(format!(
+                            "argument `{key}` names files, but holds a nested list or object \
+                             whose paths cannot be read"
+                        ))),
+                    )),
+                    _ => walk(key, item, cwd, workspace, depth + 1, found),
+                }
+            }
+        }
+        Value::Object(_) if is_path => found.subjects.push((
+            format!("{key}={}", value_text(value)),
+            Some(Problem::Opaque(format!(
+                "argument `{key}` names a file, but holds an object, which the server may read \
+                 as a path in ways the rules cannot see"
+            ))),
+        )),
+        Value::Object(map) => {
+            for (k, v) in map {
+                walk(k, v, cwd, workspace, depth + 1, found);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The path texts of a path argument (normalized as written and, when different, resolved
+/// through symlinks), or why it cannot be read.
+fn path_texts(raw: &str, cwd: &Path, workspace: &Path) -> Result<Vec<String>, String> {
+    let raw = match raw.strip_prefix("file://") {
+        Some(rest) => file_uri_path(rest)?,
+        None => raw.to_string(),
+    };
+    if raw.contains('\0') {
+        return Err("the path holds a NUL byte".into());
+    }
+    if raw.is_empty() {
+        return Err("the path is empty, which a server may read as its own folder".into());
+    }
+    if raw.starts_with('~') {
+        return Err("the path starts with ~, which the server may expand to a home folder".into());
+    }
+    let lexical = path::display(&path::absolute(&raw, cwd), workspace);
+    let resolved = path::display(&path::resolve_in(cwd, Path::new(&raw)), workspace);
+    Ok(if resolved == lexical {
+        vec![lexical]
+    } else {
+        vec![lexical, resolved]
+    })
+}
+
+/// The local path of a `file://` URI (the part after `file://`): `/abs`, or `localhost/abs`,
+/// percent-decoded.
+fn file_uri_path(rest: &str) -> Result<String, String> {
+    let path = if rest.starts_with('/') {
+        rest
+    } else if let Some(p) = rest.strip_prefix("localhost") {
+        p
+    } else {
+        return Err("a file:// URI names another host".into());
+    };
+    let path = path.split(['?', '#']).next().unwrap_or(path);
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = path
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or("a file:// URI holds a broken %-escape")?;
+            out.push(hex);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    let path =
+        String::from_utf8(out).map_err(|_| "a file:// URI decodes to bytes that are not UTF-8")?;
+    if !path.starts_with('/') {
+        return Err("a file:// URI without an absolute path".into());
+    }
+    Ok(path)
+}
+
+/// What the rules of `read` (always) and `file_write` (for a tool that may change files) add
+/// for the paths of an MCP call, as for `edit` (docs/permissions.md, "Rules follow the kind of
+/// access"); a write of a protected path gets a `file_write` subject even when no rule names it,
+/// so that it asks.
+pub(super) fn governed(
+    rules: &Rules,
+    protected: &Protected,
+    workspace: &Path,
+    tool: &str,
+    paths: &[String],
+    effect: Effect,
+) -> Vec<SubjectDecision> {
+    let mut out = Vec::new();
+    let note = |kind: &str| {
+        let what = if kind == "read" {
+            "read-kind"
+        } else {
+            "write-kind"
+        };
+        format!("{what} rule: {kind} rules also govern the files MCP tools name")
+    };
+    for text in paths {
+        let mut kinds = vec!["read"];
+        if effect != Effect::ReadOnly {
+            kinds.push("file_write");
+        }
+        for kind in kinds {
+            match rules.first_of_kind(tool, kind, text) {
+                Some(rule) => out.push(SubjectDecision {
+                    tool: kind.to_string(),
+                    subject: text.clone(),
+                    action: rule.spec.action,
+                    rule: Some(rule.reference()),
+                    opaque: false,
+                    note: Some(note(kind)),
+                }),
+                None if kind == "file_write" && protected.find(text, workspace).is_some() => out
+                    .push(SubjectDecision {
+                        tool: kind.to_string(),
+                        subject: text.clone(),
+                        action: Action::Allow,
+                        rule: None,
+                        opaque: false,
+                        note: Some(format!(
+                            "{tool} may write the files it names ({})",
+                            effect.words()
+                        )),
+                    }),
+                None => {}
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn names_split_one_way_and_bad_names_are_refused() {
+        assert_eq!(split("mcp__fs__read_file"), Some(("fs", "read_file")));
+        assert_eq!(split("mcp__a___b"), Some(("a", "_b")));
+        assert_eq!(split("MCP__fs__x"), Some(("fs", "x")));
+        assert_eq!(split("bash"), None);
+        assert!(check_server_name("github").is_ok());
+        assert!(check_server_name("my-server_2").is_ok());
+        for bad in ["", "a__b", "_a", "a_", "a b", "ü", &"x".repeat(60)] {
+            assert!(check_server_name(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(
+            check_tool_name("fs", "read_file").as_deref(),
+            Ok("mcp__fs__read_file")
+        );
+        assert!(check_tool_name("fs", "read file").is_err());
+        assert!(check_tool_name("fs", "").is_err());
+        assert!(check_tool_name("fs", &"t".repeat(60)).is_err());
+    }
+
+    #[test]
+    fn argument_names_that_say_path() {
+        for yes in [
+            "path",
+            "paths",
+            "file_path",
+            "sourcePath",
+            "output-dir",
+            "rootDir",
+            "source",
+            "destination",
+            "filename",
+            "cwd",
+            "Path",
+        ] {
+            assert!(names_a_path(yes), "{yes}");
+        }
+        for no in [
+            "profile", "content", "xpathy", "pattern", "query", "target", "owner",
+        ] {
+            assert!(!names_a_path(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn values_cannot_pass_for_another_pair() {
+        assert_eq!(value_text(&json!("notes.md")), "notes.md");
+        assert_eq!(value_text(&json!("a path=.env")), r#""a path=.env""#);
+        assert_eq!(value_text(&json!("42")), r#""42""#);
+        assert_eq!(value_text(&json!("true")), r#""true""#);
+        assert_eq!(value_text(&json!("[1]")), r#""[1]""#);
+        assert_eq!(value_text(&json!("")), r#""""#);
+        assert_eq!(value_text(&json!(42)), "42");
+        assert_eq!(
+            value_text(&json!({"b": 1, "a": [true]})),
+            r#"{"a":[true],"b":1}"#
+        );
+    }
+
+    fn texts(input: serde_json::Value) -> Vec<(String, bool)> {
+        let ws = Path::new("/w");
+        subjects("mcp__fs__write_file", &input, Effect::Destructive, None, ws)
+            .subjects
+            .into_iter()
+            .map(|s| (s.text, s.problem.is_some()))
+            .collect()
+    }
+
+    #[test]
+    fn a_call_is_its_line_plus_a_subject_per_path() {
+        assert_eq!(
+            texts(json!({"path": "src/../.env", "content": "x y"})),
+            [
+                (r#"content="x y" path=.env"#.to_string(), false),
+                ("path=.env".to_string(), false)
+            ]
+        );
+        assert_eq!(
+            texts(json!({"paths": ["a", "/etc/passwd"], "n": 1})),
+            [
+                (r#"n=1 paths=["a","/etc/passwd"]"#.to_string(), false),
+                ("paths=a".to_string(), false),
+                ("paths=/etc/passwd".to_string(), false)
+            ]
+        );
+        assert_eq!(
+            texts(json!({"edits": [{"path": "b"}], "uri": "file:///w/c%20d"})),
+            [
+                (r#"edits=[{"path":"b"}] uri="c d""#.to_string(), false),
+                ("path=b".to_string(), false),
+                ("uri=c d".to_string(), false)
+            ]
+        );
+    }
+
+    #[test]
+    fn what_cannot_be_read_is_opaque() {
+        let opaque =
+            |input: serde_json::Value| texts(input).into_iter().filter(|(_, o)| *o).count();
+        assert_eq!(opaque(json!({"path": "~/.ssh/id_rsa"})), 1);
+        assert_eq!(opaque(json!({"path": {"p": "x"}})), 1);
+        assert_eq!(opaque(json!({"path": ""})), 1);
+        assert_eq!(opaque(json!({"a b": 1})), 1);
+        assert_eq!(opaque(json!({"uri": "file://host/x"})), 1);
+        assert_eq!(opaque(json!({"path": "a", "q": "z"})), 0);
+        let invalid = subjects(
+            "mcp__a__b",
+            &json!([1]),
+            Effect::ReadOnly,
+            None,
+            Path::new("/w"),
+        );
+        assert!(matches!(
+            invalid.subjects[0].problem,
+            Some(Problem::Invalid(_))
+        ));
+    }
+
+    #[test]
+    fn relative_paths_start_at_the_server_folder() {
+        let server = McpServerRules {
+            name: "fs".into(),
+            cwd: PathBuf::from("/w/sub"),
+            defaults: AnnotationDefaults::default(),
+        };
+        let call = subjects(
+            "mcp__fs__read_file",
+            &json!({"path": "../x"}),
+            Effect::ReadOnly,
+            Some(&server),
+            Path::new("/w"),
+        );
+        assert_eq!(call.paths, ["x"]);
+    }
+
+    #[test]
+    fn annotations_pick_the_effect() {
+        let a = |r: Option<bool>, d: Option<bool>| ToolAnnotations {
+            read_only_hint: r,
+            destructive_hint: d,
+            ..ToolAnnotations::default()
+        };
+        assert_eq!(Effect::of(None), Effect::Destructive);
+        assert_eq!(
+            Effect::of(Some(&a(Some(true), Some(true)))),
+            Effect::ReadOnly
+        );
+        assert_eq!(Effect::of(Some(&a(None, Some(false)))), Effect::Additive);
+        assert_eq!(Effect::of(Some(&a(Some(false), None))), Effect::Destructive);
+    }
+}
