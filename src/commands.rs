@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::manifest::Manifest;
 use crate::permission::lint::{self, Severity};
-use crate::protocol::{Decision, RuleAt};
+use crate::protocol::{Decision, RuleAt, ToolAnnotations};
 
 /// `pod check`: validate, then lint. Exit 1 when anything is an error.
 pub fn check(path: &Path) -> u8 {
@@ -116,6 +116,29 @@ pub fn check_findings(manifest: &Manifest) -> Vec<lint::Finding> {
             manifest.permissions_line,
         ));
     }
+    if let Some(rules) = &manifest.permissions {
+        let servers: Vec<&str> = manifest
+            .mcp
+            .servers
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect();
+        findings.extend(lint::mcp_servers(rules, &servers));
+    }
+    for server in manifest.mcp.servers.iter().filter(|s| s.enabled) {
+        let crate::manifest::McpTransport::Stdio { command, .. } = &server.transport;
+        if let Some(problem) = program_problem(Some(command)) {
+            findings.push(lint::Finding {
+                severity: Severity::Warning,
+                line: server.line,
+                message: format!(
+                    "mcp.servers.{}: {problem}, so the server will not start and its tools are \
+                     not offered",
+                    server.name
+                ),
+            });
+        }
+    }
     for e in crate::skills::Skills::load_all(&manifest.skill_dirs).1 {
         findings.push(lint::Finding {
             severity: Severity::Error,
@@ -203,7 +226,9 @@ fn program_problem(program: Option<&str>) -> Option<String> {
 }
 
 /// `pod explain`: the decision for one call, per subject. Exit 0 whatever the decision.
-pub fn explain(path: &Path, tool: &str, input: &str, json: bool) -> u8 {
+/// `annotations` (JSON, an MCP tool's as its server lists them) select an MCP tool's default;
+/// without them an MCP tool is taken as MCP's default, destructive.
+pub fn explain(path: &Path, tool: &str, input: &str, annotations: Option<&str>, json: bool) -> u8 {
     let manifest = match Manifest::load(path) {
         Ok(m) => m,
         Err(e) => {
@@ -222,7 +247,20 @@ pub fn explain(path: &Path, tool: &str, input: &str, json: bool) -> u8 {
             return 1;
         }
     };
-    let decision = manifest.policy().decide(tool, &input);
+    let annotations: Option<ToolAnnotations> = match annotations.map(serde_json::from_str) {
+        None => None,
+        Some(Ok(a)) => Some(a),
+        Some(Err(e)) => {
+            eprintln!(
+                "--annotations: not MCP tool annotations ({e}), such as \
+                 '{{\"readOnlyHint\":true}}'"
+            );
+            return 1;
+        }
+    };
+    let decision = manifest
+        .policy()
+        .decide_with(tool, &input, annotations.as_ref());
     if json {
         match serde_json::to_string(&decision) {
             Ok(text) => println!("{text}"),
@@ -232,9 +270,60 @@ pub fn explain(path: &Path, tool: &str, input: &str, json: bool) -> u8 {
             }
         }
     } else {
-        print!("{}", explain_text(&manifest, &decision));
+        let text = explain_text(&manifest, &decision);
+        let (first, rest) = text.split_once('\n').unwrap_or((&text, ""));
+        let mcp = mcp_explain_text(&manifest, tool, annotations.as_ref());
+        print!("{first}\n{mcp}{rest}");
     }
     0
+}
+
+/// For an MCP tool, the lines `pod explain` adds before the subjects: which annotations the
+/// decision took, and whether the manifest names the server.
+fn mcp_explain_text(
+    manifest: &Manifest,
+    tool: &str,
+    annotations: Option<&ToolAnnotations>,
+) -> String {
+    use crate::permission::mcp;
+    let Some((server, _)) = mcp::split(tool) else {
+        return String::new();
+    };
+    let mut out = String::new();
+    if !manifest
+        .mcp
+        .servers
+        .iter()
+        .any(|s| s.name.eq_ignore_ascii_case(server))
+    {
+        out.push_str(&format!(
+            "  note: no [mcp.servers.{server}] in {}: its paths are read from the workspace\n",
+            manifest.path.display()
+        ));
+    }
+    let effect = mcp::Effect::of(annotations);
+    match annotations.and_then(|a| serde_json::to_string(a).ok()) {
+        Some(given) => out.push_str(&format!(
+            "  annotations: {given} (given): the tool counts as {}\n",
+            effect.key()
+        )),
+        None => out.push_str(
+            "  annotations: none given, so the tool counts as destructive (MCP's default); pass \
+             --annotations '{\"readOnlyHint\":true}' as its server lists them\n",
+        ),
+    }
+    if effect != mcp::Effect::ReadOnly {
+        out.push_str(&format!(
+            "  rules consulted: {tool}'s own, and those of read and file_write for the files it \
+             names (rules follow the kind of access)\n"
+        ));
+    } else {
+        out.push_str(&format!(
+            "  rules consulted: {tool}'s own, and those of read for the files it names (rules \
+             follow the kind of access)\n"
+        ));
+    }
+    out
 }
 
 /// The human form of `pod explain`.

@@ -75,6 +75,10 @@ enum Command {
         /// The tool input as a JSON object.
         #[arg(long)]
         input: String,
+        /// For an MCP tool: its annotations as its server lists them (JSON, such as
+        /// '{"readOnlyHint":true}'); without them it counts as destructive.
+        #[arg(long)]
+        annotations: Option<String>,
         /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
@@ -116,8 +120,9 @@ fn main() -> ExitCode {
             manifest,
             tool,
             input,
+            annotations,
             json,
-        } => pod::commands::explain(&manifest, &tool, &input, json),
+        } => pod::commands::explain(&manifest, &tool, &input, annotations.as_deref(), json),
         Command::Schema { check, dir } => pod::commands::schema(&dir, check),
     };
     ExitCode::from(code)

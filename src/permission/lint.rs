@@ -2,7 +2,7 @@
 //!
 //! - a rule shadowed by an earlier rule (it can never decide anything);
 //! - `default_action = "allow"` with only deny rules (a blocklist: the weakest posture);
-//! - a rule for tools that are not enabled;
+//! - a rule for tools that are not enabled, or for an MCP server the manifest does not name;
 //! - a pattern no subject can ever match (subjects are normalized, see permissions.md);
 //! - a bash allow rule for commands the engine cannot read (`python3 -c *`): it can only ask;
 //! - an allow for `edit`, `grep` or `glob` on paths that a rule of a tool governing it
@@ -68,7 +68,13 @@ pub fn lint(
             .collect();
         let bash_redirect_target = known.iter().any(|t| *t == "read" || *t == "file_write")
             && enabled.iter().any(|e| e == "bash");
-        if known.is_empty() {
+        let names_mcp = rule
+            .tool
+            .get(..crate::builtin::MCP_PREFIX.len())
+            .is_some_and(|p| p.eq_ignore_ascii_case(crate::builtin::MCP_PREFIX));
+        if known.is_empty() && names_mcp {
+            // Checked against the configured servers by `mcp_servers`.
+        } else if known.is_empty() {
             out.push(warn(format!(
                 "rule {}: tool \"{}\" matches no tool pod has ({})",
                 j + 1,
@@ -340,4 +346,34 @@ mod tests {
         );
         assert!(!text.iter().any(|m| m.starts_with("rule 5 ")), "{text:#?}");
     }
+}
+
+/// Rules naming an MCP server (`mcp__NAME__…` with a literal NAME) that is not among `servers`:
+/// they match no tool the pod offers.
+pub fn mcp_servers(rules: &Rules, servers: &[&str]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for (j, rule) in rules.specs().enumerate() {
+        let Some((server, _)) = super::mcp::split(&rule.tool) else {
+            continue;
+        };
+        if server.contains(['*', '?']) || servers.iter().any(|s| s.eq_ignore_ascii_case(server)) {
+            continue;
+        }
+        out.push(Finding {
+            severity: Severity::Warning,
+            line: rule.line,
+            message: format!(
+                "rule {}: tool \"{}\" names MCP server \"{server}\", which is not in \
+                 [mcp.servers] ({})",
+                j + 1,
+                rule.tool,
+                if servers.is_empty() {
+                    "none is configured".to_string()
+                } else {
+                    format!("configured: {}", servers.join(", "))
+                }
+            ),
+        });
+    }
+    out
 }

@@ -184,6 +184,13 @@ export type Item =
       type: "turnEnded";
     };
 /**
+ * Whether an MCP server of the session runs.
+ *
+ * This interface was referenced by `PodProtocolV1`'s JSON-Schema
+ * via the `definition` "McpServerState".
+ */
+export type McpServerState = "running" | "failed" | "exited";
+/**
  * Which kernel boundary confines the processes that tool calls and hooks start.
  *
  * This interface was referenced by `PodProtocolV1`'s JSON-Schema
@@ -279,6 +286,10 @@ export interface EmptyResult {}
  * via the `definition` "PermissionRequest".
  */
 export interface PermissionRequest {
+  /**
+   * For an MCP tool, its annotations as its server lists them (omitted when it has none).
+   */
+  annotations?: ToolAnnotations | null;
   callId: string;
   /**
    * RFC 3339 time when the request resolves as denied by timeout, or null.
@@ -300,6 +311,33 @@ export interface PermissionRequest {
   subjects: SubjectDecision[];
   tool: string;
   turnId: string;
+}
+/**
+ * What an MCP server says about one of its tools (MCP's `ToolAnnotations`): hints in the
+ * server's own words, which pod does not check. An absent hint takes MCP's default:
+ * `readOnlyHint` false, `destructiveHint` true, `idempotentHint` false, `openWorldHint` true.
+ *
+ * This interface was referenced by `PodProtocolV1`'s JSON-Schema
+ * via the `definition` "ToolAnnotations".
+ */
+export interface ToolAnnotations {
+  /**
+   * Only when not read-only. True: it may destroy or overwrite; false: it only adds.
+   */
+  destructiveHint?: boolean | null;
+  /**
+   * Only when not read-only. True: calling it again with the same input changes nothing more.
+   */
+  idempotentHint?: boolean | null;
+  /**
+   * True: it reaches an open world of external entities (the web, other people's systems).
+   */
+  openWorldHint?: boolean | null;
+  /**
+   * True: the tool does not change its environment.
+   */
+  readOnlyHint?: boolean | null;
+  title?: string | null;
 }
 /**
  * The decision for one subject of a call, with what decided it.
@@ -392,12 +430,34 @@ export interface PeerInfo {
  * via the `definition` "InitializeResult".
  */
 export interface InitializeResult {
+  /**
+   * The MCP servers of the session (omitted when there are none).
+   */
+  mcpServers?: McpServerInfo[];
   permissions: PermissionsInfo;
   podInfo: PeerInfo;
   protocolVersion: number;
   sandbox: SandboxInfo;
   session: SessionInfo;
   tools: ToolInfo[];
+}
+/**
+ * One MCP server of the session (`[mcp.servers.NAME]`), as `initialize` reports it.
+ *
+ * This interface was referenced by `PodProtocolV1`'s JSON-Schema
+ * via the `definition` "McpServerInfo".
+ */
+export interface McpServerInfo {
+  /**
+   * Why it is not running, or which of its tools were left out and why.
+   */
+  error?: string | null;
+  name: string;
+  state: McpServerState;
+  /**
+   * How many of its tools are offered to the model (as `mcp__NAME__TOOL`).
+   */
+  tools: number;
 }
 /**
  * This interface was referenced by `PodProtocolV1`'s JSON-Schema
@@ -446,6 +506,11 @@ export interface SessionInfo {
  * via the `definition` "ToolInfo".
  */
 export interface ToolInfo {
+  /**
+   * An MCP tool's annotations, as its server lists them; absent for built-in tools and for
+   * MCP tools without any.
+   */
+  annotations?: ToolAnnotations | null;
   description: string;
   inputSchema: unknown;
   name: string;
