@@ -704,3 +704,39 @@ fn explain_decides_an_mcp_call_without_starting_the_server() {
         serde_json::from_str(&explain(r#"{"path":"notes.md"}"#, &["--json"])).expect("json");
     assert_eq!(json["decision"], "allow", "{json}");
 }
+
+#[test]
+fn a_server_that_hangs_in_a_call_times_out_and_the_turn_goes_on() {
+    let Some(servers) = servers() else { return };
+    let ws = Workspace::with_manifest(&manifest(&format!(
+        "{}tool_timeout_secs = 1\n",
+        everything_server(servers)
+    )));
+    let mut pod = PodProcess::spawn(&ws, Framing::Lines);
+    pod.initialize(false);
+    let turn = pod.call(
+        "run",
+        text(&call_line(
+            "mcp__everything__trigger-long-running-operation",
+            json!({"duration": 60, "steps": 2}),
+        )),
+    );
+    assert_eq!(turn["stopReason"], "end_turn", "{turn}");
+    let result = &results(&pod, &turn)[0];
+    assert_eq!(result["isError"], true, "{result}");
+    assert!(
+        result["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("did not answer within 1 s (tool_timeout_secs)")),
+        "{result}"
+    );
+    // The server is still there for the next call.
+    let turn = pod.call(
+        "run",
+        text(&call_line(
+            "mcp__everything__echo",
+            json!({"message": "still up"}),
+        )),
+    );
+    assert_eq!(results(&pod, &turn)[0]["isError"], false);
+}

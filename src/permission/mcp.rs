@@ -685,6 +685,115 @@ mod tests {
         assert_eq!(call.paths, ["x"]);
     }
 
+    fn policy(rules: &[(&str, &str, Action)], default: Action) -> super::super::Policy {
+        let specs = rules
+            .iter()
+            .map(|(tool, pattern, action)| super::super::RuleSpec {
+                tool: tool.to_string(),
+                pattern: pattern.to_string(),
+                action: *action,
+                message: None,
+                line: None,
+            })
+            .collect();
+        let rules = Rules::compile(default, specs, None).unwrap();
+        super::super::Policy::new(Some(rules), PathBuf::from("/w"))
+            .with_protected(Protected::new(vec![super::super::ProtectedPath {
+                path: PathBuf::from("/w/pod.toml"),
+                what: "the manifest".into(),
+            }]))
+            .with_mcp([McpServerRules {
+                name: "fs".into(),
+                cwd: PathBuf::from("/w"),
+                defaults: AnnotationDefaults {
+                    read_only: Some(Action::Allow),
+                    ..AnnotationDefaults::default()
+                },
+            }])
+    }
+
+    fn read_only() -> ToolAnnotations {
+        ToolAnnotations {
+            read_only_hint: Some(true),
+            ..ToolAnnotations::default()
+        }
+    }
+
+    #[test]
+    fn read_and_write_rules_govern_the_files_an_mcp_tool_names() {
+        let p = policy(
+            &[
+                ("read", "*.env", Action::Deny),
+                ("file_write", "src/*", Action::Deny),
+            ],
+            Action::Allow,
+        );
+        let read = |path: &str, a: Option<&ToolAnnotations>| {
+            p.decide_with("mcp__fs__read_file", &json!({ "path": path }), a)
+                .decision
+        };
+        assert_eq!(read(".env", Some(&read_only())), Action::Deny);
+        assert_eq!(read("src/a.rs", Some(&read_only())), Action::Allow);
+        // Without annotations a tool may write: file_write rules apply too.
+        assert_eq!(read("src/a.rs", None), Action::Deny);
+    }
+
+    #[test]
+    fn a_write_of_pods_own_files_asks_even_when_everything_is_allowed() {
+        let p = policy(&[("mcp__*", "*", Action::Allow)], Action::Allow);
+        let d = p.decide(
+            "mcp__fs__write_file",
+            &json!({"path": "pod.toml", "content": "x"}),
+        );
+        assert_eq!(d.decision, Action::Ask, "{d:?}");
+        assert!(d
+            .subjects
+            .iter()
+            .any(|s| s.tool == "file_write" && p.protects(s)));
+        // A read-only tool reading it is up to the rules.
+        let d = p.decide_with(
+            "mcp__fs__read_file",
+            &json!({"path": "pod.toml"}),
+            Some(&read_only()),
+        );
+        assert_eq!(d.decision, Action::Allow, "{d:?}");
+    }
+
+    #[test]
+    fn the_default_by_annotation_applies_only_where_no_rule_matches() {
+        let p = policy(
+            &[("mcp__fs__read_file", "path=secret/*", Action::Deny)],
+            Action::Ask,
+        );
+        let d = p.decide_with(
+            "mcp__fs__read_file",
+            &json!({"path": "a"}),
+            Some(&read_only()),
+        );
+        assert_eq!(d.decision, Action::Allow, "{d:?}");
+        assert!(d.subjects[0]
+            .note
+            .as_deref()
+            .unwrap_or("")
+            .contains("default_action.read_only"));
+        let d = p.decide_with(
+            "mcp__fs__read_file",
+            &json!({"path": "secret/a"}),
+            Some(&read_only()),
+        );
+        assert_eq!(d.decision, Action::Deny);
+        // Another effect keeps [permissions] default_action.
+        let d = p.decide("mcp__fs__read_file", &json!({"path": "a"}));
+        assert_eq!(d.decision, Action::Ask);
+        // What cannot be read is never allowed by the default.
+        let d = p.decide_with(
+            "mcp__fs__read_file",
+            &json!({"path": "~/x"}),
+            Some(&read_only()),
+        );
+        assert_eq!(d.decision, Action::Ask);
+    }
+
     #[test]
     fn annotations_pick_the_effect() {
         let a = |r: Option<bool>, d: Option<bool>| ToolAnnotations {
