@@ -54,10 +54,10 @@ pub enum State {
 /// A tool as its server listed it.
 #[derive(Debug, Clone)]
 pub struct Listed {
-    /// `mcp__SERVER__TOOL`.
-    pub full_name: String,
-    /// The name the server knows it by.
+    /// Pod's name for it, `mcp__SERVER__TOOL`.
     pub name: String,
+    /// The name the server knows it by.
+    pub tool: String,
     pub description: String,
     pub input_schema: serde_json::Value,
     pub annotations: Option<ToolAnnotations>,
@@ -123,8 +123,8 @@ impl Server {
         let mut listed = Vec::new();
         let mut left_out = Vec::new();
         for t in tools {
-            let name = t.name.to_string();
-            let full_name = match check_tool_name(&config.name, &name) {
+            let tool = t.name.to_string();
+            let name = match check_tool_name(&config.name, &tool) {
                 Ok(full) => full,
                 Err(why) => {
                     left_out.push(why);
@@ -133,15 +133,15 @@ impl Server {
             };
             if listed
                 .iter()
-                .any(|l: &Listed| l.full_name.eq_ignore_ascii_case(&full_name))
+                .any(|l: &Listed| l.name.eq_ignore_ascii_case(&name))
             {
                 left_out.push(format!(
-                    "tool \"{name}\": another tool of the server has the same name (in any case)"
+                    "tool \"{tool}\": another tool of the server has the same name (in any case)"
                 ));
                 continue;
             }
             listed.push(Listed {
-                full_name,
+                name,
                 description: t
                     .description
                     .map(|d| d.to_string())
@@ -149,7 +149,7 @@ impl Server {
                     .unwrap_or_default(),
                 input_schema: serde_json::Value::Object((*t.input_schema).clone()),
                 annotations: t.annotations.map(tool::annotations),
-                name,
+                tool,
             });
         }
         for why in &left_out {
@@ -250,7 +250,7 @@ impl Server {
                 "MCP server {name} is not running, so its tool {tool} cannot be called: {why}"
             ),
             State::Running => {
-                let offered: Vec<&str> = self.listed.iter().map(|l| l.name.as_str()).collect();
+                let offered: Vec<&str> = self.listed.iter().map(|l| l.tool.as_str()).collect();
                 format!(
                     "MCP server {name} has no tool {tool} that pod offers (its tools: {})",
                     offered.join(", ")

@@ -42,7 +42,7 @@ impl McpTool {
 #[async_trait]
 impl Tool for McpTool {
     fn name(&self) -> &str {
-        &self.listed.full_name
+        &self.listed.name
     }
 
     fn description(&self) -> &str {
@@ -59,7 +59,7 @@ impl Tool for McpTool {
 
     async fn run(&self, input: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
         let server = self.server.name();
-        let tool = &self.listed.name;
+        let tool = &self.listed.tool;
         let serde_json::Value::Object(arguments) = input else {
             return ToolOutput::error(
                 "invalid input: an MCP tool takes a JSON object of arguments",

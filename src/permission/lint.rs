@@ -240,6 +240,36 @@ fn never_matches(rule: &RuleSpec, tools: &[&str], workspace: &Path) -> Vec<Strin
     out
 }
 
+/// Rules naming an MCP server (`mcp__NAME__…` with a literal NAME) that is not among `servers`:
+/// they match no tool the pod offers.
+pub fn mcp_servers(rules: &Rules, servers: &[&str]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for (j, rule) in rules.specs().enumerate() {
+        let Some((server, _)) = super::mcp::split(&rule.tool) else {
+            continue;
+        };
+        if server.contains(['*', '?']) || servers.iter().any(|s| s.eq_ignore_ascii_case(server)) {
+            continue;
+        }
+        out.push(Finding {
+            severity: Severity::Warning,
+            line: rule.line,
+            message: format!(
+                "rule {}: tool \"{}\" names MCP server \"{server}\", which is not in \
+                 [mcp.servers] ({})",
+                j + 1,
+                rule.tool,
+                if servers.is_empty() {
+                    "none is configured".to_string()
+                } else {
+                    format!("configured: {}", servers.join(", "))
+                }
+            ),
+        });
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -346,34 +376,4 @@ mod tests {
         );
         assert!(!text.iter().any(|m| m.starts_with("rule 5 ")), "{text:#?}");
     }
-}
-
-/// Rules naming an MCP server (`mcp__NAME__…` with a literal NAME) that is not among `servers`:
-/// they match no tool the pod offers.
-pub fn mcp_servers(rules: &Rules, servers: &[&str]) -> Vec<Finding> {
-    let mut out = Vec::new();
-    for (j, rule) in rules.specs().enumerate() {
-        let Some((server, _)) = super::mcp::split(&rule.tool) else {
-            continue;
-        };
-        if server.contains(['*', '?']) || servers.iter().any(|s| s.eq_ignore_ascii_case(server)) {
-            continue;
-        }
-        out.push(Finding {
-            severity: Severity::Warning,
-            line: rule.line,
-            message: format!(
-                "rule {}: tool \"{}\" names MCP server \"{server}\", which is not in \
-                 [mcp.servers] ({})",
-                j + 1,
-                rule.tool,
-                if servers.is_empty() {
-                    "none is configured".to_string()
-                } else {
-                    format!("configured: {}", servers.join(", "))
-                }
-            ),
-        });
-    }
-    out
 }

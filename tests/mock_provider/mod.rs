@@ -206,6 +206,7 @@ pub fn tools() -> Vec<ToolInfo> {
         name: "bash".into(),
         description: "Run a command".into(),
         input_schema: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
+        annotations: None,
     }]
 }
 
