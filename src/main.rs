@@ -25,8 +25,11 @@ struct Cli {
 enum Command {
     /// Serve the JSON-RPC protocol on stdin/stdout (the main job).
     Serve {
-        #[arg(long, default_value = "pod.toml")]
-        manifest: PathBuf,
+        /// The project's manifest. Default: `./pod.toml` when it exists, else the user's
+        /// configuration alone, else pod's built-in defaults (docs/manifest.md, "Layered
+        /// configuration").
+        #[arg(long)]
+        manifest: Option<PathBuf>,
         /// Resume this session id instead of starting a new session.
         #[arg(long)]
         resume: Option<String>,
@@ -59,17 +62,31 @@ enum Command {
     },
     /// List a pod's sessions (id, last change, size) and the folder holding them.
     Sessions {
-        #[arg(long, default_value = "pod.toml")]
-        manifest: PathBuf,
+        /// The project's manifest. Default: `./pod.toml` when it exists, else the user's
+        /// configuration alone, else pod's built-in defaults (docs/manifest.md, "Layered
+        /// configuration").
+        #[arg(long)]
+        manifest: Option<PathBuf>,
         /// The folder holding the session logs, as given to `pod serve --state-dir`.
         #[arg(long)]
         state_dir: Option<PathBuf>,
     },
-    /// Validate a manifest and lint its rules; exit 1 on errors.
-    Check { manifest: PathBuf },
+    /// Validate the configuration as `pod serve` would (the manifest layered over the user's
+    /// configuration), lint its rules, and warn about what only the runtime can know; exit 1 on
+    /// errors.
+    Check {
+        /// The project's manifest (default: as `pod serve` finds it).
+        manifest: Option<PathBuf>,
+    },
+    /// Print the configuration in effect, each section with the file it came from.
+    Config {
+        /// The project's manifest (default: as `pod serve` finds it).
+        manifest: Option<PathBuf>,
+    },
     /// Print the decision for one tool call and the rule that decided each subject.
     Explain {
-        manifest: PathBuf,
+        /// The project's manifest (default: as `pod serve` finds it).
+        manifest: Option<PathBuf>,
         #[arg(long)]
         tool: String,
         /// The tool input as a JSON object.
@@ -100,24 +117,30 @@ fn main() -> ExitCode {
             resume,
             state_dir,
             max_message_bytes,
-        } => pod::server::main(&manifest, resume, state_dir.as_deref(), max_message_bytes),
+        } => pod::server::main(
+            manifest.as_deref(),
+            resume,
+            state_dir.as_deref(),
+            max_message_bytes,
+        ),
         Command::Sessions {
             manifest,
             state_dir,
-        } => pod::commands::sessions(&manifest, state_dir.as_deref()),
+        } => pod::commands::sessions(manifest.as_deref(), state_dir.as_deref()),
         Command::Chat { manifest } => pod::chat::main(manifest.as_deref()),
         Command::Conformance {
             pod_cmd,
             filter,
             kit,
         } => pod::conformance::main(&pod_cmd, filter.as_deref(), kit.as_deref()),
-        Command::Check { manifest } => pod::commands::check(&manifest),
+        Command::Check { manifest } => pod::commands::check(manifest.as_deref()),
+        Command::Config { manifest } => pod::commands::config(manifest.as_deref()),
         Command::Explain {
             manifest,
             tool,
             input,
             json,
-        } => pod::commands::explain(&manifest, &tool, &input, json),
+        } => pod::commands::explain(manifest.as_deref(), &tool, &input, json),
         Command::Schema { check, dir } => pod::commands::schema(&dir, check),
     };
     ExitCode::from(code)

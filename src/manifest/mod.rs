@@ -9,12 +9,15 @@
 
 mod error;
 pub mod file;
+mod layers;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use error::{line_col, ManifestError};
 pub use file::{Provider, SandboxMode};
+pub use layers::{user_config_path, CONFIG_ENV, DEFAULTS, PROJECT_FILE};
 
 use crate::builtin::Builtin;
 use crate::permission::{Policy, Protected, ProtectedPath, RuleSpec, Rules};
@@ -69,6 +72,13 @@ pub struct Manifest {
     pub state_root: PathBuf,
     /// `[sandbox]`.
     pub sandbox: SandboxConfig,
+    /// Where each section's settings came from: section name (`model`, `permissions`, …) ->
+    /// the files that set it, the project's first. A section no file sets has its built-in
+    /// defaults.
+    pub origins: BTreeMap<&'static str, Vec<PathBuf>>,
+    /// Every configuration file in effect, the project's first (docs/manifest.md, "Layered
+    /// configuration"). Empty when pod runs on its built-in defaults.
+    pub files: Vec<PathBuf>,
 }
 
 /// `[sandbox]`, resolved.
@@ -128,8 +138,33 @@ impl Manifest {
 
     /// Validates manifest `text` as if read from `path` (whose folder anchors relative paths).
     pub fn parse(text: &str, path: &Path) -> Result<Manifest, ManifestError> {
+        Manifest::parse_layer(text, path, None)
+    }
+
+    /// Validates one configuration file. `workspace` is given for the user's configuration,
+    /// which works on the project's workspace and may not name one itself.
+    fn parse_layer(
+        text: &str,
+        path: &Path,
+        workspace: Option<&Path>,
+    ) -> Result<Manifest, ManifestError> {
         let raw: file::ManifestFile =
             toml::from_str(text).map_err(|e| toml_error(path, text, &e))?;
+        let mut origins: BTreeMap<&'static str, Vec<PathBuf>> = BTreeMap::new();
+        for (section, present) in [
+            ("pod", raw.pod.is_some()),
+            ("model", raw.model.is_some()),
+            ("tools", raw.tools.is_some()),
+            ("scope", raw.scope.is_some()),
+            ("permissions", raw.permissions.is_some()),
+            ("skills", raw.skills.is_some()),
+            ("hooks", raw.hooks.is_some()),
+            ("sandbox", raw.sandbox.is_some()),
+        ] {
+            if present {
+                origins.insert(section, vec![path.to_path_buf()]);
+            }
+        }
         let at = |offset: usize, message: String| ManifestError::at(path, text, offset, message);
         let line_of = |offset: usize| line_col(text, offset).0;
 
@@ -139,8 +174,19 @@ impl Manifest {
         };
         let dir = dir.canonicalize().unwrap_or(dir);
         let pod = raw.pod.unwrap_or_default();
+        if let (Some(_), Some(_)) = (workspace, &pod.workspace) {
+            return Err(at(
+                key_offset(text, "pod", "workspace"),
+                "pod.workspace: only a project's pod.toml names the workspace (the user's \
+                 configuration applies to whichever project pod runs in)"
+                    .into(),
+            ));
+        }
         let workspace_raw = pod.workspace.unwrap_or_else(|| ".".into());
-        let workspace = dir.join(&workspace_raw);
+        let workspace = match workspace {
+            Some(given) => given.to_path_buf(),
+            None => dir.join(&workspace_raw),
+        };
         let workspace = workspace.canonicalize().map_err(|e| {
             at(
                 key_offset(text, "pod", "workspace"),
@@ -229,6 +275,7 @@ impl Manifest {
                         action: r.action,
                         message: r.message.clone(),
                         line: Some(line_of(span)),
+                        file: Some(path.display().to_string()),
                     });
                     field_spans.push((
                         span,
@@ -367,6 +414,8 @@ impl Manifest {
             state_dir,
             state_root,
             sandbox,
+            files: vec![path.to_path_buf()],
+            origins,
         })
     }
 
@@ -404,6 +453,9 @@ impl Manifest {
             None => self.path.clone(),
         };
         let mut out = vec![entry(manifest, "the manifest")];
+        for file in self.files.iter().filter(|f| **f != self.path) {
+            out.push(entry(file.clone(), "a configuration file"));
+        }
         for file in [&self.model.scenario, &self.model.api_key_file]
             .into_iter()
             .flatten()

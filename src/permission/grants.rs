@@ -173,6 +173,7 @@ mod tests {
             action,
             message: None,
             line: None,
+            file: None,
         };
         let rules = Rules::compile(
             Action::Ask,

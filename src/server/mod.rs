@@ -41,18 +41,28 @@ const WRITER_BUDGET: Duration = Duration::from_millis(200);
 /// that does not load is reported on stderr (exit 1) before any protocol traffic. `state_dir`
 /// overrides where session logs live (`--state-dir`).
 pub fn main(
-    manifest: &Path,
+    manifest: Option<&Path>,
     resume: Option<String>,
     state_dir: Option<&Path>,
     max_message_bytes: usize,
 ) -> u8 {
-    let mut manifest = match Manifest::load(manifest) {
+    let mut manifest = match Manifest::open(manifest) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("{e}");
             return 1;
         }
     };
+    if manifest.is_defaults() {
+        eprintln!(
+            "pod serve: no pod.toml in {} and no user configuration ({}): running on pod's \
+             built-in defaults (reads inside the workspace allowed, everything else asks; the \
+             offline model). `pod config` shows them.",
+            manifest.workspace.display(),
+            crate::manifest::user_config_path()
+                .map_or_else(|| "none".to_string(), |p| p.display().to_string())
+        );
+    }
     if let Some(folder) = state_dir {
         manifest.set_state_dir(folder);
     }
