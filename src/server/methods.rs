@@ -80,7 +80,8 @@ fn initialize(params: &Params<'_>, conn: &Connection) -> Result<InitializeResult
     Ok(InitializeResult {
         protocol_version: PROTOCOL_VERSION,
         pod_info: PeerInfo {
-            name: "pod".into(),
+            // `[pod] name` (default "pod"): lets a client tell its pods apart.
+            name: pod.manifest().name.clone(),
             version: env!("CARGO_PKG_VERSION").into(),
         },
         session: SessionInfo {
