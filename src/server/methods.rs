@@ -91,7 +91,8 @@ fn initialize(params: InitializeParams, conn: &Connection) -> Result<InitializeR
     Ok(InitializeResult {
         protocol_version: PROTOCOL_VERSION,
         pod_info: PeerInfo {
-            name: "pod".into(),
+            // `[pod] name` (default "pod"): lets a client tell its pods apart.
+            name: pod.manifest().name.clone(),
             version: env!("CARGO_PKG_VERSION").into(),
         },
         session: SessionInfo {
