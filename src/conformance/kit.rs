@@ -481,6 +481,35 @@ mod tests {
     }
 
     #[test]
+    fn every_sentence_quoted_from_docs_is_in_docs() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let flat = |text: &str| {
+            text.replace("**", "")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        for requirement in load(None).unwrap() {
+            let Some(file) = requirement
+                .source
+                .strip_prefix("docs/")
+                .and_then(|s| s.split(',').next())
+            else {
+                continue;
+            };
+            let doc = flat(&std::fs::read_to_string(root.join("docs").join(file)).unwrap());
+            for part in requirement.spec.split("[...]") {
+                let part = flat(part);
+                assert!(
+                    doc.contains(&part),
+                    "{}: docs/{file} does not say {part:?}",
+                    requirement.id
+                );
+            }
+        }
+    }
+
+    #[test]
     fn the_embedded_kit_loads() {
         let kit = load(None).unwrap();
         assert!(kit.len() >= 20, "{}", kit.len());
