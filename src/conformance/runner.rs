@@ -618,12 +618,18 @@ impl Session {
         }
     }
 
-    /// The process exited although the transcript did not end it.
+    /// The process exited although the transcript did not end it. Once its output ended, it
+    /// gets a moment to be gone (stdout closes just before the exit).
     fn exited_early(&mut self) -> Option<Exited> {
         if self.exit_expected {
             return None;
         }
-        self.wait_exit(Duration::ZERO)
+        let grace = if self.ended {
+            Duration::from_millis(500)
+        } else {
+            Duration::ZERO
+        };
+        self.wait_exit(grace)
     }
 
     /// Closes stdin, gives the process a moment, then kills its whole process group.
