@@ -382,6 +382,14 @@ pub fn parse_step(line: &str) -> Result<Step, String> {
                 None
             } else {
                 check_pattern(pattern)?;
+                // `{}` matches every object but no array: it reads as "nothing" and is not.
+                if Json::parse(pattern).is_ok_and(|p| p == Json::Object(Default::default())) {
+                    return Err(
+                        "`none {}` lets arrays (batch answers) through: write `none` \
+                                for no message at all, or `none \"<object>\"`"
+                            .into(),
+                    );
+                }
                 Some(pattern.to_string())
             };
             Ok(Step::None { window_ms, pattern })
@@ -549,6 +557,7 @@ mod tests {
             parse_step(r"raw \r\n  ").unwrap(),
             Step::Raw(r"\r\n".into())
         );
+        assert!(parse_step("none 500 {}").is_err());
         assert!(parse_step(r"send-bytes \xZZ").is_err());
         assert!(parse_step(r"raw \q").is_err());
         assert_eq!(
