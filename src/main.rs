@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use pod::conformance::kit::Framing;
 
 #[derive(Parser)]
 #[command(
@@ -48,17 +49,34 @@ enum Command {
         #[arg(long)]
         manifest: Option<PathBuf>,
     },
-    /// Run the conformance kit against a pod command; exit 1 when a MUST requirement fails.
+    /// Run the conformance kit against a pod command. Exit status: 0 passed, 1 a MUST failed
+    /// (or a SHOULD, with --strict), 2 the kit does not load or nothing is selected, 3 the pod
+    /// command exited without answering initialize.
     Conformance {
         /// The pod to test, run with `sh -c`; `{manifest}` is replaced by the manifest's path.
+        #[arg(long, required_unless_present = "list")]
+        pod_cmd: Option<String>,
+        /// Run only the requirements whose id contains this text (repeat for several).
         #[arg(long)]
-        pod_cmd: String,
-        /// Run only the requirements whose id contains this text.
-        #[arg(long)]
-        filter: Option<String>,
+        filter: Vec<String>,
         /// Read the kit from this folder instead of the copy built into the binary.
         #[arg(long)]
         kit: Option<PathBuf>,
+        /// How long each `expect` step waits for its message, in milliseconds.
+        #[arg(long, default_value_t = 5000)]
+        expect_timeout_ms: u64,
+        /// The framings to run every requirement in.
+        #[arg(long, value_enum, default_value_t = FramingArg::Both)]
+        framing: FramingArg,
+        /// A failed SHOULD requirement fails the run (exit 1) instead of a warning.
+        #[arg(long)]
+        strict: bool,
+        /// Print one JSON document (every result, the counts, the exit status) instead of lines.
+        #[arg(long)]
+        json: bool,
+        /// List the requirements (id, tier, framings, title) instead of running them.
+        #[arg(long)]
+        list: bool,
     },
     /// List a pod's sessions (id, last change, size) and the folder holding them.
     Sessions {
@@ -106,6 +124,24 @@ enum Command {
     },
 }
 
+/// `--framing` of `pod conformance`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum FramingArg {
+    Ndjson,
+    Headers,
+    Both,
+}
+
+impl FramingArg {
+    fn framings(self) -> &'static [Framing] {
+        match self {
+            FramingArg::Ndjson => &[Framing::Ndjson],
+            FramingArg::Headers => &[Framing::Headers],
+            FramingArg::Both => &Framing::BOTH,
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     pod::logging::init(cli.log_level.as_deref());
@@ -132,7 +168,21 @@ fn main() -> ExitCode {
             pod_cmd,
             filter,
             kit,
-        } => pod::conformance::main(&pod_cmd, filter.as_deref(), kit.as_deref()),
+            expect_timeout_ms,
+            framing,
+            strict,
+            json,
+            list,
+        } => pod::conformance::main(&pod::conformance::Options {
+            pod_cmd: pod_cmd.as_deref(),
+            expect_timeout: std::time::Duration::from_millis(expect_timeout_ms),
+            filters: &filter,
+            kit_dir: kit.as_deref(),
+            framings: framing.framings(),
+            strict,
+            json,
+            list,
+        }),
         Command::Check { manifest } => pod::commands::check(manifest.as_deref()),
         Command::Config { manifest } => pod::commands::config(manifest.as_deref()),
         Command::Explain {

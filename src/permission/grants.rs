@@ -250,6 +250,7 @@ mod tests {
                 action: Action::Ask,
                 rule: None,
                 opaque,
+                invalid: false,
                 note: None,
             }],
         }

@@ -167,6 +167,14 @@ where
             },
         }
     }
+    // The wind-down may end before the frames already read are taken (a client that pipelined
+    // requests behind `shutdown`): each still gets its -32005.
+    if reading {
+        tokio::task::yield_now().await;
+        while let Ok(frame) = frames.try_recv() {
+            handle(&dispatcher, frame, max_message_bytes).await;
+        }
+    }
     transport.writer.finish(WRITER_BUDGET).await;
     0
 }

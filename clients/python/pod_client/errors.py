@@ -10,7 +10,7 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
-# Pod-specific codes (shared/spec/protocol.md).
+# Pod-specific codes (docs/protocol.md, "Errors").
 NOT_INITIALIZED = -32001
 ALREADY_INITIALIZED = -32002
 TURN_IN_PROGRESS = -32003
@@ -49,3 +49,8 @@ class PodError(Exception):
 
 class PodConnectionError(ConnectionError):
     """The pod process went away (or was never started) while a request was outstanding."""
+
+
+class PodNotFoundError(PodConnectionError, FileNotFoundError):
+    """No pod binary to start: ``POD_BIN`` (or ``pod_bin``) names nothing executable, or none of
+    the places searched holds one (see ``pod_client.binary``). The message says which."""
