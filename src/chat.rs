@@ -211,6 +211,10 @@ struct Chat {
 }
 
 async fn chat(manifest: Option<&Path>) -> Result<(), ChatError> {
+    // The manifest given, else `./pod.toml` as `pod serve` would take it, else the bundled
+    // example (an offline demo with rules worth trying).
+    let local = Path::new("pod.toml");
+    let manifest = manifest.or_else(|| local.is_file().then_some(local));
     let (_example, manifest, rules_file) = match manifest {
         Some(path) => (None, path.to_path_buf(), path.display().to_string()),
         None => {
@@ -342,6 +346,19 @@ impl Chat {
             init.session.id,
             init.tools.len()
         ));
+        let c = &init.configuration;
+        let model = match &c.model {
+            Some(model) => format!("{} {model}", c.provider),
+            None => c.provider.clone(),
+        };
+        let files = if c.built_in_defaults {
+            "pod's built-in defaults".to_string()
+        } else if c.files.is_empty() {
+            self.rules_file.clone()
+        } else {
+            c.files.join(" over ")
+        };
+        self.say(&format!("configuration: {files}; model: {model}"));
         self.say(
             "One message per line (with the offline model, `!cmd` runs a shell command). \
              Ctrl-C cancels a turn, Ctrl-D quits.",

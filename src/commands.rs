@@ -130,14 +130,7 @@ pub fn sandbox_text(manifest: &Manifest) -> String {
 /// cannot run.
 pub fn check_findings(manifest: &Manifest) -> Vec<lint::Finding> {
     let mut findings = Vec::new();
-    if let Some(rules) = &manifest.permissions {
-        findings.extend(lint::lint(
-            rules,
-            &manifest.tools,
-            &manifest.workspace,
-            manifest.permissions_line,
-        ));
-    }
+    findings.extend(manifest.lint());
     for e in crate::skills::Skills::load_all(&manifest.skill_dirs).1 {
         findings.push(lint::Finding {
             file: None,
@@ -188,7 +181,45 @@ pub fn check_findings(manifest: &Manifest) -> Vec<lint::Finding> {
             ),
         });
     }
+    // What `pod serve` does when it opens: build the model (its name, its key, its scenario).
+    match crate::model::from_config(&manifest.model) {
+        Ok(_) => {}
+        Err(e @ crate::model::ModelError::Environment(_)) => findings.push(lint::Finding {
+            file: None,
+            severity: Severity::Warning,
+            line: None,
+            message: format!("{e}: `pod serve` in this environment would refuse to open"),
+        }),
+        Err(e) => findings.push(lint::Finding {
+            file: None,
+            severity: Severity::Error,
+            line: None,
+            message: format!("{e}: `pod serve` would refuse to open"),
+        }),
+    }
     for hook in &manifest.hooks {
+        // A script the program is given (`["python3", "hooks/guard.py"]`): a path that does not
+        // exist makes every call the hook sees fail (closed).
+        let scripts = hook
+            .command
+            .iter()
+            .skip(1)
+            .filter(|a| a.contains('/') && !a.starts_with('-') && !a.contains("://"));
+        for arg in scripts {
+            let script = hook.dir.join(arg);
+            if !script.exists() {
+                findings.push(lint::Finding {
+                    file: None,
+                    severity: Severity::Error,
+                    line: Some(hook.line),
+                    message: format!(
+                        "hooks.pre_tool_call: {arg} does not exist (looked for {}): the hook \
+                         would deny every call it sees",
+                        script.display()
+                    ),
+                });
+            }
+        }
         if let Some(problem) = program_problem(hook.command.first().map(String::as_str)) {
             findings.push(lint::Finding {
                 file: None,
@@ -346,11 +377,14 @@ pub fn sessions(path: Option<&Path>, state_dir: Option<&Path>) -> u8 {
 /// `pod schema [--check]`.
 pub fn schema(dir: &Path, check: bool) -> u8 {
     let mut stale = Vec::new();
+    let mut missing = Vec::new();
     for (name, text) in crate::schema::files() {
         let path = dir.join(name);
         if check {
-            if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
-                stale.push(path.display().to_string());
+            match std::fs::read_to_string(&path) {
+                Ok(current) if current == text => {}
+                Ok(_) => stale.push(path.display().to_string()),
+                Err(_) => missing.push(path.display().to_string()),
             }
         } else if let Err(e) =
             std::fs::create_dir_all(dir).and_then(|_| std::fs::write(&path, text))
@@ -359,14 +393,20 @@ pub fn schema(dir: &Path, check: bool) -> u8 {
             return 1;
         }
     }
+    if !missing.is_empty() {
+        eprintln!(
+            "no generated schema at {} (run `pod schema --check` in the repository, or give \
+             the folder with --dir; `pod schema` writes them)",
+            missing.join(", ")
+        );
+    }
     if !stale.is_empty() {
         eprintln!(
             "stale generated schema (run `pod schema` and commit): {}",
             stale.join(", ")
         );
-        return 1;
     }
-    0
+    u8::from(!missing.is_empty() || !stale.is_empty())
 }
 
 /// `pod config`: the configuration in effect, section by section, each with the file it came
@@ -410,12 +450,7 @@ pub fn config_text(m: &Manifest) -> String {
 
     let model = &m.model;
     out.push_str(&format!("[model] {}\n", origin("model")));
-    let provider = match model.provider {
-        crate::manifest::Provider::Offline => "offline",
-        crate::manifest::Provider::Anthropic => "anthropic",
-        crate::manifest::Provider::Openai => "openai",
-    };
-    out.push_str(&format!("provider = {}\n", quote(provider)));
+    out.push_str(&format!("provider = {}\n", quote(model.provider.as_str())));
     for (key, value) in [
         ("model", model.model.clone()),
         ("base_url", model.base_url.clone()),

@@ -44,8 +44,8 @@ enum Command {
     },
     /// Chat with a pod in the terminal: spawns `pod serve` and answers its approval requests.
     Chat {
-        /// The manifest to serve; without it, the bundled example with the current directory
-        /// as its workspace.
+        /// The manifest to serve. Default: `./pod.toml` when it exists, else the bundled
+        /// example (an offline demo) with the current directory as its workspace.
         #[arg(long)]
         manifest: Option<PathBuf>,
     },
@@ -116,6 +116,8 @@ enum Command {
     },
     /// Write schema/*.json from the Rust types, or with --check fail when they are stale.
     Schema {
+        /// Write nothing; exit 1 when a file in the folder is missing or differs from what the
+        /// types generate (CI runs this in the repository).
         #[arg(long)]
         check: bool,
         /// The folder to write to or check.

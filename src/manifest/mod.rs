@@ -478,6 +478,20 @@ impl Manifest {
         out
     }
 
+    /// The lint findings about the rules (`pod check` prints them; `pod serve` logs them at
+    /// start, so a rule naming no tool is as loud in both).
+    pub fn lint(&self) -> Vec<crate::permission::lint::Finding> {
+        match &self.permissions {
+            Some(rules) => crate::permission::lint::lint(
+                rules,
+                &self.tools,
+                &self.workspace,
+                self.permissions_line,
+            ),
+            None => Vec::new(),
+        }
+    }
+
     /// The default action, or `None` when the permission layer is off.
     pub fn default_action(&self) -> Option<Action> {
         self.permissions.as_ref().map(|r| r.default_action())
@@ -568,8 +582,11 @@ fn extra_writable(workspace: &Path, raw: &str) -> Result<PathBuf, String> {
 
 /// Turns a toml/serde error into `file:line:col: key: message (did you mean ...)`.
 fn toml_error(path: &Path, text: &str, e: &toml::de::Error) -> ManifestError {
-    let offset = e.span().map(|s| s.start).unwrap_or(0);
+    let offset = e.span().map(|s| s.start).unwrap_or(0).min(text.len());
     let message = e.message().trim().to_string();
+    if let Some(message) = entry_error(text, offset, &message) {
+        return ManifestError::at(path, text, offset, message);
+    }
     let key = key_path_at(text, offset);
     let hint = unknown_name_hint(&message);
     let message = match key {
@@ -586,6 +603,33 @@ fn toml_error(path: &Path, text: &str, e: &toml::de::Error) -> ManifestError {
         },
     };
     ManifestError::at(path, text, offset, message)
+}
+
+/// Errors about a whole `[[section]]` entry, which toml reports at its header: a list written
+/// with one bracket (`[permissions.rule]`), or an entry missing a field, named by its position
+/// (`permissions.rule[2]: missing field `action``).
+fn entry_error(text: &str, offset: usize, message: &str) -> Option<String> {
+    let line_start = text.get(..offset)?.rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text
+        .get(offset..)?
+        .find('\n')
+        .map_or(text.len(), |i| offset + i);
+    let line = text.get(line_start..line_end)?.trim();
+    let section = parse_header(line)?;
+    if message.starts_with("invalid type: map, expected a sequence") && !line.starts_with("[[") {
+        return Some(format!(
+            "[{section}] is a list: write each entry as [[{section}]] (two brackets)"
+        ));
+    }
+    if message.starts_with("missing field") && line.starts_with("[[") {
+        let n = text
+            .get(..line_end)?
+            .lines()
+            .filter(|l| l.trim().starts_with("[[") && parse_header(l).as_deref() == Some(&section))
+            .count();
+        return Some(format!("{section}[{n}]: {message}"));
+    }
+    None
 }
 
 /// For "unknown field `x`, expected one of `a`, `b`" (and unknown variants): a "did you mean".

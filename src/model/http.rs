@@ -96,10 +96,10 @@ pub(crate) fn api_key(
 fn env_key(var: &str, provider: &'static str, origin: &str) -> Result<String, ModelError> {
     match std::env::var(var) {
         Ok(key) if !key.trim().is_empty() => Ok(key.trim().to_string()),
-        Ok(_) => Err(ModelError::Config(format!(
+        Ok(_) => Err(ModelError::Environment(format!(
             "{provider}: the API key environment variable {var} ({origin}) is empty"
         ))),
-        Err(_) => Err(ModelError::Config(format!(
+        Err(_) => Err(ModelError::Environment(format!(
             "{provider}: the API key environment variable {var} ({origin}) is not set"
         ))),
     }

@@ -31,7 +31,9 @@ use crate::hooks::UserHook;
 use crate::manifest::Manifest;
 use crate::model::{self, Message, Model, ModelError};
 use crate::permission::{FileRules, Policy, SessionGrants};
-use crate::protocol::{AskMode, Event, Item, PermissionsInfo, SandboxInfo, ToolInfo};
+use crate::protocol::{
+    AskMode, ConfigurationInfo, Event, Item, PermissionsInfo, SandboxInfo, ToolInfo,
+};
 use crate::sandbox::{Sandbox, SandboxError};
 use crate::scope::Scope;
 use crate::session::{SessionError, SessionLog};
@@ -258,6 +260,20 @@ impl Pod {
     /// What the sandbox holds for this session.
     pub fn sandbox_info(&self) -> SandboxInfo {
         self.sandbox.info()
+    }
+
+    pub fn configuration_info(&self) -> ConfigurationInfo {
+        let manifest = &self.manifest;
+        ConfigurationInfo {
+            files: manifest
+                .files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect(),
+            built_in_defaults: manifest.is_defaults(),
+            provider: manifest.model.provider.as_str().to_string(),
+            model: manifest.model.model.clone(),
+        }
     }
 
     pub fn permissions_info(&self) -> PermissionsInfo {

@@ -30,6 +30,8 @@ pub struct Connection {
     opened: Mutex<Option<Opened>>,
     turn: Mutex<Option<CancellationToken>>,
     shutting_down: AtomicBool,
+    /// `initialize` failed to open the pod: the server answers it and exits 1.
+    cannot_open: AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -46,6 +48,7 @@ impl Connection {
             opened: Mutex::new(None),
             turn: Mutex::new(None),
             shutting_down: AtomicBool::new(false),
+            cannot_open: AtomicBool::new(false),
         })
     }
 
@@ -99,8 +102,13 @@ impl Connection {
             resume: self.resume.clone(),
             approver,
         };
-        let pod = Pod::open(self.manifest.clone(), options)
-            .map_err(|e| MethodError::Internal(format!("cannot open the pod: {e}")))?;
+        let pod = Pod::open(self.manifest.clone(), options).map_err(|e| {
+            let message = e.to_string();
+            tracing::error!("cannot open the pod: {message}");
+            // Nothing can follow: the server exits (1) once this answer is written.
+            self.cannot_open.store(true, Ordering::SeqCst);
+            MethodError::CannotOpen(message)
+        })?;
         let opened = Opened { pod, approvals };
         *lock(&self.opened) = Some(opened.clone());
         Ok(opened)
@@ -135,6 +143,11 @@ impl Connection {
     /// After this, every request is answered `-32005`.
     pub fn begin_shutdown(&self) {
         self.shutting_down.store(true, Ordering::SeqCst);
+    }
+
+    /// True once `initialize` failed to open the pod.
+    pub fn cannot_open(&self) -> bool {
+        self.cannot_open.load(Ordering::SeqCst)
     }
 
     pub fn is_shutting_down(&self) -> bool {

@@ -110,6 +110,7 @@ fn initialize(params: InitializeParams, conn: &Connection) -> Result<InitializeR
         tools: pod.tools().to_vec(),
         permissions: pod.permissions_info(),
         sandbox: pod.sandbox_info(),
+        configuration: pod.configuration_info(),
     })
 }
 

@@ -7,7 +7,8 @@
 //!
 //! Invariants: stdout is written only by the transport's writer; a `run` response follows the
 //! turn's last event; stdin EOF and `shutdown` both end with pending requests resolved, the turn
-//! cancelled, the session log flushed and exit code 0.
+//! cancelled, the session log flushed and exit code 0. A pod that cannot open answers
+//! `initialize` with -32007, logs why on stderr and exits 1.
 
 pub mod connection;
 pub mod dispatch;
@@ -53,6 +54,18 @@ pub fn main(
             return 1;
         }
     };
+    for finding in manifest.lint() {
+        let file = finding
+            .file
+            .clone()
+            .unwrap_or_else(|| manifest.path.display().to_string());
+        let at = finding.line.map(|l| format!(":{l}")).unwrap_or_default();
+        let severity = match finding.severity {
+            crate::permission::lint::Severity::Error => "error",
+            crate::permission::lint::Severity::Warning => "warning",
+        };
+        eprintln!("{file}{at}: {severity}: {}", finding.message);
+    }
     if manifest.is_defaults() {
         eprintln!(
             "pod serve: no pod.toml in {} and no user configuration ({}): running on pod's \
@@ -142,6 +155,9 @@ where
             end = ResolvedBy::Shutdown;
             break;
         }
+        if conn.cannot_open() {
+            break;
+        }
     }
     tracing::info!("closing ({end:?})");
     let wind_down = async {
@@ -176,7 +192,8 @@ where
         }
     }
     transport.writer.finish(WRITER_BUDGET).await;
-    0
+    // A pod that could not open answered `initialize` with -32007 and says so by its status.
+    u8::from(conn.cannot_open())
 }
 
 async fn handle(dispatcher: &Dispatcher, frame: Frame, max: usize) {
