@@ -98,6 +98,7 @@ impl Connection {
         let options = PodOptions {
             resume: self.resume.clone(),
             approver,
+            editor: None,
         };
         let pod = Pod::open(self.manifest.clone(), options)
             .map_err(|e| MethodError::Internal(format!("cannot open the pod: {e}")))?;
