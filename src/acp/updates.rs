@@ -293,7 +293,8 @@ mod tests {
         assert_eq!(bash["sessionUpdate"], "tool_call");
         assert_eq!(
             (&bash["kind"], &bash["title"], &bash["status"]),
-            (&json!("execute"), &json!("ls -l…"), &json!("pending"))
+            // `pending` is the schema's default, which it leaves out.
+            (&json!("execute"), &json!("ls -l…"), &Value::Null)
         );
         assert_eq!(bash["rawInput"]["command"], "ls -l\necho");
         let edit = wire(&tool_call(

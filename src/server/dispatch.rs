@@ -500,6 +500,57 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_response_is_an_invalid_request_unless_the_service_takes_responses() {
+        for text in [
+            r#"{"jsonrpc":"2.0","id":7,"result":{"a":1}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32000,"message":"x"}}"#,
+        ] {
+            let out = exchange(text).await;
+            assert_eq!(out.len(), 1, "{text}");
+            assert_eq!(codes(&out[0]), err(json!(7), ErrorCode::InvalidRequest));
+        }
+
+        /// Takes every response and remembers it.
+        #[derive(Default)]
+        struct Taker(Mutex<Vec<(String, Reply)>>);
+        impl Service for Taker {
+            fn call(
+                &self,
+                _: &str,
+                _: Option<Box<RawValue>>,
+                _: Detach,
+            ) -> Option<BoxFuture<'static, Reply>> {
+                None
+            }
+            fn response(&self, id: &RawValue, outcome: Reply) -> bool {
+                self.0.lock().unwrap().push((id.get().to_string(), outcome));
+                true
+            }
+        }
+        let taker = Arc::new(Taker::default());
+        let (out, mut rx) = Outbox::channel();
+        let d = Dispatcher::new(taker.clone(), out);
+        d.handle(r#"{"jsonrpc":"2.0","id":7,"result":{"a":1}}"#)
+            .await;
+        d.handle(r#"[{"jsonrpc":"2.0","id":"s","error":{"code":-32603,"message":"no"}}]"#)
+            .await;
+        // A malformed error member is still an invalid request.
+        d.handle(r#"{"jsonrpc":"2.0","id":8,"error":5}"#).await;
+        let taken = taker.0.lock().unwrap();
+        assert_eq!(taken.len(), 2);
+        assert_eq!(taken[0].0, "7");
+        assert_eq!(
+            taken[0].1.as_ref().map(|r| r.get().to_string()).ok(),
+            Some(r#"{"a":1}"#.into())
+        );
+        assert_eq!(taken[1].0, r#""s""#);
+        assert_eq!(taken[1].1.as_ref().err().map(|e| e.code), Some(-32603));
+        let answer: Value = serde_json::from_str(&rx.try_recv().unwrap()).unwrap();
+        assert_eq!(codes(&answer), err(json!(8), ErrorCode::InvalidRequest));
+        assert!(rx.try_recv().is_none());
+    }
+
+    #[tokio::test]
     async fn notifications_get_nothing() {
         assert!(
             exchange(r#"{"jsonrpc":"2.0","method":"subtract","params":[1,2]}"#)
