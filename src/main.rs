@@ -42,6 +42,17 @@ enum Command {
         #[arg(long, default_value_t = pod::server::DEFAULT_MAX_MESSAGE)]
         max_message_bytes: usize,
     },
+    /// Serve the Agent Client Protocol (v1) on stdin/stdout, for editors (docs/acp.md): each
+    /// session is configured by the `pod.toml` of its `cwd`.
+    Acp {
+        /// The folder holding every session's log (default: each manifest's `[pod].state_dir`,
+        /// else `$XDG_STATE_HOME/pod/<workspace>-<hash>`).
+        #[arg(long)]
+        state_dir: Option<PathBuf>,
+        /// Largest accepted message in bytes.
+        #[arg(long, default_value_t = pod::server::DEFAULT_MAX_MESSAGE)]
+        max_message_bytes: usize,
+    },
     /// Chat with a pod in the terminal: spawns `pod serve` and answers its approval requests.
     Chat {
         /// The manifest to serve. Default: `./pod.toml` when it exists, else the bundled
@@ -161,6 +172,10 @@ fn main() -> ExitCode {
             state_dir.as_deref(),
             max_message_bytes,
         ),
+        Command::Acp {
+            state_dir,
+            max_message_bytes,
+        } => pod::acp::main(state_dir.as_deref(), max_message_bytes),
         Command::Sessions {
             manifest,
             state_dir,

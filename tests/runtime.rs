@@ -63,6 +63,7 @@ fn approving_pod(manifest: &Manifest, approvals: &Approvals, resume: Option<Stri
         PodOptions {
             resume,
             approver: Approver::Client(approvals.clone()),
+            ..PodOptions::default()
         },
     )
     .unwrap()
@@ -361,6 +362,7 @@ async fn resume_after_a_torn_write_closes_orphans() {
         PodOptions {
             resume: Some(id.clone()),
             approver: Approver::FailClosed,
+            ..PodOptions::default()
         },
     )
     .unwrap();
@@ -379,6 +381,7 @@ async fn resume_after_a_torn_write_closes_orphans() {
         PodOptions {
             resume: Some(id),
             approver: Approver::FailClosed,
+            ..PodOptions::default()
         },
     )
     .unwrap();

@@ -1,8 +1,8 @@
 //! The runtime: [`Pod`], one session of an agent, usable as a library before any server exists.
 //!
-//! Owns: the session state (history, the model's view of the conversation, session grants),
-//! the turn loop (`turn`), the check chain every tool call passes (`checks`), and who answers
-//! asks ([`approval`]).
+//! Owns: the session state (history, the model's view of the conversation, session grants, the
+//! client's [`Restriction`]), the turn loop (`turn`), the check chain every tool call passes
+//! (`checks`), and who answers asks ([`approval`]).
 //!
 //! Must not touch: the wire. Events leave through an [`EventSink`]; the server decides how they
 //! are written. Decisions come from `permission`, never from here.
@@ -38,7 +38,7 @@ use crate::sandbox::{Sandbox, SandboxError};
 use crate::scope::Scope;
 use crate::session::{SessionError, SessionLog};
 use crate::skills::{SkillError, Skills};
-use crate::tools::Toolbox;
+use crate::tools::{EditorFiles, Toolbox};
 
 /// Where a pod sends its events, in order. A closed receiver is fine: events are then dropped.
 #[async_trait]
@@ -48,6 +48,13 @@ pub trait EventSink: Send + Sync {
 
     /// Sends one event only if that needs no wait; gives it back otherwise.
     fn try_emit(&self, event: Event) -> Result<(), Box<Event>>;
+
+    /// The call passed every check and its tool starts now. Not an event of protocol v1 (whose
+    /// clients learn it from the absence of a request); a front-end that shows progress, as ACP
+    /// does with `in_progress`, listens here.
+    async fn call_started(&self, turn_id: &str, call_id: &str) {
+        let _ = (turn_id, call_id);
+    }
 }
 
 /// Never waits: events queue without limit (library use, tests).
@@ -84,6 +91,23 @@ pub struct PodOptions {
     /// Resume this session id instead of starting a new one.
     pub resume: Option<String>,
     pub approver: Approver,
+    /// The client's editor buffers, when it serves them (ACP `fs/*`): `read`, `file_write` and
+    /// `edit` go through it once the checks pass.
+    pub editor: Option<Arc<dyn EditorFiles>>,
+}
+
+/// A restriction the client put on the session, on top of the manifest. It only narrows: a
+/// call it refuses is denied before any rule is asked, and it never allows anything the
+/// manifest does not.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Restriction {
+    /// The manifest as written.
+    #[default]
+    None,
+    /// Only the tools that read (`read`, `grep`, `glob`) may run; every write and every
+    /// command (`bash`, `file_write`, `edit`, and any tool pod does not know to be read-only)
+    /// is denied.
+    ReadOnly,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -135,6 +159,9 @@ pub struct Pod {
     /// Bounds every process the tools and hooks start; its `$TMPDIR` goes when the pod drops.
     sandbox: Arc<Sandbox>,
     approver: Approver,
+    editor: Option<Arc<dyn EditorFiles>>,
+    /// Set by the client while the session runs (ACP modes); read at each call's checks.
+    restriction: Mutex<Restriction>,
     resumed: bool,
     /// Session grants of the resumed log that the rules in force no longer allow.
     dropped_grants: usize,
@@ -214,6 +241,8 @@ impl Pod {
             hooks,
             sandbox,
             approver: options.approver,
+            editor: options.editor,
+            restriction: Mutex::new(Restriction::None),
             resumed,
             dropped_grants: dropped.len(),
             session_id: log.id().to_string(),
@@ -292,6 +321,17 @@ impl Pod {
     /// The session's items in order.
     pub fn history(&self) -> Vec<Item> {
         self.state().items.clone()
+    }
+
+    /// The restriction in force (checked for each call when its checks start).
+    pub fn restriction(&self) -> Restriction {
+        *self.restriction.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Narrows (or widens back to the manifest) what later calls may do; a call already past
+    /// its checks is not affected.
+    pub fn restrict(&self, restriction: Restriction) {
+        *self.restriction.lock().unwrap_or_else(|e| e.into_inner()) = restriction;
     }
 
     pub fn turn_running(&self) -> bool {

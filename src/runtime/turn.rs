@@ -416,6 +416,7 @@ impl Pod {
             target,
             files: self.files.clone(),
             sandbox: self.sandbox.clone(),
+            editor: self.editor.clone(),
         };
         if crate::testing::panics_armed() {
             crate::testing::maybe_panic(&call.input.to_string(), crate::testing::TOOL_MARKER);
@@ -428,6 +429,7 @@ impl Pod {
                 ..cancelled()
             };
         };
+        turn.events.call_started(&turn.id, &call.id).await;
         let output = if tool.concurrent() {
             tool.run(call.input.clone(), &ctx).await
         } else {

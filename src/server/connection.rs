@@ -101,6 +101,7 @@ impl Connection {
         let options = PodOptions {
             resume: self.resume.clone(),
             approver,
+            editor: None,
         };
         let pod = Pod::open(self.manifest.clone(), options).map_err(|e| {
             let message = e.to_string();
