@@ -994,7 +994,7 @@ fn scaling(runs: usize) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 10. pod acp beside pod serve
+// 11. pod acp beside pod serve
 
 /// Milliseconds per prompt over `prompts` prompts of `text`, and the lines each one wrote.
 fn prompts_serve(ws: &Workspace, prompts: usize, text: &str) -> (f64, usize) {
@@ -1034,7 +1034,7 @@ fn prompts_acp(ws: &Workspace, prompts: usize, text: &str) -> (f64, usize) {
 fn acp(runs: usize) {
     const STARTS: usize = 20;
     const PROMPTS: usize = 200;
-    println!("\n## 10. pod acp beside pod serve: start-up ({STARTS} starts per run), prompts ({PROMPTS} per run)");
+    println!("\n## 11. pod acp beside pod serve: start-up ({STARTS} starts per run), prompts ({PROMPTS} per run)");
     let ws = Workspace::new(&manifest("default_action = \"allow\""), "");
     let (mut serve, mut init, mut session, mut rss_serve, mut rss_acp) =
         (vec![], vec![], vec![], vec![], vec![]);
