@@ -1,5 +1,5 @@
 //! What an MCP tool call costs in pod beside the server's own time (docs/performance.md,
-//! section 10). The server is `@modelcontextprotocol/server-everything` (installed by
+//! section 12). The server is `@modelcontextprotocol/server-everything` (installed by
 //! `tests/mcp/setup.sh`), its `echo` tool, which does next to nothing, so what is measured is the
 //! path around it. Every server is warmed up with `WARM` calls first (node compiles its hot paths
 //! during the first calls). Three measurements of the same call, in the same run:

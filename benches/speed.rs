@@ -2,7 +2,7 @@
 //! run, so the ratios hold on a noisy machine.
 //!
 //! `cargo bench --bench speed` runs every section; `cargo bench --bench speed -- protocol turn`
-//! runs the named ones (protocol, turn, approval, startup, session, scaling). `POD_BENCH_RUNS`
+//! runs the named ones (protocol, turn, approval, startup, session, scaling, acp). `POD_BENCH_RUNS`
 //! (default 5) is how many times each measurement is repeated; medians are reported with the
 //! spread (min..max) of the runs.
 //!
@@ -78,6 +78,9 @@ fn main() {
     }
     if on("scaling") {
         scaling(runs);
+    }
+    if on("acp") {
+        acp(runs);
     }
 }
 
@@ -269,6 +272,49 @@ impl Peer {
             .arg(ws.path().join(".pod"))
             .current_dir(ws.path());
         Peer::spawn(c)
+    }
+
+    /// `pod acp`, its sessions' logs in the throwaway workspace.
+    fn acp(ws: &Workspace) -> Peer {
+        let mut c = Command::new(pod_binary());
+        c.arg("acp")
+            .arg("--state-dir")
+            .arg(ws.path().join(".pod"))
+            .current_dir(ws.path());
+        Peer::spawn(c)
+    }
+
+    /// `initialize` then `session/new` on a `pod acp` peer; the session id.
+    fn acp_session(&mut self, ws: &Workspace) -> String {
+        self.send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#);
+        let v: Value = serde_json::from_str(self.recv()).expect("json");
+        assert!(v.get("result").is_some(), "initialize failed: {v}");
+        let cwd = ws.path().canonicalize().expect("workspace");
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "session/new",
+            "params": {"cwd": cwd, "mcpServers": []}})
+            .to_string(),
+        );
+        let v: Value = serde_json::from_str(self.recv()).expect("json");
+        v["result"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("session/new failed: {v}"))
+            .to_string()
+    }
+
+    /// Sends request `id` and reads until its response (past notifications); the lines read.
+    fn until_response(&mut self, id: u64, text: &str) -> usize {
+        self.send(text);
+        let head = format!(r#"{{"jsonrpc":"2.0","id":{id},"#);
+        let mut lines = 0;
+        loop {
+            lines += 1;
+            let line = self.recv();
+            if line.starts_with(&head) && !line.contains(r#""method""#) {
+                assert!(line.contains(r#""result""#), "request {id} failed: {line}");
+                return lines;
+            }
+        }
     }
 
     /// The echo floor in `mode`: `line`, `batch` or `tokio`.
@@ -945,4 +991,120 @@ fn scaling(runs: usize) {
         "  shell parse alone | {:>5.2} | {:>15.2} | {:>16.1}",
         parse[0], parse[1], parse[2]
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 11. pod acp beside pod serve
+
+/// Milliseconds per prompt over `prompts` prompts of `text`, and the lines each one wrote.
+fn prompts_serve(ws: &Workspace, prompts: usize, text: &str) -> (f64, usize) {
+    let mut p = Peer::pod(ws, &[]);
+    p.initialize(false);
+    let mut times = Vec::with_capacity(prompts);
+    let mut lines = 0;
+    for i in 0..prompts {
+        let id = i as u64 + 1;
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": "run",
+            "params": {"input": [{"type": "text", "text": text}]}});
+        let t = Instant::now();
+        lines = p.until_response(id, &request.to_string());
+        times.push(us(t.elapsed()) / 1000.0);
+    }
+    p.close();
+    (median(&times), lines)
+}
+
+fn prompts_acp(ws: &Workspace, prompts: usize, text: &str) -> (f64, usize) {
+    let mut p = Peer::acp(ws);
+    let session = p.acp_session(ws);
+    let mut times = Vec::with_capacity(prompts);
+    let mut lines = 0;
+    for i in 0..prompts {
+        let id = i as u64 + 2;
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+            "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]}});
+        let t = Instant::now();
+        lines = p.until_response(id, &request.to_string());
+        times.push(us(t.elapsed()) / 1000.0);
+    }
+    p.close();
+    (median(&times), lines)
+}
+
+fn acp(runs: usize) {
+    const STARTS: usize = 20;
+    const PROMPTS: usize = 200;
+    println!("\n## 11. pod acp beside pod serve: start-up ({STARTS} starts per run), prompts ({PROMPTS} per run)");
+    let ws = Workspace::new(&manifest("default_action = \"allow\""), "");
+    let (mut serve, mut init, mut session, mut rss_serve, mut rss_acp) =
+        (vec![], vec![], vec![], vec![], vec![]);
+    for _ in 0..runs {
+        let (mut t_serve, mut t_init, mut t_session) = (vec![], vec![], vec![]);
+        for _ in 0..STARTS {
+            let t = Instant::now();
+            let mut p = Peer::pod(&ws, &[]);
+            p.initialize(false);
+            t_serve.push(us(t.elapsed()) / 1000.0);
+            if let Some(kib) = vm_rss_kib(p.pid()) {
+                rss_serve.push(kib as f64 / 1024.0);
+            }
+            p.close();
+            let t = Instant::now();
+            let mut a = Peer::acp(&ws);
+            a.send(
+                r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}"#,
+            );
+            a.recv();
+            t_init.push(us(t.elapsed()) / 1000.0);
+            a.close();
+            let t = Instant::now();
+            let mut a = Peer::acp(&ws);
+            a.acp_session(&ws);
+            t_session.push(us(t.elapsed()) / 1000.0);
+            if let Some(kib) = vm_rss_kib(a.pid()) {
+                rss_acp.push(kib as f64 / 1024.0);
+            }
+            a.close();
+        }
+        serve.push(median(&t_serve));
+        init.push(median(&t_init));
+        session.push(median(&t_session));
+    }
+    println!(
+        "  pod serve -> initialize result (opens the session) {}",
+        summary(&serve, "ms", 2)
+    );
+    println!(
+        "  pod acp -> initialize result                        {}",
+        summary(&init, "ms", 2)
+    );
+    println!(
+        "  pod acp -> initialize + session/new results        {}",
+        summary(&session, "ms", 2)
+    );
+    println!(
+        "  VmRSS with one session open: pod serve {}, pod acp {}",
+        summary(&rss_serve, "MiB", 2),
+        summary(&rss_acp, "MiB", 2)
+    );
+    for (what, text) in [
+        ("text only", "hello"),
+        ("one read call", r#"@read {"path":"small.txt"}"#),
+    ] {
+        let (mut s, mut a) = (vec![], vec![]);
+        let (mut s_lines, mut a_lines) = (0, 0);
+        for _ in 0..runs {
+            let (ms, n) = prompts_serve(&ws, PROMPTS, text);
+            s.push(ms);
+            s_lines = n;
+            let (ms, n) = prompts_acp(&ws, PROMPTS, text);
+            a.push(ms);
+            a_lines = n;
+        }
+        println!(
+            "  prompt, {what}: pod serve `run` {} ({s_lines} lines), pod acp `session/prompt` {} ({a_lines} lines)",
+            summary(&s, "ms", 3),
+            summary(&a, "ms", 3)
+        );
+    }
 }

@@ -127,7 +127,11 @@ pub fn dispatch(data: &[u8]) {
         input.extend(SENTINEL.as_bytes());
         input.extend(b"\n");
     }
-    let manifest = fx.dispatch.clone();
+    // A state folder of its own: runs go on in parallel (the proptest smoke runs several
+    // targets at once), and one run removing a shared folder would fail another's open.
+    let state = tempfile::tempdir().expect("state folder");
+    let mut manifest = fx.dispatch.clone();
+    manifest.set_state_dir(state.path());
     let output = fx.runtime.block_on(async move {
         let (client, server) = tokio::io::duplex(1 << 16);
         let (server_read, server_write) = tokio::io::split(server);
@@ -158,7 +162,7 @@ pub fn dispatch(data: &[u8]) {
         drop(writer.await);
         out
     });
-    let _ = std::fs::remove_dir_all(fx.workspace.join(".pod"));
+    drop(state);
     let messages = if headers {
         split_headed(&output)
     } else {

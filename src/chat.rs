@@ -14,7 +14,12 @@
 //! Input is line-oriented in every case: a background thread reads stdin lines; each line at the
 //! idle prompt is one user message; while a permission request is shown, the next line is its
 //! answer (`y`, `a`, `n [message]`). On a terminal the prompts (`you>`) are printed too. EOF quits
-//! cleanly: `shutdown`, then the child exits (it is killed if it does not within two seconds).
+//! cleanly: `shutdown`, then the child exits (it is killed if it does not within two seconds); EOF
+//! at an approval prompt says `no answer: denied` (the shutdown denies the request).
+//!
+//! Presentation: an approval prompt names each subject's rule by file and line and says how long
+//! the request has (`expires in 300 s`); errors are sentences (a JSON-RPC error is its message and
+//! code); a turn's error is printed once.
 //! Ctrl-C during a turn sends `cancel`; a second Ctrl-C in the same turn (or one at the idle
 //! prompt) quits. The child runs in its own process group so the terminal's Ctrl-C reaches only
 //! the chat, which decides what to do with it.
@@ -41,6 +46,9 @@ use crate::protocol::{
     Action, CallResult, CancelResult, EmptyResult, Event, InitializeResult, NetworkAccess,
     PermissionRequest, ReplyDecision, RuleAt, RunResult, SandboxKind, StopReason,
 };
+
+/// How the bundled example is named where a rule is cited (its line numbers are kept).
+const EXAMPLE_NAME: &str = "examples/pod.toml";
 
 /// The example manifest bundled into the binary, used when `--manifest` is not given.
 pub const EXAMPLE_MANIFEST: &str = include_str!("../examples/pod.toml");
@@ -70,7 +78,7 @@ pub enum ChatError {
     Pipe(&'static str),
     #[error("{0}")]
     Params(#[from] serde_json::Error),
-    #[error("{method}: {source}")]
+    #[error("{method} failed: {}", rpc_error_text(source))]
     Rpc {
         method: &'static str,
         source: jsonrpsee::core::client::Error,
@@ -198,14 +206,20 @@ struct Chat {
     mid_line: bool,
     /// The pod's `default_action` (from `initialize`), to say what decided a subject.
     default_action: Option<Action>,
+    /// The manifest file as rules are cited (`pod.toml:40`).
+    rules_file: String,
 }
 
 async fn chat(manifest: Option<&Path>) -> Result<(), ChatError> {
-    let (_example, manifest) = match manifest {
-        Some(path) => (None, path.to_path_buf()),
+    // The manifest given, else `./pod.toml` as `pod serve` would take it, else the bundled
+    // example (an offline demo with rules worth trying).
+    let local = Path::new("pod.toml");
+    let manifest = manifest.or_else(|| local.is_file().then_some(local));
+    let (_example, manifest, rules_file) = match manifest {
+        Some(path) => (None, path.to_path_buf(), path.display().to_string()),
         None => {
             let (dir, path) = write_example()?;
-            (Some(dir), path)
+            (Some(dir), path, EXAMPLE_NAME.to_string())
         }
     };
     let exe = std::env::current_exe().map_err(ChatError::CurrentExe)?;
@@ -234,6 +248,7 @@ async fn chat(manifest: Option<&Path>) -> Result<(), ChatError> {
         tty: std::io::stdin().is_terminal(),
         mid_line: false,
         default_action: None,
+        rules_file,
     };
     let result = chat.dialogue().await;
     chat.quit().await;
@@ -320,13 +335,30 @@ impl Chat {
             ),
             (SandboxKind::Landlock, false) => "NOT enforced on this kernel".to_string(),
         };
+        // `[pod] name` when the manifest sets one other than the default.
+        let name = match init.pod_info.name.as_str() {
+            "pod" => String::new(),
+            name => format!("{name}, "),
+        };
         self.say(&format!(
-            "pod chat: {} {}, session {}, {} tools, permissions: {permissions}, sandbox: {sandbox}",
-            init.pod_info.name,
+            "pod chat: {name}pod {}, session {}, {} tools, permissions: {permissions}, sandbox: {sandbox}",
             init.pod_info.version,
             init.session.id,
             init.tools.len()
         ));
+        let c = &init.configuration;
+        let model = match &c.model {
+            Some(model) => format!("{} {model}", c.provider),
+            None => c.provider.clone(),
+        };
+        let files = if c.built_in_defaults {
+            "pod's built-in defaults".to_string()
+        } else if c.files.is_empty() {
+            self.rules_file.clone()
+        } else {
+            c.files.join(" over ")
+        };
+        self.say(&format!("configuration: {files}; model: {model}"));
         self.say(
             "One message per line (with the offline model, `!cmd` runs a shell command). \
              Ctrl-C cancels a turn, Ctrl-D quits.",
@@ -350,6 +382,8 @@ impl Chat {
         let mut pending: VecDeque<PermissionRequest> = VecDeque::new();
         let mut asked: Option<String> = None;
         let mut cancelled = false;
+        // Set when `turnEnded` carried the turn's error: the run result repeats it.
+        let mut error_shown = false;
         let mut ctrl_c = Box::pin(tokio::signal::ctrl_c());
         while run_result.is_none() || !turn_ended {
             if asked.is_none() {
@@ -362,8 +396,9 @@ impl Chat {
                 biased;
                 event = self.events.next() => match event {
                     Some(Ok(event)) => {
-                        if let Event::TurnEnded { .. } = event {
+                        if let Event::TurnEnded { error, .. } = &event {
                             turn_ended = true;
+                            error_shown |= error.is_some();
                         }
                         self.show_event(event, &mut pending, &mut asked);
                     }
@@ -373,8 +408,10 @@ impl Chat {
                 result = &mut run, if run_result.is_none() => {
                     match result {
                         Ok(Ok(result)) => {
-                            if let Some(error) = &result.error {
+                            // `turnEnded` comes first and usually carries the same error.
+                            if let (Some(error), false) = (&result.error, error_shown) {
                                 self.say(&format!("(turn error: {error})"));
+                                error_shown = true;
                             }
                             run_result = Some(result);
                         }
@@ -384,10 +421,14 @@ impl Chat {
                 }
                 input = self.input.recv(), if asked.is_some() => {
                     let Some(Input::Line(line)) = input else {
-                        self.say("");
+                        // Quitting shuts the pod down, which denies the pending request.
+                        self.say("no answer: denied");
                         return Ok(Next::Quit);
                     };
-                    if !self.tty {
+                    if self.tty {
+                        // The terminal echoed the answer and its newline.
+                        self.mid_line = false;
+                    } else {
                         self.say(&line);
                     }
                     match parse_answer(&line) {
@@ -507,12 +548,13 @@ impl Chat {
             call_summary(&request.tool, &request.input)
         ));
         for subject in &request.subjects {
-            let line = subject.line(self.default_action, RuleAt::Line);
+            let line = subject.line(self.default_action, RuleAt::File(&self.rules_file));
             self.say(&format!("  {line}"));
         }
         self.say(&format!("  reason: {}", request.reason));
         if let Some(expires) = &request.expires_at {
-            self.say(&format!("  expires: {expires}"));
+            let now = time::OffsetDateTime::now_utc();
+            self.say(&format!("  {}", expiry_text(expires, now)));
         }
         print!("[y]es once / [a]lways this session / [n]o (+ optional message): ");
         flush();
@@ -580,6 +622,32 @@ fn call_summary(tool: &str, input: &serde_json::Value) -> String {
     }
 }
 
+/// `expires in 300 s` for a request's `expiresAt` (RFC 3339), from `now`; the time itself when
+/// it cannot be read.
+fn expiry_text(expires_at: &str, now: time::OffsetDateTime) -> String {
+    let format = time::format_description::well_known::Rfc3339;
+    match time::OffsetDateTime::parse(expires_at, &format) {
+        Ok(at) => match (at - now).as_seconds_f64().round() {
+            secs if secs >= 1.0 => format!("expires in {secs:.0} s"),
+            _ => "expires now".to_string(),
+        },
+        Err(_) => format!("expires at {expires_at}"),
+    }
+}
+
+/// A client error as a sentence: a JSON-RPC error is its message and code (the library's own
+/// rendering is a debug dump), a lost connection says so.
+fn rpc_error_text(error: &jsonrpsee::core::client::Error) -> String {
+    use jsonrpsee::core::client::Error;
+    match error {
+        Error::Call(object) => format!("{} (error {})", object.message(), object.code()),
+        Error::RestartNeeded(_) | Error::ServiceDisconnect => {
+            "the pod closed the connection".to_string()
+        }
+        other => other.to_string(),
+    }
+}
+
 /// A result's content after its status: one line inline, more lines indented below.
 fn indent_block(content: &str) -> String {
     let lines: Vec<&str> = content.lines().collect();
@@ -633,6 +701,40 @@ mod tests {
         );
         assert_eq!(parse_answer("no"), Some((ReplyDecision::Deny, None)));
         assert_eq!(parse_answer("maybe"), None);
+    }
+
+    #[test]
+    fn expiry_is_a_duration_from_now() {
+        let now = time::OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap();
+        let format = time::format_description::well_known::Rfc3339;
+        let at = |secs: f64| {
+            (now + time::Duration::seconds_f64(secs))
+                .format(&format)
+                .unwrap()
+        };
+        assert_eq!(expiry_text(&at(299.9996), now), "expires in 300 s");
+        assert_eq!(expiry_text(&at(42.2), now), "expires in 42 s");
+        assert_eq!(expiry_text(&at(0.2), now), "expires now");
+        assert_eq!(expiry_text(&at(-5.0), now), "expires now");
+        assert_eq!(expiry_text("soon", now), "expires at soon");
+    }
+
+    #[test]
+    fn rpc_errors_read_as_sentences() {
+        // The error object type is private to jsonrpsee's client; it deserializes like the wire.
+        let object = serde_json::json!({
+            "code": -32603,
+            "message": "internal error: cannot open the pod: the key variable K is not set",
+        });
+        let error = jsonrpsee::core::client::Error::Call(serde_json::from_value(object).unwrap());
+        let chat = ChatError::Rpc {
+            method: "initialize",
+            source: error,
+        };
+        assert_eq!(
+            chat.to_string(),
+            "initialize failed: internal error: cannot open the pod: the key variable K is not set (error -32603)"
+        );
     }
 
     #[test]

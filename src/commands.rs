@@ -1,29 +1,51 @@
-//! The one-shot commands: `pod check`, `pod explain`, `pod sessions`, `pod schema`. Each returns
-//! the process exit code. What a command reports is its output (stdout), `pod check`'s findings
-//! included; an input it cannot read at all (a missing file, bad `--input` JSON) goes to stderr.
+//! The one-shot commands: `pod check`, `pod config`, `pod explain`, `pod sessions`, `pod schema`.
+//! Each returns the process exit code. What a command reports is its output (stdout), `pod
+//! check`'s findings included; an input it cannot read at all (a missing file, bad `--input`
+//! JSON) goes to stderr. Each reads the configuration as `pod serve` does
+//! ([`Manifest::open`]: the project's manifest layered over the user's configuration).
 
 use std::path::Path;
 
-use crate::manifest::Manifest;
+use crate::builtin::{Builtin, SubjectKind};
+use crate::manifest::{did_you_mean, Manifest};
 use crate::permission::lint::{self, Severity};
 use crate::protocol::{Decision, RuleAt, ToolAnnotations};
 
-/// `pod check`: validate, then lint. Exit 1 when anything is an error.
-pub fn check(path: &Path) -> u8 {
-    let manifest = match Manifest::load(path) {
+/// The files a configuration came from, for the first line of `check` and `config`.
+pub fn sources_text(manifest: &Manifest) -> String {
+    if manifest.is_defaults() {
+        return format!(
+            "no pod.toml in {} and no user configuration: pod's built-in defaults (reads \
+             inside the workspace allowed, everything else asks; the offline model)",
+            manifest.workspace.display()
+        );
+    }
+    let files: Vec<String> = manifest
+        .files
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect();
+    format!("configuration: {}", files.join(", then "))
+}
+
+/// `pod check`: validate as `pod serve` does, then lint. Exit 1 when anything is an error.
+pub fn check(path: Option<&Path>) -> u8 {
+    let manifest = match Manifest::open(path) {
         Ok(m) => m,
         Err(e) => {
             println!("{e}");
             return 1;
         }
     };
+    println!("{}", sources_text(&manifest));
     let findings = check_findings(&manifest);
-    let file = path.display();
+    let file = manifest.path.display().to_string();
     for f in &findings {
         let severity = match f.severity {
             Severity::Error => "error",
             Severity::Warning => "warning",
         };
+        let file = f.file.as_deref().unwrap_or(&file);
         match f.line {
             Some(line) => println!("{file}:{line}: {severity}: {}", f.message),
             None => println!("{file}: {severity}: {}", f.message),
@@ -108,28 +130,13 @@ pub fn sandbox_text(manifest: &Manifest) -> String {
 /// cannot run.
 pub fn check_findings(manifest: &Manifest) -> Vec<lint::Finding> {
     let mut findings = Vec::new();
-    if let Some(rules) = &manifest.permissions {
-        findings.extend(lint::lint(
-            rules,
-            &manifest.tools,
-            &manifest.workspace,
-            manifest.permissions_line,
-        ));
-    }
-    if let Some(rules) = &manifest.permissions {
-        let servers: Vec<&str> = manifest
-            .mcp
-            .servers
-            .iter()
-            .map(|s| s.name.as_str())
-            .collect();
-        findings.extend(lint::mcp_servers(rules, &servers));
-    }
+    findings.extend(manifest.lint());
     for server in manifest.mcp.servers.iter().filter(|s| s.enabled) {
         let crate::manifest::McpTransport::Stdio { command, .. } = &server.transport;
         if let Some(problem) = program_problem(Some(command)) {
             findings.push(lint::Finding {
                 severity: Severity::Warning,
+                file: server.file.as_ref().map(|f| f.display().to_string()),
                 line: server.line,
                 message: format!(
                     "mcp.servers.{}: {problem}, so the server will not start and its tools are \
@@ -141,6 +148,7 @@ pub fn check_findings(manifest: &Manifest) -> Vec<lint::Finding> {
     }
     for e in crate::skills::Skills::load_all(&manifest.skill_dirs).1 {
         findings.push(lint::Finding {
+            file: None,
             severity: Severity::Error,
             line: None,
             message: format!("skill: {e}"),
@@ -149,6 +157,7 @@ pub fn check_findings(manifest: &Manifest) -> Vec<lint::Finding> {
     let plan = crate::sandbox::plan(&manifest.sandbox);
     if !plan.gaps.is_empty() {
         findings.push(lint::Finding {
+            file: None,
             severity: if manifest.sandbox.required {
                 Severity::Error
             } else {
@@ -177,6 +186,7 @@ pub fn check_findings(manifest: &Manifest) -> Vec<lint::Finding> {
         .filter(|w| sandboxed && !w.exists())
     {
         findings.push(lint::Finding {
+            file: None,
             severity: Severity::Warning,
             line: manifest.sandbox.line,
             message: format!(
@@ -186,9 +196,48 @@ pub fn check_findings(manifest: &Manifest) -> Vec<lint::Finding> {
             ),
         });
     }
+    // What `pod serve` does when it opens: build the model (its name, its key, its scenario).
+    match crate::model::from_config(&manifest.model) {
+        Ok(_) => {}
+        Err(e @ crate::model::ModelError::Environment(_)) => findings.push(lint::Finding {
+            file: None,
+            severity: Severity::Warning,
+            line: None,
+            message: format!("{e}: `pod serve` in this environment would refuse to open"),
+        }),
+        Err(e) => findings.push(lint::Finding {
+            file: None,
+            severity: Severity::Error,
+            line: None,
+            message: format!("{e}: `pod serve` would refuse to open"),
+        }),
+    }
     for hook in &manifest.hooks {
+        // A script the program is given (`["python3", "hooks/guard.py"]`): a path that does not
+        // exist makes every call the hook sees fail (closed).
+        let scripts = hook
+            .command
+            .iter()
+            .skip(1)
+            .filter(|a| a.contains('/') && !a.starts_with('-') && !a.contains("://"));
+        for arg in scripts {
+            let script = hook.dir.join(arg);
+            if !script.exists() {
+                findings.push(lint::Finding {
+                    file: None,
+                    severity: Severity::Error,
+                    line: Some(hook.line),
+                    message: format!(
+                        "hooks.pre_tool_call: {arg} does not exist (looked for {}): the hook \
+                         would deny every call it sees",
+                        script.display()
+                    ),
+                });
+            }
+        }
         if let Some(problem) = program_problem(hook.command.first().map(String::as_str)) {
             findings.push(lint::Finding {
+                file: None,
                 severity: Severity::Error,
                 line: Some(hook.line),
                 message: format!("hooks.pre_tool_call: {problem}"),
@@ -228,22 +277,38 @@ fn program_problem(program: Option<&str>) -> Option<String> {
 /// `pod explain`: the decision for one call, per subject. Exit 0 whatever the decision.
 /// `annotations` (JSON, an MCP tool's as its server lists them) select an MCP tool's default;
 /// without them an MCP tool is taken as MCP's default, destructive.
-pub fn explain(path: &Path, tool: &str, input: &str, annotations: Option<&str>, json: bool) -> u8 {
-    let manifest = match Manifest::load(path) {
+pub fn explain(
+    path: Option<&Path>,
+    tool: &str,
+    input: &str,
+    annotations: Option<&str>,
+    json: bool,
+) -> u8 {
+    let manifest = match Manifest::open(path) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("{e}");
             return 1;
         }
     };
+    if Builtin::from_name(tool).is_none() && crate::permission::mcp::split(tool).is_none() {
+        eprintln!(
+            "--tool: no tool \"{tool}\"{} (pod has: {}; an MCP server's tools are \
+             mcp__SERVER__TOOL)",
+            did_you_mean(tool, &Builtin::names()),
+            Builtin::names().join(", ")
+        );
+        return 1;
+    }
+    let shape = input_shape(tool);
     let input: serde_json::Value = match serde_json::from_str(input) {
         Ok(v @ serde_json::Value::Object(_)) => v,
         Ok(_) => {
-            eprintln!("--input: must be a JSON object, such as '{{\"command\":\"ls\"}}'");
+            eprintln!("--input: must be a JSON object: {tool} takes {shape}");
             return 1;
         }
         Err(e) => {
-            eprintln!("--input: not valid JSON: {e}");
+            eprintln!("--input: not valid JSON ({e}): {tool} takes {shape}");
             return 1;
         }
     };
@@ -326,6 +391,17 @@ fn mcp_explain_text(
     out
 }
 
+/// The input a tool takes, as an example for `pod explain`'s errors.
+fn input_shape(tool: &str) -> &'static str {
+    match SubjectKind::of(tool) {
+        SubjectKind::Shell => "'{\"command\":\"git status\"}'",
+        SubjectKind::Path => "'{\"path\":\"src/main.rs\"}' (plus the tool's other fields)",
+        SubjectKind::SearchRoot => "'{\"pattern\":\"TODO\",\"path\":\"src\"}'",
+        SubjectKind::Json => "a JSON object",
+        SubjectKind::Mcp => "a JSON object of the tool's arguments, as its server's schema says",
+    }
+}
+
 /// The human form of `pod explain`.
 pub fn explain_text(manifest: &Manifest, decision: &Decision) -> String {
     let mut out = format!("decision: {}\n", decision.decision);
@@ -353,8 +429,8 @@ pub fn explain_text(manifest: &Manifest, decision: &Decision) -> String {
 
 /// `pod sessions`: the folder holding a pod's session logs, then one line per session (id, last
 /// change, size), oldest first. A session is removed by deleting its file.
-pub fn sessions(path: &Path, state_dir: Option<&Path>) -> u8 {
-    let mut manifest = match Manifest::load(path) {
+pub fn sessions(path: Option<&Path>, state_dir: Option<&Path>) -> u8 {
+    let mut manifest = match Manifest::open(path) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("{e}");
@@ -390,11 +466,14 @@ pub fn sessions(path: &Path, state_dir: Option<&Path>) -> u8 {
 /// `pod schema [--check]`.
 pub fn schema(dir: &Path, check: bool) -> u8 {
     let mut stale = Vec::new();
+    let mut missing = Vec::new();
     for (name, text) in crate::schema::files() {
         let path = dir.join(name);
         if check {
-            if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
-                stale.push(path.display().to_string());
+            match std::fs::read_to_string(&path) {
+                Ok(current) if current == text => {}
+                Ok(_) => stale.push(path.display().to_string()),
+                Err(_) => missing.push(path.display().to_string()),
             }
         } else if let Err(e) =
             std::fs::create_dir_all(dir).and_then(|_| std::fs::write(&path, text))
@@ -403,12 +482,195 @@ pub fn schema(dir: &Path, check: bool) -> u8 {
             return 1;
         }
     }
+    if !missing.is_empty() {
+        eprintln!(
+            "no generated schema at {} (run `pod schema --check` in the repository, or give \
+             the folder with --dir; `pod schema` writes them)",
+            missing.join(", ")
+        );
+    }
     if !stale.is_empty() {
         eprintln!(
             "stale generated schema (run `pod schema` and commit): {}",
             stale.join(", ")
         );
-        return 1;
     }
-    0
+    u8::from(!missing.is_empty() || !stale.is_empty())
+}
+
+/// `pod config`: the configuration in effect, section by section, each with the file it came
+/// from (or "built-in default"), and every rule with its file and line.
+pub fn config(path: Option<&Path>) -> u8 {
+    match Manifest::open(path) {
+        Ok(manifest) => {
+            print!("{}", config_text(&manifest));
+            0
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            1
+        }
+    }
+}
+
+/// The text of `pod config`: TOML, with the origin of each section as a comment.
+pub fn config_text(m: &Manifest) -> String {
+    let origin = |section: &str| -> String {
+        match m.origins.get(section) {
+            Some(files) if !files.is_empty() => {
+                let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+                format!("# from {}", files.join(" and "))
+            }
+            _ if m.is_defaults() => "# pod's built-in defaults".to_string(),
+            _ => "# built-in default".to_string(),
+        }
+    };
+    let quote = |s: &str| toml_string(s);
+    let mut out = format!("# {}\n", sources_text(m));
+    out.push_str(&format!("# workspace: {}\n\n", m.workspace.display()));
+
+    out.push_str(&format!("[pod] {}\n", origin("pod")));
+    out.push_str(&format!("name = {}\n", quote(&m.name)));
+    out.push_str(&format!("max_steps = {}\n", m.max_steps));
+    out.push_str(&format!(
+        "state_dir = {}\n\n",
+        quote(&m.state_dir.display().to_string())
+    ));
+
+    let model = &m.model;
+    out.push_str(&format!("[model] {}\n", origin("model")));
+    out.push_str(&format!("provider = {}\n", quote(model.provider.as_str())));
+    for (key, value) in [
+        ("model", model.model.clone()),
+        ("base_url", model.base_url.clone()),
+        ("api_key_env", model.api_key_env.clone()),
+        (
+            "api_key_file",
+            model.api_key_file.as_ref().map(|p| p.display().to_string()),
+        ),
+        (
+            "scenario",
+            model.scenario.as_ref().map(|p| p.display().to_string()),
+        ),
+    ] {
+        if let Some(value) = value {
+            out.push_str(&format!("{key} = {}\n", quote(&value)));
+        }
+    }
+    out.push_str(&format!("max_tokens = {}\n", model.max_tokens));
+    out.push_str(&format!("timeout_secs = {}\n", model.timeout.as_secs()));
+    out.push_str(&format!("max_retries = {}\n\n", model.max_retries));
+
+    out.push_str(&format!("[tools] {}\n", origin("tools")));
+    let enabled: Vec<String> = m.tools.iter().map(|t| quote(t)).collect();
+    out.push_str(&format!("enabled = [{}]\n", enabled.join(", ")));
+    out.push_str(&format!("max_parallel = {}\n\n", m.max_parallel));
+
+    out.push_str(&format!("[scope] {}\n", origin("scope")));
+    let writable: Vec<String> = m
+        .writable
+        .iter()
+        .map(|w| quote(&crate::permission::path::display(w, &m.workspace)))
+        .collect();
+    out.push_str(&format!("writable = [{}]\n\n", writable.join(", ")));
+
+    match &m.permissions {
+        None => out.push_str(&format!(
+            "# [permissions]: none, so the permission layer is off and every tool call runs {}\n\n",
+            origin("permissions")
+        )),
+        Some(rules) => {
+            out.push_str(&format!("[permissions] {}\n", origin("permissions")));
+            out.push_str(&format!(
+                "default_action = {}\n",
+                quote(rules.default_action().as_str())
+            ));
+            if let Some(t) = rules.ask_timeout() {
+                out.push_str(&format!("ask_timeout_secs = {}\n", t.as_secs()));
+            }
+            out.push('\n');
+            for (i, rule) in rules.specs().enumerate() {
+                let at = match (&rule.file, rule.line) {
+                    (Some(f), Some(l)) => format!("{f}:{l}"),
+                    (Some(f), None) => f.clone(),
+                    (None, Some(l)) => format!("line {l}"),
+                    (None, None) => "built in".into(),
+                };
+                out.push_str(&format!("[[permissions.rule]] # rule {}, {at}\n", i + 1));
+                out.push_str(&format!("tool = {}\n", quote(&rule.tool)));
+                out.push_str(&format!("pattern = {}\n", quote(&rule.pattern)));
+                out.push_str(&format!("action = {}\n", quote(rule.action.as_str())));
+                if let Some(message) = &rule.message {
+                    out.push_str(&format!("message = {}\n", quote(message)));
+                }
+                out.push('\n');
+            }
+        }
+    }
+
+    if !m.skill_dirs.is_empty() {
+        out.push_str(&format!("[skills] {}\n", origin("skills")));
+        let dirs: Vec<String> = m
+            .skill_dirs
+            .iter()
+            .map(|d| quote(&d.display().to_string()))
+            .collect();
+        out.push_str(&format!("directories = [{}]\n\n", dirs.join(", ")));
+    }
+    for hook in &m.hooks {
+        out.push_str(&format!(
+            "[[hooks.pre_tool_call]] # {}:{}\n",
+            hook.dir.display(),
+            hook.line
+        ));
+        let command: Vec<String> = hook.command.iter().map(|c| quote(c)).collect();
+        out.push_str(&format!("command = [{}]\n", command.join(", ")));
+        out.push_str(&format!("timeout_secs = {}\n\n", hook.timeout.as_secs()));
+    }
+
+    let sandbox = &m.sandbox;
+    out.push_str(&format!("[sandbox] {}\n", origin("sandbox")));
+    let mode = match sandbox.mode {
+        crate::manifest::SandboxMode::Landlock => "landlock",
+        crate::manifest::SandboxMode::Off => "off",
+    };
+    out.push_str(&format!("mode = {}\n", quote(mode)));
+    out.push_str(&format!("required = {}\n", sandbox.required));
+    let network = match sandbox.network {
+        crate::protocol::NetworkAccess::Allow => "allow",
+        crate::protocol::NetworkAccess::Deny => "deny",
+    };
+    out.push_str(&format!("network = {}\n", quote(network)));
+    let extra: Vec<String> = sandbox
+        .writable
+        .iter()
+        .map(|w| quote(&w.display().to_string()))
+        .collect();
+    out.push_str(&format!("writable = [{}]\n", extra.join(", ")));
+    for server in &m.mcp.servers {
+        let at = match (&server.file, server.line) {
+            (Some(file), Some(line)) => format!(" # {}:{line}", file.display()),
+            _ => String::new(),
+        };
+        out.push_str(&format!("\n[mcp.servers.{}]{at}\n", server.name));
+        let crate::manifest::McpTransport::Stdio {
+            command, args, cwd, ..
+        } = &server.transport;
+        let args: Vec<String> = args.iter().map(|a| quote(a)).collect();
+        out.push_str(&format!("command = {}\n", quote(command)));
+        out.push_str(&format!("args = [{}]\n", args.join(", ")));
+        out.push_str(&format!("cwd = {}\n", quote(&cwd.display().to_string())));
+        out.push_str(&format!("enabled = {}\n", server.enabled));
+        out.push_str(&format!(
+            "startup_timeout_secs = {}\ntool_timeout_secs = {}\n",
+            server.startup_timeout.as_secs(),
+            server.tool_timeout.as_secs()
+        ));
+    }
+    out
+}
+
+/// A TOML basic string.
+fn toml_string(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
 }

@@ -3,10 +3,12 @@
 //!
 //! Data flows: `server` (transport, dispatch) -> `protocol` types -> `runtime` (turn loop, check
 //! chain) -> `permission` / hooks -> `tools` -> `session` log; `model` providers sit beside the
-//! turn. See `docs/architecture.md`.
+//! turn. `acp` is a second front-end (the Agent Client Protocol) over the same runtime, on the
+//! same transport. See `docs/architecture.md`.
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod acp;
 pub mod builtin;
 pub mod chat;
 pub mod client;

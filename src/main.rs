@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use pod::conformance::kit::Framing;
 
 #[derive(Parser)]
 #[command(
@@ -25,8 +26,11 @@ struct Cli {
 enum Command {
     /// Serve the JSON-RPC protocol on stdin/stdout (the main job).
     Serve {
-        #[arg(long, default_value = "pod.toml")]
-        manifest: PathBuf,
+        /// The project's manifest. Default: `./pod.toml` when it exists, else the user's
+        /// configuration alone, else pod's built-in defaults (docs/manifest.md, "Layered
+        /// configuration").
+        #[arg(long)]
+        manifest: Option<PathBuf>,
         /// Resume this session id instead of starting a new session.
         #[arg(long)]
         resume: Option<String>,
@@ -38,38 +42,80 @@ enum Command {
         #[arg(long, default_value_t = pod::server::DEFAULT_MAX_MESSAGE)]
         max_message_bytes: usize,
     },
+    /// Serve the Agent Client Protocol (v1) on stdin/stdout, for editors (docs/acp.md): each
+    /// session is configured by the `pod.toml` of its `cwd`.
+    Acp {
+        /// The folder holding every session's log (default: each manifest's `[pod].state_dir`,
+        /// else `$XDG_STATE_HOME/pod/<workspace>-<hash>`).
+        #[arg(long)]
+        state_dir: Option<PathBuf>,
+        /// Largest accepted message in bytes.
+        #[arg(long, default_value_t = pod::server::DEFAULT_MAX_MESSAGE)]
+        max_message_bytes: usize,
+    },
     /// Chat with a pod in the terminal: spawns `pod serve` and answers its approval requests.
     Chat {
-        /// The manifest to serve; without it, the bundled example with the current directory
-        /// as its workspace.
+        /// The manifest to serve. Default: `./pod.toml` when it exists, else the bundled
+        /// example (an offline demo) with the current directory as its workspace.
         #[arg(long)]
         manifest: Option<PathBuf>,
     },
-    /// Run the conformance kit against a pod command; exit 1 when a MUST requirement fails.
+    /// Run the conformance kit against a pod command. Exit status: 0 passed, 1 a MUST failed
+    /// (or a SHOULD, with --strict), 2 the kit does not load or nothing is selected, 3 the pod
+    /// command exited without answering initialize.
     Conformance {
         /// The pod to test, run with `sh -c`; `{manifest}` is replaced by the manifest's path.
+        #[arg(long, required_unless_present = "list")]
+        pod_cmd: Option<String>,
+        /// Run only the requirements whose id contains this text (repeat for several).
         #[arg(long)]
-        pod_cmd: String,
-        /// Run only the requirements whose id contains this text.
-        #[arg(long)]
-        filter: Option<String>,
+        filter: Vec<String>,
         /// Read the kit from this folder instead of the copy built into the binary.
         #[arg(long)]
         kit: Option<PathBuf>,
+        /// How long each `expect` step waits for its message, in milliseconds.
+        #[arg(long, default_value_t = 5000)]
+        expect_timeout_ms: u64,
+        /// The framings to run every requirement in.
+        #[arg(long, value_enum, default_value_t = FramingArg::Both)]
+        framing: FramingArg,
+        /// A failed SHOULD requirement fails the run (exit 1) instead of a warning.
+        #[arg(long)]
+        strict: bool,
+        /// Print one JSON document (every result, the counts, the exit status) instead of lines.
+        #[arg(long)]
+        json: bool,
+        /// List the requirements (id, tier, framings, title) instead of running them.
+        #[arg(long)]
+        list: bool,
     },
     /// List a pod's sessions (id, last change, size) and the folder holding them.
     Sessions {
-        #[arg(long, default_value = "pod.toml")]
-        manifest: PathBuf,
+        /// The project's manifest. Default: `./pod.toml` when it exists, else the user's
+        /// configuration alone, else pod's built-in defaults (docs/manifest.md, "Layered
+        /// configuration").
+        #[arg(long)]
+        manifest: Option<PathBuf>,
         /// The folder holding the session logs, as given to `pod serve --state-dir`.
         #[arg(long)]
         state_dir: Option<PathBuf>,
     },
-    /// Validate a manifest and lint its rules; exit 1 on errors.
-    Check { manifest: PathBuf },
+    /// Validate the configuration as `pod serve` would (the manifest layered over the user's
+    /// configuration), lint its rules, and warn about what only the runtime can know; exit 1 on
+    /// errors.
+    Check {
+        /// The project's manifest (default: as `pod serve` finds it).
+        manifest: Option<PathBuf>,
+    },
+    /// Print the configuration in effect, each section with the file it came from.
+    Config {
+        /// The project's manifest (default: as `pod serve` finds it).
+        manifest: Option<PathBuf>,
+    },
     /// Print the decision for one tool call and the rule that decided each subject.
     Explain {
-        manifest: PathBuf,
+        /// The project's manifest (default: as `pod serve` finds it).
+        manifest: Option<PathBuf>,
         #[arg(long)]
         tool: String,
         /// The tool input as a JSON object.
@@ -85,12 +131,32 @@ enum Command {
     },
     /// Write schema/*.json from the Rust types, or with --check fail when they are stale.
     Schema {
+        /// Write nothing; exit 1 when a file in the folder is missing or differs from what the
+        /// types generate (CI runs this in the repository).
         #[arg(long)]
         check: bool,
         /// The folder to write to or check.
         #[arg(long, default_value = "schema")]
         dir: PathBuf,
     },
+}
+
+/// `--framing` of `pod conformance`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum FramingArg {
+    Ndjson,
+    Headers,
+    Both,
+}
+
+impl FramingArg {
+    fn framings(self) -> &'static [Framing] {
+        match self {
+            FramingArg::Ndjson => &[Framing::Ndjson],
+            FramingArg::Headers => &[Framing::Headers],
+            FramingArg::Both => &Framing::BOTH,
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -104,25 +170,55 @@ fn main() -> ExitCode {
             resume,
             state_dir,
             max_message_bytes,
-        } => pod::server::main(&manifest, resume, state_dir.as_deref(), max_message_bytes),
+        } => pod::server::main(
+            manifest.as_deref(),
+            resume,
+            state_dir.as_deref(),
+            max_message_bytes,
+        ),
+        Command::Acp {
+            state_dir,
+            max_message_bytes,
+        } => pod::acp::main(state_dir.as_deref(), max_message_bytes),
         Command::Sessions {
             manifest,
             state_dir,
-        } => pod::commands::sessions(&manifest, state_dir.as_deref()),
+        } => pod::commands::sessions(manifest.as_deref(), state_dir.as_deref()),
         Command::Chat { manifest } => pod::chat::main(manifest.as_deref()),
         Command::Conformance {
             pod_cmd,
             filter,
             kit,
-        } => pod::conformance::main(&pod_cmd, filter.as_deref(), kit.as_deref()),
-        Command::Check { manifest } => pod::commands::check(&manifest),
+            expect_timeout_ms,
+            framing,
+            strict,
+            json,
+            list,
+        } => pod::conformance::main(&pod::conformance::Options {
+            pod_cmd: pod_cmd.as_deref(),
+            expect_timeout: std::time::Duration::from_millis(expect_timeout_ms),
+            filters: &filter,
+            kit_dir: kit.as_deref(),
+            framings: framing.framings(),
+            strict,
+            json,
+            list,
+        }),
+        Command::Check { manifest } => pod::commands::check(manifest.as_deref()),
+        Command::Config { manifest } => pod::commands::config(manifest.as_deref()),
         Command::Explain {
             manifest,
             tool,
             input,
             annotations,
             json,
-        } => pod::commands::explain(&manifest, &tool, &input, annotations.as_deref(), json),
+        } => pod::commands::explain(
+            manifest.as_deref(),
+            &tool,
+            &input,
+            annotations.as_deref(),
+            json,
+        ),
         Command::Schema { check, dir } => pod::commands::schema(&dir, check),
     };
     ExitCode::from(code)

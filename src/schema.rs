@@ -17,10 +17,29 @@ pub fn files() -> Vec<(&'static str, String)> {
     ]
 }
 
+/// Pretty JSON with object keys sorted at every level: the files do not depend on whether
+/// serde_json keeps insertion order (a dependency, the ACP schema crate, turns that on).
 fn pretty(value: &Value) -> String {
-    let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
+    let mut text = serde_json::to_string_pretty(&sorted(value)).unwrap_or_default();
     text.push('\n');
     text
+}
+
+fn sorted(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<_> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(k, v)| (k.clone(), sorted(v)))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+        other => other.clone(),
+    }
 }
 
 fn manifest_schema() -> Value {

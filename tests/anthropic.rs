@@ -334,13 +334,13 @@ async fn anthropic_missing_key_names_the_env_var() {
     cfg.api_key_file = None;
     cfg.api_key_env = Some("POD_TEST_ANTHROPIC_KEY_THAT_IS_NOT_SET".into());
     match from_config(&cfg) {
-        Err(ModelError::Config(message)) => {
+        Err(ModelError::Environment(message)) => {
             assert!(
                 message.contains("POD_TEST_ANTHROPIC_KEY_THAT_IS_NOT_SET"),
                 "{message}"
             )
         }
-        Err(other) => panic!("expected a config error, got {other:?}"),
+        Err(other) => panic!("expected an environment error, got {other:?}"),
         Ok(_) => panic!("expected a config error"),
     }
 }

@@ -5,9 +5,10 @@ mod common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Output, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
+use common::provider::{Out, Provider};
 use common::Workspace;
 
 /// Runs `pod chat --manifest <ws>/pod.toml` in the workspace with `input` on stdin, then EOF.
@@ -38,6 +39,26 @@ fn chat(ws: &Workspace, input: &str) -> Output {
 
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The test manifest plus a `bash "touch *"` ask rule (rule 4); returns it and the rule's line.
+fn manifest_with_touch_rule() -> (String, usize) {
+    let mut text = common::manifest_text(300);
+    text.push_str(
+        "\n[[permissions.rule]]\ntool = \"bash\"\npattern = \"touch *\"\naction = \"ask\"\n",
+    );
+    let line = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.trim() == "[[permissions.rule]]")
+        .map(|(i, _)| i + 1)
+        .last()
+        .unwrap_or(0);
+    (text, line)
 }
 
 const PROMPT: &str = "[y]es once / [a]lways this session / [n]o (+ optional message): ";
@@ -128,11 +149,141 @@ fn an_unrecognized_answer_asks_again() {
 }
 
 #[test]
-fn eof_at_a_prompt_quits_cleanly_without_running_the_call() {
+fn eof_at_a_prompt_says_denied_and_quits_without_running_the_call() {
     let ws = Workspace::new(300);
     let out = chat(&ws, "!touch never.txt\n");
-    assert!(out.status.success(), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("{PROMPT}no answer: denied\n")),
+        "{text}"
+    );
     assert!(!ws.path("never.txt").exists());
+}
+
+#[test]
+fn an_approval_prompt_cites_the_rule_by_file_and_line_and_says_how_long_it_has() {
+    let (manifest, line) = manifest_with_touch_rule();
+    let ws = Workspace::with_manifest(&manifest);
+    let out = chat(&ws, "!touch cited.txt\ny\n");
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}");
+    let cited = format!(
+        "  bash `touch cited.txt`: ask by rule 4 (bash \"touch *\") at {}:{line}\n",
+        ws.manifest().display()
+    );
+    assert!(text.contains(&cited), "{cited}\n{text}");
+    // ask_timeout_secs = 300, shown as a duration, not a timestamp.
+    assert!(
+        text.contains("  expires in 300 s\n") || text.contains("  expires in 299 s\n"),
+        "{text}"
+    );
+    assert!(!text.contains("expires:"), "{text}");
+    // The banner names the pod by its manifest's [pod] name.
+    assert!(text.starts_with("pod chat: test, pod "), "{text}");
+}
+
+#[test]
+fn a_pod_that_cannot_open_is_one_sentence_on_stderr() {
+    let ws = Workspace::with_manifest(
+        "[pod]\nname = \"t\"\nworkspace = \".\"\n\n[model]\nprovider = \"anthropic\"\n\
+         model = \"m\"\napi_key_env = \"POD_TEST_CHAT_KEY_THAT_IS_NOT_SET\"\n",
+    );
+    let out = chat(&ws, "hello\n");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("pod chat: "))
+        .unwrap_or_default();
+    assert!(line.starts_with("pod chat: initialize failed: "), "{err}");
+    assert!(line.contains("POD_TEST_CHAT_KEY_THAT_IS_NOT_SET"), "{err}");
+    assert!(!err.contains("ErrorObject"), "{err}");
+}
+
+#[test]
+fn a_turn_error_is_printed_once_and_an_html_page_is_summarised() {
+    let page: &[u8] = b"<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head>\n\
+                        <body><h1>502 Bad Gateway</h1><hr>nginx</body></html>\n";
+    let provider = Provider::start(vec![Arc::new(move |out: &mut Out| {
+        out.head(502, "text/html")?;
+        out.put(page)
+    })]);
+    let ws = Workspace::with_manifest(&format!(
+        "[pod]\nname = \"t\"\nworkspace = \".\"\n\n[model]\nprovider = \"openai\"\n\
+         model = \"m\"\nbase_url = \"{}/v1\"\nmax_retries = 0\n",
+        provider.base
+    ));
+    let out = chat(&ws, "hello\n");
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}{}", stderr(&out));
+    let error = "openai API error 502: an HTML page: 502 Bad Gateway";
+    assert_eq!(text.matches(error).count(), 1, "{text}");
+    assert!(!text.contains("<html"), "{text}");
+}
+
+/// `pod chat` with its stdin on a terminal (a pseudo-terminal this test holds) and its stdout on
+/// a pipe: `input` is typed, then the terminal hangs up.
+#[cfg(target_os = "linux")]
+fn chat_on_a_terminal(ws: &Workspace, input: &str) -> Output {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let (mut master, mut slave) = (-1, -1);
+    // SAFETY: openpty writes two new descriptors into the given integers.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just opened and are owned here.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let child = Command::new(env!("CARGO_BIN_EXE_pod"))
+        .args(["chat", "--manifest"])
+        .arg(ws.manifest())
+        .current_dir(ws.dir.path())
+        .env("XDG_STATE_HOME", ws.state_home())
+        .stdin(Stdio::from(slave))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn pod chat");
+    let mut terminal = std::fs::File::from(master);
+    terminal.write_all(input.as_bytes()).expect("type");
+    // The terminal echoes what is typed: drain it so its buffer never fills.
+    let mut echo = terminal.try_clone().expect("clone");
+    std::thread::spawn(move || std::io::copy(&mut echo, &mut std::io::sink()));
+    let (tx, done) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    // Ctrl-D at the start of a line: EOF after the lines above, in order.
+    terminal.write_all(&[4]).expect("ctrl-d");
+    match done.recv_timeout(common::WAIT) {
+        Ok(out) => out.expect("output"),
+        Err(_) => panic!("pod chat did not exit on a terminal"),
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn on_a_terminal_no_blank_line_follows_an_answer() {
+    let (manifest, _) = manifest_with_touch_rule();
+    let ws = Workspace::with_manifest(&manifest);
+    let out = chat_on_a_terminal(&ws, "!touch typed.txt\ny\n");
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}{}", stderr(&out));
+    assert!(ws.path("typed.txt").exists(), "{text}");
+    // The answer and its newline are the terminal's echo: the chat's next line follows the
+    // prompt directly on its stdout, with no newline of its own in between.
+    assert!(
+        text.contains(&format!("{PROMPT}[permission call_1_0] allow by client\n")),
+        "{text}"
+    );
+    assert!(!text.contains("\n\n"), "{text:?}");
 }
 
 #[test]

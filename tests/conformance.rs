@@ -186,12 +186,14 @@ fn lifecycle_errors_use_the_pod_codes() {
     );
     // Shutdown, then every request is -32005 (a batch makes the order certain).
     pod.send_raw(
-        br#"[{"jsonrpc":"2.0","id":"s","method":"shutdown"},{"jsonrpc":"2.0","id":"h","method":"history"}]"#,
+        br#"[{"jsonrpc":"2.0","id":"s","method":"shutdown"},{"jsonrpc":"2.0","id":"h","method":"history"},{"jsonrpc":"2.0","id":"u","method":"nope"}]"#,
     );
     let r = pod.next_other();
     let items = r.as_array().expect("array");
     assert_eq!(items[0]["result"], json!({}));
     assert_eq!(code(&items[1]), -32005);
+    // A method that does not exist, too: the pod is shutting down whatever is asked.
+    assert_eq!(code(&items[2]), -32005, "{}", items[2]);
     assert!(pod.wait_exit(Duration::from_secs(2)).success());
 }
 

@@ -740,3 +740,123 @@ fn a_server_that_hangs_in_a_call_times_out_and_the_turn_goes_on() {
     );
     assert_eq!(results(&pod, &turn)[0]["isError"], false);
 }
+
+/// `pod acp` with an editor's `mcpServers`: the server is started for the session, its tools
+/// are offered as `mcp__NAME__TOOL` and decided by the session's rules; a transport pod does
+/// not speak is refused, naming the entry.
+#[test]
+fn acp_sessions_start_the_mcp_servers_the_editor_offers() {
+    use std::io::{BufRead, BufReader, Write};
+    let Some(servers) = servers() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("pod.toml"),
+        "[model]\nprovider = \"offline\"\n[permissions]\ndefault_action = \"deny\"\n\
+         [[permissions.rule]]\ntool = \"mcp__everything__echo\"\npattern = \"*\"\naction = \"allow\"\n",
+    )
+    .expect("write pod.toml");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pod"))
+        .arg("acp")
+        .env("POD_CONFIG", "")
+        .env("XDG_STATE_HOME", state.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn pod acp");
+    let mut input = child.stdin.take().expect("stdin");
+    let mut output = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut updates: Vec<Value> = Vec::new();
+    let mut call = |id: u64, method: &str, params: Value| -> Value {
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(input, "{request}").expect("write");
+        loop {
+            let mut line = String::new();
+            let n = output.read_line(&mut line).expect("read");
+            assert!(n > 0, "pod acp closed stdout");
+            let v: Value = serde_json::from_str(&line).expect("JSON line");
+            if v["id"] == id && v.get("method").is_none() {
+                return v;
+            }
+            updates.push(v);
+        }
+    };
+    let init = call(
+        1,
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {}}),
+    );
+    assert_eq!(
+        init["result"]["agentCapabilities"]["mcpCapabilities"],
+        json!({"http": false, "sse": false}),
+        "{init}"
+    );
+    let cwd = dir.path().canonicalize().expect("cwd");
+    let http = call(
+        2,
+        "session/new",
+        json!({"cwd": cwd, "mcpServers": [{"type": "http", "name": "web", "url": "http://127.0.0.1:9/mcp", "headers": []}]}),
+    );
+    assert_eq!(http["error"]["code"], -32602, "{http}");
+    assert!(
+        http["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("mcpServers[0]")),
+        "{http}"
+    );
+    let everything = json!({"name": "everything", "command": "node",
+        "args": [index_js(servers, "server-everything"), "stdio"], "env": []});
+    let session = call(
+        3,
+        "session/new",
+        json!({"cwd": cwd, "mcpServers": [everything]}),
+    );
+    let tools = &session["result"]["_meta"]["pod"]["tools"];
+    assert!(
+        tools
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t == "mcp__everything__echo")),
+        "{session}"
+    );
+    let id = session["result"]["sessionId"].clone();
+    let prompt = format!(
+        "{}\n{}",
+        call_line(
+            "mcp__everything__echo",
+            json!({"message": "from-the-editor"})
+        ),
+        call_line("mcp__everything__get-sum", json!({"a": 1, "b": 2}))
+    );
+    let done = call(
+        4,
+        "session/prompt",
+        json!({"sessionId": id, "prompt": [{"type": "text", "text": prompt}]}),
+    );
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    let finished: Vec<&Value> = updates
+        .iter()
+        .map(|u| &u["params"]["update"])
+        .filter(|u| u["sessionUpdate"] == "tool_call_update" && u.get("rawOutput").is_some())
+        .collect();
+    assert_eq!(finished.len(), 2, "{updates:?}");
+    assert_eq!(finished[0]["status"], "completed", "{:?}", finished[0]);
+    assert!(
+        finished[0]["content"]
+            .to_string()
+            .contains("from-the-editor"),
+        "{:?}",
+        finished[0]
+    );
+    assert_eq!(finished[1]["status"], "failed", "{:?}", finished[1]);
+    assert!(
+        finished[1]["content"].to_string().contains("denied"),
+        "{:?}",
+        finished[1]
+    );
+    drop(input);
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "{status}");
+}

@@ -2,11 +2,17 @@
 //! each) and the manifests they run under, read from a folder or from the copy built into the
 //! binary. Parses each step line into a [`Step`]; the format is `tests/conformance/README.md`.
 //!
+//! Every requirement is about the pod protocol of `docs/protocol.md`. A kit for another protocol
+//! spoken by the same binary (ACP, once its front-end exists) would add a `protocol` key here,
+//! defaulting to `pod`, and the runner would pick its handshake by it; nothing else changes.
+//!
 //! Must not touch: processes or matching (`runner`, `matcher`).
 
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+
+use super::matcher::Json;
 
 /// The kit built into the binary: `(file name, text)` of every requirements file and manifest
 /// under `tests/conformance/` (a unit test checks this list against the folder).
@@ -27,6 +33,10 @@ pub const EMBEDDED_REQUIREMENTS: &[(&str, &str)] = &[
         "permissions.toml",
         include_str!("../../tests/conformance/requirements/permissions.toml"),
     ),
+    (
+        "framing.toml",
+        include_str!("../../tests/conformance/requirements/framing.toml"),
+    ),
 ];
 
 pub const EMBEDDED_MANIFESTS: &[(&str, &str)] = &[
@@ -37,6 +47,10 @@ pub const EMBEDDED_MANIFESTS: &[(&str, &str)] = &[
     (
         "short-timeout.toml",
         include_str!("../../tests/conformance/manifests/short-timeout.toml"),
+    ),
+    (
+        "no-timeout.toml",
+        include_str!("../../tests/conformance/manifests/no-timeout.toml"),
     ),
 ];
 
@@ -59,6 +73,10 @@ pub enum KitError {
     Manifest { id: String, manifest: String },
     #[error("{id}: tier must be MUST or SHOULD, not {tier:?}")]
     Tier { id: String, tier: String },
+    #[error(
+        "{id}: framing must be \"ndjson\" or \"headers\" (or left out for both), not {framing:?}"
+    )]
+    Framing { id: String, framing: String },
     #[error("requirement id {0} appears twice")]
     Duplicate(String),
 }
@@ -78,20 +96,63 @@ impl Tier {
     }
 }
 
-/// One step of a transcript.
+/// How messages are delimited on the wire (`docs/protocol.md`, "Transport").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Framing {
+    /// One JSON text per line.
+    Ndjson,
+    /// `Content-Length: N\r\n\r\n` then N bytes.
+    Headers,
+}
+
+impl Framing {
+    pub const BOTH: [Framing; 2] = [Framing::Ndjson, Framing::Headers];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Framing::Ndjson => "ndjson",
+            Framing::Headers => "headers",
+        }
+    }
+
+    /// `bytes` as one message in this framing.
+    pub fn frame(self, bytes: &[u8]) -> Vec<u8> {
+        match self {
+            Framing::Ndjson => [bytes, b"\n"].concat(),
+            Framing::Headers => [
+                format!("Content-Length: {}\r\n\r\n", bytes.len()).as_bytes(),
+                bytes,
+            ]
+            .concat(),
+        }
+    }
+}
+
+/// One step of a transcript. Consecutive `send`, `send-bytes` and `raw` steps go out in one
+/// write, as a client that pipelines its messages would send them.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step {
     /// `send TEXT`: write TEXT (placeholders filled, raw line breaks turned into spaces) as one
-    /// line.
+    /// message in the run's framing.
     Send(String),
+    /// `send-bytes TEXT`: TEXT with placeholders filled and then the escapes `\xHH`, `\n`, `\r`,
+    /// `\t`, `\\` turned into bytes (so it may be any bytes, not UTF-8), as one message in the
+    /// run's framing.
+    SendBytes(String),
+    /// `raw TEXT`: the bytes of TEXT as in `send-bytes`, written with no framing at all.
+    Raw(String),
     /// `expect [@label] JSON`: the first not-yet-matched message matching JSON, within the
     /// timeout; `@label` names it for `order` and placeholders.
     Expect {
         label: Option<String>,
         pattern: String,
     },
-    /// `none [MS] JSON`: no not-yet-matched message matches JSON, for MS milliseconds (500).
-    None { window_ms: u64, pattern: String },
+    /// `none [MS] [JSON]`: no not-yet-matched message matches JSON (without JSON: no
+    /// not-yet-matched message at all, object or array), for MS milliseconds (500).
+    None {
+        window_ms: u64,
+        pattern: Option<String>,
+    },
     /// `order @a @b ...`: the labelled messages arrived in this order.
     Order(Vec<String>),
     /// `sleep MS`.
@@ -113,7 +174,20 @@ pub struct Requirement {
     pub source: String,
     /// The manifest's file name and its text.
     pub manifest: (String, String),
+    /// The framing it is limited to (its bytes only make sense in one), or `None` for both.
+    pub only: Option<Framing>,
     pub steps: Vec<Step>,
+}
+
+impl Requirement {
+    /// The framings, of `wanted`, this requirement runs in.
+    pub fn framings(&self, wanted: &[Framing]) -> Vec<Framing> {
+        wanted
+            .iter()
+            .copied()
+            .filter(|f| self.only.is_none_or(|only| only == *f))
+            .collect()
+    }
 }
 
 #[derive(Deserialize)]
@@ -131,11 +205,13 @@ struct RawRequirement {
     spec: String,
     source: String,
     manifest: String,
+    #[serde(default)]
+    framing: Option<String>,
     steps: Vec<String>,
 }
 
-/// The kit: every requirement, in file order (rpc, lifecycle, events, permissions for the
-/// embedded copy; file-name order for a folder).
+/// The kit: every requirement, in file order (rpc, lifecycle, events, permissions, framing for
+/// the embedded copy; file-name order for a folder).
 pub fn load(dir: Option<&Path>) -> Result<Vec<Requirement>, KitError> {
     let (files, manifests) = match dir {
         None => (owned(EMBEDDED_REQUIREMENTS), owned(EMBEDDED_MANIFESTS)),
@@ -209,6 +285,17 @@ fn requirement(
             })
         }
     };
+    let only = match raw.framing.as_deref() {
+        None => None,
+        Some("ndjson") => Some(Framing::Ndjson),
+        Some("headers") => Some(Framing::Headers),
+        Some(other) => {
+            return Err(KitError::Framing {
+                id: raw.id,
+                framing: other.to_string(),
+            })
+        }
+    };
     let manifest = manifests
         .iter()
         .find(|(name, _)| *name == raw.manifest)
@@ -236,6 +323,7 @@ fn requirement(
         spec: raw.spec,
         source: raw.source,
         manifest,
+        only,
         steps,
     })
 }
@@ -254,6 +342,15 @@ pub fn parse_step(line: &str) -> Result<Step, String> {
     match verb {
         // A message written over several lines of the kit goes out as one line.
         "send" if !rest.is_empty() => Ok(Step::Send(rest.replace(['\r', '\n'], " "))),
+        "send-bytes" | "raw" if !rest.is_empty() => {
+            // Placeholders may hold any text; the escapes around them must be well formed.
+            unescape(rest)?;
+            Ok(if verb == "raw" {
+                Step::Raw(rest.to_string())
+            } else {
+                Step::SendBytes(rest.to_string())
+            })
+        }
         "expect" => {
             let (label, pattern) = match rest.strip_prefix('@') {
                 Some(labelled) => {
@@ -271,17 +368,31 @@ pub fn parse_step(line: &str) -> Result<Step, String> {
             })
         }
         "none" => {
-            let (window_ms, pattern) = match rest.split_once(char::is_whitespace) {
-                Some((first, pattern)) if first.chars().all(|c| c.is_ascii_digit()) => {
-                    (number(first, "the window")?, pattern.trim())
+            let (first, after) = rest
+                .split_once(char::is_whitespace)
+                .map(|(f, a)| (f, a.trim()))
+                .unwrap_or((rest, ""));
+            let (window_ms, pattern) =
+                if !first.is_empty() && first.chars().all(|c| c.is_ascii_digit()) {
+                    (number(first, "the window")?, after)
+                } else {
+                    (500, rest)
+                };
+            let pattern = if pattern.is_empty() {
+                None
+            } else {
+                check_pattern(pattern)?;
+                // `{}` matches every object but no array: it reads as "nothing" and is not.
+                if Json::parse(pattern).is_ok_and(|p| p == Json::Object(Default::default())) {
+                    return Err(
+                        "`none {}` lets arrays (batch answers) through: write `none` \
+                                for no message at all, or `none \"<object>\"`"
+                            .into(),
+                    );
                 }
-                _ => (500, rest),
+                Some(pattern.to_string())
             };
-            check_pattern(pattern)?;
-            Ok(Step::None {
-                window_ms,
-                pattern: pattern.to_string(),
-            })
+            Ok(Step::None { window_ms, pattern })
         }
         "order" => {
             let labels: Vec<String> = rest
@@ -318,11 +429,46 @@ pub fn parse_step(line: &str) -> Result<Step, String> {
 
 /// A pattern must be JSON once its placeholders are replaced by a dummy value.
 fn check_pattern(pattern: &str) -> Result<(), String> {
-    let probe = super::matcher::fill(pattern, &|_| Some(serde_json::json!("x")))
+    let probe = super::matcher::fill(pattern, &|_| Some(Json::String("x".into())))
         .map_err(|e| e.to_string())?;
-    serde_json::from_str::<serde_json::Value>(&probe)
+    Json::parse(&probe)
         .map(|_| ())
         .map_err(|e| format!("pattern is not JSON ({e}): {pattern}"))
+}
+
+/// The bytes of a `send-bytes` / `raw` text: `\xHH` is the byte HH, `\n`, `\r`, `\t` and `\\`
+/// what they are in JSON; everything else is its UTF-8.
+pub fn unescape(text: &str) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            let mut buf = [0; 4];
+            out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push(b'\n'),
+            Some('r') => out.push(b'\r'),
+            Some('t') => out.push(b'\t'),
+            Some('\\') => out.push(b'\\'),
+            Some('x') => {
+                let hex: String = chars.by_ref().take(2).collect();
+                let byte = u8::from_str_radix(&hex, 16)
+                    .ok()
+                    .filter(|_| hex.len() == 2)
+                    .ok_or(format!("\\x needs two hex digits, not {hex:?}"))?;
+                out.push(byte);
+            }
+            other => {
+                return Err(format!(
+                    "unknown escape \\{} (known: \\xHH \\n \\r \\t \\\\)",
+                    other.map(String::from).unwrap_or_default()
+                ))
+            }
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -340,6 +486,35 @@ mod tests {
         let mut embedded = owned(EMBEDDED_MANIFESTS);
         embedded.sort();
         assert_eq!(folder, embedded, "list every manifest in kit.rs");
+    }
+
+    #[test]
+    fn every_sentence_quoted_from_docs_is_in_docs() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let flat = |text: &str| {
+            text.replace("**", "")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        for requirement in load(None).unwrap() {
+            let Some(file) = requirement
+                .source
+                .strip_prefix("docs/")
+                .and_then(|s| s.split(',').next())
+            else {
+                continue;
+            };
+            let doc = flat(&std::fs::read_to_string(root.join("docs").join(file)).unwrap());
+            for part in requirement.spec.split("[...]") {
+                let part = flat(part);
+                assert!(
+                    doc.contains(&part),
+                    "{}: docs/{file} does not say {part:?}",
+                    requirement.id
+                );
+            }
+        }
     }
 
     #[test]
@@ -361,9 +536,30 @@ mod tests {
             parse_step(r#"none 300 {"id": "<any>"}"#).unwrap(),
             Step::None {
                 window_ms: 300,
-                pattern: r#"{"id": "<any>"}"#.into()
+                pattern: Some(r#"{"id": "<any>"}"#.into())
             }
         );
+        assert_eq!(
+            parse_step("none 300").unwrap(),
+            Step::None {
+                window_ms: 300,
+                pattern: None
+            }
+        );
+        assert_eq!(
+            parse_step("none").unwrap(),
+            Step::None {
+                window_ms: 500,
+                pattern: None
+            }
+        );
+        assert_eq!(
+            parse_step(r"raw \r\n  ").unwrap(),
+            Step::Raw(r"\r\n".into())
+        );
+        assert!(parse_step("none 500 {}").is_err());
+        assert!(parse_step(r"send-bytes \xZZ").is_err());
+        assert!(parse_step(r"raw \q").is_err());
         assert_eq!(
             parse_step("exit 0 1000").unwrap(),
             Step::Exit {
@@ -374,5 +570,14 @@ mod tests {
         assert!(parse_step("expect {nope").is_err());
         assert!(parse_step("order @a").is_err());
         assert!(parse_step("frobnicate").is_err());
+    }
+
+    #[test]
+    fn escapes_give_any_bytes() {
+        assert_eq!(
+            unescape(r#"{"s":"\xff\x00"}\r\n\\é"#).unwrap(),
+            b"{\"s\":\"\xff\x00\"}\r\n\\\xc3\xa9".to_vec()
+        );
+        assert!(unescape(r"\x4").is_err());
     }
 }

@@ -33,6 +33,7 @@ fn decision() -> Decision {
             action: Action::Allow,
             rule: None,
             opaque: false,
+            invalid: false,
             note: None,
         }],
     }

@@ -56,6 +56,17 @@ pub enum Provider {
     Openai,
 }
 
+impl Provider {
+    /// The name written in the manifest.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::Offline => "offline",
+            Provider::Anthropic => "anthropic",
+            Provider::Openai => "openai",
+        }
+    }
+}
+
 #[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
 pub struct ModelSection {

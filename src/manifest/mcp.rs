@@ -47,7 +47,8 @@ pub struct McpServerConfig {
     pub tool_timeout: Duration,
     /// The defaults by annotation (`default_action`).
     pub defaults: AnnotationDefaults,
-    /// Line of the server's header, when it comes from a manifest.
+    /// The file and line of the server's header, when it comes from a manifest.
+    pub file: Option<PathBuf>,
     pub line: Option<usize>,
 }
 
@@ -82,6 +83,7 @@ impl McpServerConfig {
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
             tool_timeout: DEFAULT_TOOL_TIMEOUT,
             defaults: AnnotationDefaults::default(),
+            file: None,
             line: None,
         }
     }
@@ -140,9 +142,15 @@ pub(super) fn resolve(
             ));
         }
         let line = line_col(text, start).0;
-        servers.push(server(&name, entry, dir, workspace, line, |key, why| {
-            at(key_at(key), format!("{header}.{key}: {why}"))
-        })?);
+        servers.push(server(
+            &name,
+            entry,
+            path,
+            dir,
+            workspace,
+            line,
+            |key, why| at(key_at(key), format!("{header}.{key}: {why}")),
+        )?);
     }
     Ok(McpConfig { servers })
 }
@@ -150,6 +158,7 @@ pub(super) fn resolve(
 fn server(
     name: &str,
     entry: Spanned<McpServerEntry>,
+    path: &Path,
     dir: &Path,
     workspace: &Path,
     line: usize,
@@ -261,6 +270,7 @@ fn server(
         startup_timeout,
         tool_timeout,
         defaults,
+        file: Some(path.to_path_buf()),
         line: Some(line),
     })
 }

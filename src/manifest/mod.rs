@@ -9,13 +9,16 @@
 
 mod error;
 pub mod file;
+mod layers;
 pub mod mcp;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use error::{line_col, ManifestError};
 pub use file::{Provider, SandboxMode};
+pub use layers::{user_config_path, CONFIG_ENV, DEFAULTS, PROJECT_FILE};
 pub use mcp::{McpConfig, McpServerConfig, McpTransport};
 
 use crate::builtin::Builtin;
@@ -73,6 +76,13 @@ pub struct Manifest {
     pub sandbox: SandboxConfig,
     /// `[mcp]`: the MCP servers to start.
     pub mcp: McpConfig,
+    /// Where each section's settings came from: section name (`model`, `permissions`, …) ->
+    /// the files that set it, the project's first. A section no file sets has its built-in
+    /// defaults.
+    pub origins: BTreeMap<&'static str, Vec<PathBuf>>,
+    /// Every configuration file in effect, the project's first (docs/manifest.md, "Layered
+    /// configuration"). Empty when pod runs on its built-in defaults.
+    pub files: Vec<PathBuf>,
 }
 
 /// `[sandbox]`, resolved.
@@ -132,8 +142,34 @@ impl Manifest {
 
     /// Validates manifest `text` as if read from `path` (whose folder anchors relative paths).
     pub fn parse(text: &str, path: &Path) -> Result<Manifest, ManifestError> {
+        Manifest::parse_layer(text, path, None)
+    }
+
+    /// Validates one configuration file. `workspace` is given for the user's configuration,
+    /// which works on the project's workspace and may not name one itself.
+    fn parse_layer(
+        text: &str,
+        path: &Path,
+        workspace: Option<&Path>,
+    ) -> Result<Manifest, ManifestError> {
         let raw: file::ManifestFile =
             toml::from_str(text).map_err(|e| toml_error(path, text, &e))?;
+        let mut origins: BTreeMap<&'static str, Vec<PathBuf>> = BTreeMap::new();
+        for (section, present) in [
+            ("pod", raw.pod.is_some()),
+            ("model", raw.model.is_some()),
+            ("tools", raw.tools.is_some()),
+            ("scope", raw.scope.is_some()),
+            ("permissions", raw.permissions.is_some()),
+            ("skills", raw.skills.is_some()),
+            ("hooks", raw.hooks.is_some()),
+            ("sandbox", raw.sandbox.is_some()),
+            ("mcp", raw.mcp.is_some()),
+        ] {
+            if present {
+                origins.insert(section, vec![path.to_path_buf()]);
+            }
+        }
         let at = |offset: usize, message: String| ManifestError::at(path, text, offset, message);
         let line_of = |offset: usize| line_col(text, offset).0;
 
@@ -143,8 +179,19 @@ impl Manifest {
         };
         let dir = dir.canonicalize().unwrap_or(dir);
         let pod = raw.pod.unwrap_or_default();
+        if let (Some(_), Some(_)) = (workspace, &pod.workspace) {
+            return Err(at(
+                key_offset(text, "pod", "workspace"),
+                "pod.workspace: only a project's pod.toml names the workspace (the user's \
+                 configuration applies to whichever project pod runs in)"
+                    .into(),
+            ));
+        }
         let workspace_raw = pod.workspace.unwrap_or_else(|| ".".into());
-        let workspace = dir.join(&workspace_raw);
+        let workspace = match workspace {
+            Some(given) => given.to_path_buf(),
+            None => dir.join(&workspace_raw),
+        };
         let workspace = workspace.canonicalize().map_err(|e| {
             at(
                 key_offset(text, "pod", "workspace"),
@@ -233,6 +280,7 @@ impl Manifest {
                         action: r.action,
                         message: r.message.clone(),
                         line: Some(line_of(span)),
+                        file: Some(path.display().to_string()),
                     });
                     field_spans.push((
                         span,
@@ -374,6 +422,8 @@ impl Manifest {
             state_root,
             sandbox,
             mcp,
+            files: vec![path.to_path_buf()],
+            origins,
         })
     }
 
@@ -412,6 +462,9 @@ impl Manifest {
             None => self.path.clone(),
         };
         let mut out = vec![entry(manifest, "the manifest")];
+        for file in self.files.iter().filter(|f| **f != self.path) {
+            out.push(entry(file.clone(), "a configuration file"));
+        }
         for file in [&self.model.scenario, &self.model.api_key_file]
             .into_iter()
             .flatten()
@@ -445,6 +498,23 @@ impl Manifest {
         }
         out.push(entry(self.state_root.clone(), "pod's state folder"));
         out
+    }
+
+    /// The lint findings about the rules (`pod check` prints them; `pod serve` logs them at
+    /// start, so a rule naming no tool is as loud in both).
+    pub fn lint(&self) -> Vec<crate::permission::lint::Finding> {
+        let Some(rules) = &self.permissions else {
+            return Vec::new();
+        };
+        let mut findings = crate::permission::lint::lint(
+            rules,
+            &self.tools,
+            &self.workspace,
+            self.permissions_line,
+        );
+        let servers: Vec<&str> = self.mcp.servers.iter().map(|s| s.name.as_str()).collect();
+        findings.extend(crate::permission::lint::mcp_servers(rules, &servers));
+        findings
     }
 
     /// The default action, or `None` when the permission layer is off.
@@ -537,8 +607,11 @@ fn extra_writable(workspace: &Path, raw: &str) -> Result<PathBuf, String> {
 
 /// Turns a toml/serde error into `file:line:col: key: message (did you mean ...)`.
 fn toml_error(path: &Path, text: &str, e: &toml::de::Error) -> ManifestError {
-    let offset = e.span().map(|s| s.start).unwrap_or(0);
+    let offset = e.span().map(|s| s.start).unwrap_or(0).min(text.len());
     let message = e.message().trim().to_string();
+    if let Some(message) = entry_error(text, offset, &message) {
+        return ManifestError::at(path, text, offset, message);
+    }
     let key = key_path_at(text, offset);
     let hint = unknown_name_hint(&message);
     let message = match key {
@@ -555,6 +628,33 @@ fn toml_error(path: &Path, text: &str, e: &toml::de::Error) -> ManifestError {
         },
     };
     ManifestError::at(path, text, offset, message)
+}
+
+/// Errors about a whole `[[section]]` entry, which toml reports at its header: a list written
+/// with one bracket (`[permissions.rule]`), or an entry missing a field, named by its position
+/// (`permissions.rule[2]: missing field `action``).
+fn entry_error(text: &str, offset: usize, message: &str) -> Option<String> {
+    let line_start = text.get(..offset)?.rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text
+        .get(offset..)?
+        .find('\n')
+        .map_or(text.len(), |i| offset + i);
+    let line = text.get(line_start..line_end)?.trim();
+    let section = parse_header(line)?;
+    if message.starts_with("invalid type: map, expected a sequence") && !line.starts_with("[[") {
+        return Some(format!(
+            "[{section}] is a list: write each entry as [[{section}]] (two brackets)"
+        ));
+    }
+    if message.starts_with("missing field") && line.starts_with("[[") {
+        let n = text
+            .get(..line_end)?
+            .lines()
+            .filter(|l| l.trim().starts_with("[[") && parse_header(l).as_deref() == Some(&section))
+            .count();
+        return Some(format!("{section}[{n}]: {message}"));
+    }
+    None
 }
 
 /// For "unknown field `x`, expected one of `a`, `b`" (and unknown variants): a "did you mean".

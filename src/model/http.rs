@@ -96,10 +96,10 @@ pub(crate) fn api_key(
 fn env_key(var: &str, provider: &'static str, origin: &str) -> Result<String, ModelError> {
     match std::env::var(var) {
         Ok(key) if !key.trim().is_empty() => Ok(key.trim().to_string()),
-        Ok(_) => Err(ModelError::Config(format!(
+        Ok(_) => Err(ModelError::Environment(format!(
             "{provider}: the API key environment variable {var} ({origin}) is empty"
         ))),
-        Err(_) => Err(ModelError::Config(format!(
+        Err(_) => Err(ModelError::Environment(format!(
             "{provider}: the API key environment variable {var} ({origin}) is not set"
         ))),
     }
@@ -247,10 +247,16 @@ impl Http {
                         status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error();
                     let retry_after = retry_after(&response);
                     if !retryable || retries >= self.max_retries {
+                        // A 404 is most often a wrong `base_url`: say where the request went.
+                        let url =
+                            (status == StatusCode::NOT_FOUND).then(|| shown_url(response.url()));
                         let body = read_body(response, cancel).await?;
                         let mut message = api_message(&body);
+                        if let Some(url) = url {
+                            message.push_str(&format!(" (URL {url}; check model.base_url)"));
+                        }
                         if retryable {
-                            message.push_str(&format!(" (gave up after {} attempts)", retries + 1));
+                            message.push_str(&gave_up(retries));
                         }
                         return Err(ModelError::Api {
                             provider,
@@ -271,7 +277,7 @@ impl Http {
                     if !retryable || retries >= self.max_retries {
                         let mut message = error_chain(&e);
                         if retryable && retries > 0 {
-                            message.push_str(&format!(" (gave up after {} attempts)", retries + 1));
+                            message.push_str(&gave_up(retries));
                         }
                         return Err(ModelError::Transport { provider, message });
                     }
@@ -290,6 +296,14 @@ impl Http {
                 _ = tokio::time::sleep(wait) => {}
             }
         }
+    }
+}
+
+/// ` (gave up after N attempts)`, after `retries` retries.
+fn gave_up(retries: u32) -> String {
+    match retries {
+        0 => " (gave up after 1 attempt)".to_string(),
+        n => format!(" (gave up after {} attempts)", n + 1),
     }
 }
 
@@ -348,8 +362,21 @@ async fn read_body(response: Response, cancel: &CancellationToken) -> Result<Str
     Ok(String::from_utf8_lossy(&body).into_owned())
 }
 
+/// `url` as an error message may show it: without its query, fragment and credentials, where a
+/// key could hide.
+fn shown_url(url: &reqwest::Url) -> String {
+    let mut url = url.clone();
+    url.set_query(None);
+    url.set_fragment(None);
+    // Both fail only for URLs that cannot carry credentials, which then have none to hide.
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+    url.to_string()
+}
+
 /// What the API said in an error body: `error.message` (Anthropic, OpenAI), `error` as a
-/// string (llama.cpp, Ollama), `message`, or else the body itself, cut short.
+/// string (llama.cpp, Ollama), `message`, a summary of an HTML page (a proxy's or a web
+/// server's error page), or else the body itself, cut short.
 pub(crate) fn api_message(body: &str) -> String {
     if let Ok(json) = serde_json::from_str::<serde_json::Value>(body) {
         let found = json
@@ -370,11 +397,121 @@ pub(crate) fn api_message(body: &str) -> String {
     if body.is_empty() {
         return "(empty error body)".to_string();
     }
+    if let Some(summary) = html_summary(body) {
+        return summary;
+    }
     let mut cut: String = body.chars().take(ERROR_BODY_LIMIT).collect();
     if cut.len() < body.len() {
         cut.push_str("...");
     }
     cut
+}
+
+/// Longest summary of an HTML page, in characters.
+const HTML_SUMMARY_LIMIT: usize = 200;
+
+/// `an HTML page: <its title>` (or its first line of text) when `body` is an HTML document;
+/// a page of markup says nothing more useful than that line.
+fn html_summary(body: &str) -> Option<String> {
+    // ASCII lowering keeps byte offsets, so positions found in `lower` index `body`.
+    let lower = body.to_ascii_lowercase();
+    let head = &lower[..lower.len().min(1024)];
+    let is_html = lower.starts_with('<')
+        && (head.contains("<!doctype html") || head.contains("<html") || head.contains("<body"));
+    if !is_html {
+        return None;
+    }
+    let title = lower.find("<title").and_then(|open| {
+        let start = open + lower[open..].find('>')? + 1;
+        let end = start + lower[start..].find("</title")?;
+        body.get(start..end)
+    });
+    let text = match title.map(squeeze).filter(|t| !t.is_empty()) {
+        Some(title) => title,
+        None => without_tags(body)
+            .lines()
+            .map(squeeze)
+            .find(|line| !line.is_empty())
+            .unwrap_or_default(),
+    };
+    let mut cut: String = text.chars().take(HTML_SUMMARY_LIMIT).collect();
+    if cut.len() < text.len() {
+        cut.push_str("...");
+    }
+    Some(if cut.is_empty() {
+        "an HTML page without text".to_string()
+    } else {
+        format!("an HTML page: {cut}")
+    })
+}
+
+/// Elements that start a new line of text.
+const BLOCK_TAGS: [&str; 22] = [
+    "address",
+    "article",
+    "blockquote",
+    "body",
+    "br",
+    "center",
+    "div",
+    "footer",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "header",
+    "hr",
+    "html",
+    "li",
+    "main",
+    "p",
+    "pre",
+    "tr",
+];
+
+/// Runs of whitespace as one space, trimmed.
+fn squeeze(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The text of markup: everything outside `<...>`, with `<head>`, `<script>` and `<style>`
+/// elements dropped.
+fn without_tags(html: &str) -> String {
+    let mut out = String::new();
+    let mut rest = html;
+    while let Some(open) = rest.find('<') {
+        out.push_str(&rest[..open]);
+        let tag = &rest[open..];
+        let lower = tag.to_ascii_lowercase();
+        let skipped = ["head", "script", "style"].iter().find_map(|name| {
+            let opens = lower[1..].starts_with(name)
+                && lower[1 + name.len()..].starts_with(|c: char| c == '>' || c.is_whitespace());
+            let close = format!("</{name}");
+            opens.then(|| lower.find(&close).map(|at| at + close.len()))?
+        });
+        let from = skipped.unwrap_or(0);
+        match tag[from..].find('>') {
+            Some(end) => {
+                rest = &tag[from + end + 1..];
+                let name = lower[1..]
+                    .trim_start_matches('/')
+                    .split(|c: char| !c.is_ascii_alphanumeric())
+                    .next()
+                    .unwrap_or("");
+                // Block elements end a line; inline ones (`<b>`, `<a>`) are part of it.
+                out.push(if BLOCK_TAGS.contains(&name) {
+                    '\n'
+                } else {
+                    ' '
+                });
+            }
+            None => return out,
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// An error and its sources, joined with ": ".
@@ -488,6 +625,33 @@ mod tests {
         );
         assert_eq!(api_message("plain text"), "plain text");
         assert_eq!(api_message(""), "(empty error body)");
+    }
+
+    #[test]
+    fn an_html_page_is_summarised_by_its_title_or_first_line() {
+        let page = "<!DOCTYPE html>\n<html><head><title>502 Bad\n  Gateway</title>\
+                    <style>body { color: red }</style></head>\
+                    <body><h1>502 Bad Gateway</h1><hr><center>nginx</center></body></html>";
+        assert_eq!(api_message(page), "an HTML page: 502 Bad Gateway");
+        let untitled = "<html>\n<head><script>var x = '<b>';</script></head>\n<body>\n\n  \
+                        <p>The <b>service</b> is\n down</p></body></html>";
+        assert_eq!(api_message(untitled), "an HTML page: The service is");
+        assert_eq!(
+            api_message("<html><body></body></html>"),
+            "an HTML page without text"
+        );
+        let long = format!("<html><title>{}</title></html>", "é".repeat(300));
+        let summary = api_message(&long);
+        assert_eq!(summary.chars().count(), "an HTML page: ".len() + 200 + 3);
+        // Not HTML: kept as is.
+        assert_eq!(api_message("<not html>"), "<not html>");
+    }
+
+    #[test]
+    fn a_shown_url_keeps_no_query_or_credentials() {
+        let url = reqwest::Url::parse("https://user:secret@api.example.com/v1/chat?key=sk-1#x")
+            .expect("a valid URL");
+        assert_eq!(shown_url(&url), "https://api.example.com/v1/chat");
     }
 
     #[test]

@@ -91,6 +91,10 @@ pub enum ModelError {
     Cancelled,
     #[error("model configuration: {0}")]
     Config(String),
+    /// The configuration needs something of the environment it does not find (an API key
+    /// variable that is not set or empty): `pod check` warns, `pod serve` cannot open.
+    #[error("model configuration: {0}")]
+    Environment(String),
     /// The API answered with an error status; `message` is what the API said.
     #[error("{provider} API error {status}: {message}")]
     Api {

@@ -7,6 +7,10 @@
 //!
 //! With `scenario = "file.toml"` in `[model]`, the n-th response of the session is the n-th
 //! `[[step]]` of the file (text and calls); once the steps run out, the rules above apply.
+//!
+//! Usage is counted in words (whitespace-separated), so clients and the conformance kit can
+//! check that it reaches them: input, the words of every user message of the conversation;
+//! output, the words of the reply plus one per tool call.
 
 use std::path::Path;
 
@@ -78,6 +82,12 @@ impl Offline {
     }
 
     fn respond_now(&self, messages: &[Message]) -> ModelResponse {
+        let mut response = self.answer(messages);
+        response.usage = usage(messages, &response);
+        response
+    }
+
+    fn answer(&self, messages: &[Message]) -> ModelResponse {
         let assistant_turns = messages
             .iter()
             .filter(|m| matches!(m, Message::Assistant { .. }))
@@ -125,6 +135,22 @@ impl Offline {
             }
             _ => response(String::new(), Vec::new()),
         }
+    }
+}
+
+/// The words of every user message sent, and of the reply plus one per call.
+fn usage(messages: &[Message], response: &ModelResponse) -> Usage {
+    let words = |text: &str| text.split_whitespace().count() as u64;
+    let input = messages
+        .iter()
+        .map(|m| match m {
+            Message::User { text } => words(text),
+            _ => 0,
+        })
+        .sum();
+    Usage {
+        input_tokens: input,
+        output_tokens: words(&response.text) + response.tool_calls.len() as u64,
     }
 }
 
@@ -262,5 +288,19 @@ mod tests {
         let r = model.respond_now(&messages);
         assert_eq!(r.text, "bash: error: permission denied: x\nread: ok");
         assert_eq!(r.stop, ModelStop::EndTurn);
+        // One user word in; seven words out.
+        assert_eq!((r.usage.input_tokens, r.usage.output_tokens), (1, 7));
+    }
+
+    #[test]
+    fn usage_counts_user_words_in_and_reply_words_and_calls_out() {
+        let model = Offline::default();
+        let messages = vec![Message::User {
+            text: "hello  kit\n!git status".into(),
+        }];
+        let r = model.respond_now(&messages);
+        assert_eq!(r.text, "hello  kit");
+        // In: hello, kit, !git, status. Out: hello, kit and one call.
+        assert_eq!((r.usage.input_tokens, r.usage.output_tokens), (4, 3));
     }
 }

@@ -182,6 +182,7 @@ mod tests {
             action,
             message: None,
             line: None,
+            file: None,
         };
         let rules = Rules::compile(
             Action::Ask,
@@ -258,6 +259,7 @@ mod tests {
                 action: Action::Ask,
                 rule: None,
                 opaque,
+                invalid: false,
                 note: None,
             }],
         }

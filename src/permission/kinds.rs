@@ -74,6 +74,7 @@ pub(super) fn governed(
                     action: rule.spec.action,
                     rule: Some(rule.reference()),
                     opaque: false,
+                    invalid: false,
                     note: Some(reason(kind, tool)),
                 });
             }
@@ -146,6 +147,7 @@ mod tests {
                 action: *action,
                 message: None,
                 line: None,
+                file: None,
             })
             .collect();
         let rules = Rules::compile(default, specs, None).unwrap();

@@ -227,6 +227,7 @@ mod tests {
                 action: Action::Deny,
                 message: None,
                 line: None,
+                file: None,
             })
             .collect();
         let rules = Rules::compile(Action::Allow, specs, None).unwrap();

@@ -24,13 +24,17 @@ pub enum Severity {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
     pub severity: Severity,
+    /// The file the rule is in, when it has one (layered configuration).
+    pub file: Option<String>,
     pub line: Option<usize>,
     pub message: String,
 }
 
 /// Every tool name rules can be about: the built-ins, whether enabled or not, plus the subject
 /// tools of shell redirections (`read`, `file_write`).
-const KNOWN_TOOLS: [&str; 6] = ["bash", "read", "file_write", "edit", "grep", "glob"];
+fn known_tools() -> [&'static str; 6] {
+    Builtin::names()
+}
 
 pub fn lint(
     rules: &Rules,
@@ -43,6 +47,7 @@ pub fn lint(
     for (j, rule) in specs.iter().enumerate() {
         let warn = |message: String| Finding {
             severity: Severity::Warning,
+            file: rule.file.clone(),
             line: rule.line,
             message,
         };
@@ -61,7 +66,7 @@ pub fn lint(
             )));
         }
         let tool = Pattern::case_insensitive(&rule.tool);
-        let known: Vec<&str> = KNOWN_TOOLS
+        let known: Vec<&str> = known_tools()
             .iter()
             .copied()
             .filter(|t| tool.matches(t))
@@ -79,7 +84,7 @@ pub fn lint(
                 "rule {}: tool \"{}\" matches no tool pod has ({})",
                 j + 1,
                 rule.tool,
-                KNOWN_TOOLS.join(", ")
+                known_tools().join(", ")
             )));
         } else if !known.iter().any(|t| enabled.iter().any(|e| e == t)) && !bash_redirect_target {
             out.push(warn(format!(
@@ -112,6 +117,7 @@ pub fn lint(
     {
         out.push(Finding {
             severity: Severity::Warning,
+            file: None,
             line: section_line,
             message:
                 "default_action = \"allow\" with only deny rules is a blocklist: every command \
@@ -150,6 +156,7 @@ fn kind_conflicts(specs: &[&RuleSpec]) -> Vec<Finding> {
                 if let Some((i, deny)) = conflict {
                     out.push(Finding {
                         severity: Severity::Warning,
+                        file: allow.file.clone(),
                         line: allow.line,
                         message: format!(
                             "rule {} allows {tool} on \"{}\", but rule {} ({} \"{}\" deny{}) \
@@ -253,6 +260,7 @@ pub fn mcp_servers(rules: &Rules, servers: &[&str]) -> Vec<Finding> {
         }
         out.push(Finding {
             severity: Severity::Warning,
+            file: rule.file.clone(),
             line: rule.line,
             message: format!(
                 "rule {}: tool \"{}\" names MCP server \"{server}\", which is not in \
@@ -281,6 +289,7 @@ mod tests {
             action,
             message: None,
             line: None,
+            file: None,
         }
     }
 
@@ -361,7 +370,7 @@ mod tests {
             None,
         )
         .unwrap();
-        let all: Vec<String> = KNOWN_TOOLS.iter().map(|t| t.to_string()).collect();
+        let all: Vec<String> = known_tools().iter().map(|t| t.to_string()).collect();
         let found = lint(&rules, &all, Path::new("/w"), None);
         let text: Vec<&str> = found.iter().map(|f| f.message.as_str()).collect();
         assert!(

@@ -524,6 +524,7 @@ pub(super) fn governed(
                     action: rule.spec.action,
                     rule: Some(rule.reference()),
                     opaque: false,
+                    invalid: false,
                     note: Some(note(kind)),
                 }),
                 None if kind == "file_write" && protected.find(text, workspace).is_some() => out
@@ -533,6 +534,7 @@ pub(super) fn governed(
                         action: Action::Allow,
                         rule: None,
                         opaque: false,
+                        invalid: false,
                         note: Some(format!(
                             "{tool} may write the files it names ({})",
                             effect.words()
@@ -694,6 +696,7 @@ mod tests {
                 action: *action,
                 message: None,
                 line: None,
+                file: None,
             })
             .collect();
         let rules = Rules::compile(default, specs, None).unwrap();

@@ -39,8 +39,11 @@ pub struct RuleSpec {
     pub pattern: String,
     pub action: Action,
     pub message: Option<String>,
-    /// Line of the rule in the manifest, for explanations.
+    /// Line of the rule in its file, for explanations.
     pub line: Option<usize>,
+    /// The configuration file the rule was written in (the project's `pod.toml` or the user's
+    /// configuration), for explanations.
+    pub file: Option<String>,
 }
 
 /// Why a rule cannot be compiled; `field` names the offending key.
@@ -77,6 +80,7 @@ impl Rule {
             tool: self.spec.tool.clone(),
             pattern: self.spec.pattern.clone(),
             line: self.spec.line,
+            file: self.spec.file.clone(),
             message: self.spec.message.clone(),
         }
     }
@@ -302,6 +306,7 @@ impl Rules {
             action,
             rule: rule_ref,
             opaque: subject.problem.as_ref().is_some_and(Problem::is_opaque),
+            invalid: matches!(subject.problem, Some(Problem::Invalid(_))),
             note,
         })
     }
@@ -427,6 +432,7 @@ impl Policy {
                     action: Action::Allow,
                     rule: None,
                     opaque: s.problem.as_ref().is_some_and(Problem::is_opaque),
+                    invalid: false,
                     note: Some("no [permissions] section: the layer is off".into()),
                 })
                 .collect(),

@@ -139,6 +139,7 @@ mod tests {
                 action: Action::Allow,
                 message: None,
                 line: None,
+                file: None,
             }],
             None,
         )

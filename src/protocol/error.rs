@@ -48,6 +48,9 @@ error_codes! {
     ShuttingDown = -32005,
     /// `initialize` with a protocol version the pod does not speak.
     UnsupportedProtocolVersion = -32006,
+    /// `initialize` when the pod cannot open its session (a model API key variable that is not
+    /// set, a state folder it cannot write): the message says why; the pod then exits 1.
+    CannotOpen = -32007,
 }
 
 impl ErrorCode {

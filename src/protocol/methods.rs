@@ -183,6 +183,22 @@ pub struct SandboxInfo {
     pub network: NetworkAccess,
 }
 
+/// Where the pod's configuration came from (docs/manifest.md, "Layered configuration").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigurationInfo {
+    /// The configuration files in effect, the project's `pod.toml` first, then the user's.
+    pub files: Vec<String>,
+    /// True when no file was found and the pod runs on its built-in defaults (reads inside the
+    /// workspace allowed, everything else asks; the offline model).
+    pub built_in_defaults: bool,
+    /// The model provider: `offline`, `anthropic` or `openai`.
+    pub provider: String,
+    /// The model name sent to the provider, when one is configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeResult {
@@ -195,6 +211,9 @@ pub struct InitializeResult {
     /// The MCP servers of the session (omitted when there are none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mcp_servers: Vec<McpServerInfo>,
+    /// Where the configuration came from; absent from pods older than this field.
+    #[serde(default)]
+    pub configuration: ConfigurationInfo,
 }
 
 /// One piece of user input to a turn.

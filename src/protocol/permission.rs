@@ -39,9 +39,13 @@ pub struct RuleRef {
     pub index: usize,
     pub tool: String,
     pub pattern: String,
-    /// Line of the rule's `[[permissions.rule]]` header in the manifest.
+    /// Line of the rule's `[[permissions.rule]]` header in its file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<usize>,
+    /// The configuration file the rule is written in: the project's `pod.toml` or the user's
+    /// configuration (docs/manifest.md, "Layered configuration").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
     /// The rule's `message`, shown to the model when it denies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
@@ -61,17 +65,21 @@ pub struct SubjectDecision {
     pub rule: Option<RuleRef>,
     /// True when the subject's effect cannot be read statically (see permissions.md).
     pub opaque: bool,
-    /// Why the subject is opaque, or why the default was tightened.
+    /// True when the input is malformed for the tool (a missing or mistyped field): denied
+    /// whatever the rules say, and `note` says what is wrong.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub invalid: bool,
+    /// Why the subject is opaque or invalid, or why the default was tightened.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
 
-/// Where a subject line names a rule's place in the manifest.
+/// Where a subject line names a rule's place, for a rule that does not carry its file.
 #[derive(Debug, Clone, Copy)]
 pub enum RuleAt<'a> {
-    /// `at pod.toml:14` (`pod explain`, which knows the file).
+    /// `at pod.toml:14`.
     File(&'a str),
-    /// `at line 14` (a client, which knows only the line).
+    /// `at line 14`.
     Line,
 }
 
@@ -85,6 +93,10 @@ impl SubjectDecision {
     /// The one renderer of a decision: the model's denial texts, `pod explain` and `pod chat`
     /// all put subjects into words through it.
     pub fn decided_by(&self, default: Option<Action>, action: bool) -> String {
+        if self.invalid && self.rule.is_none() {
+            return "the permission layer (a malformed input is denied whatever the rules say)"
+                .to_string();
+        }
         match (&self.rule, default) {
             (Some(rule), _) if action => format!(
                 "rule {} ({} \"{}\" {})",
@@ -112,10 +124,13 @@ impl SubjectDecision {
     /// The subject on one line for a person: `bash `git push`: ask by rule 5 (* "*") at
     /// pod.toml:36 [opaque] (note)`.
     pub fn line(&self, default: Option<Action>, at: RuleAt<'_>) -> String {
-        let place = match (self.rule.as_ref().and_then(|r| r.line), at) {
-            (Some(line), RuleAt::File(file)) => format!(" at {file}:{line}"),
-            (Some(line), RuleAt::Line) => format!(" at line {line}"),
-            (None, _) => String::new(),
+        let rule_file = self.rule.as_ref().and_then(|r| r.file.as_deref());
+        let place = match (self.rule.as_ref().and_then(|r| r.line), rule_file, at) {
+            (Some(line), Some(file), _) | (Some(line), None, RuleAt::File(file)) => {
+                format!(" at {file}:{line}")
+            }
+            (Some(line), None, RuleAt::Line) => format!(" at line {line}"),
+            (None, ..) => String::new(),
         };
         let opaque = if self.opaque { " [opaque]" } else { "" };
         format!(
@@ -197,6 +212,7 @@ mod tests {
             action,
             rule,
             opaque,
+            invalid: false,
             note: None,
         }
     }
@@ -209,6 +225,7 @@ mod tests {
             pattern: "rm *".into(),
             line: Some(14),
             message: None,
+            file: None,
         };
         let ruled = subject(Some(rule), Action::Deny, false);
         assert_eq!(

@@ -7,6 +7,9 @@
 //! asks to a client through [`Approvals`], a registry of pending requests shared by the turn
 //! (which registers a request and waits) and the server (which delivers `permissionReply`, or
 //! closes everything on disconnect / shutdown). The first answer wins; later ones are errors.
+//! An answer that is not a usable decision (ACP: an error response, a malformed outcome) denies,
+//! as a dropped connection, a timeout and a cancel do: every way an ask can end but a clear
+//! "allow" is a deny.
 //!
 //! Must not touch: the wire (events leave through the turn's sink) and the decision itself
 //! (`permission`).
@@ -46,6 +49,9 @@ pub enum Answer {
     },
     /// The connection went away or the pod is shutting down: denied.
     Closed(ResolvedBy),
+    /// The client answered, but not with a decision that can be used (an error, a malformed
+    /// or unknown outcome): denied, and the text says why.
+    Unusable(String),
 }
 
 /// Why a reply was refused.
@@ -149,6 +155,23 @@ impl Approvals {
             // The turn may have stopped waiting (cancel raced the reply); nothing to deliver then.
             let _ = pending.answer.send(Answer::Client { decision, message });
         }
+        Ok(())
+    }
+
+    /// Delivers a client's answer that is not a decision (ACP: an error response, a malformed
+    /// outcome, an option that was not offered): the request resolves as denied. Like a reply,
+    /// only the first answer counts.
+    pub fn unusable(&self, request_id: &str, why: String) -> Result<(), ReplyError> {
+        let mut registry = self.lock();
+        let Some(pending) = registry.pending.remove(request_id) else {
+            return Err(if registry.resolved.contains(request_id) {
+                ReplyError::AlreadyResolved(request_id.to_string())
+            } else {
+                ReplyError::Unknown(request_id.to_string())
+            });
+        };
+        registry.resolved.insert(request_id.to_string());
+        let _ = pending.answer.send(Answer::Unusable(why));
         Ok(())
     }
 
@@ -360,6 +383,11 @@ impl Pod {
                     Err(checks::refused_text(message.as_deref())),
                 ),
             },
+            Ok(Answer::Unusable(why)) => (
+                Resolution::Deny,
+                ResolvedBy::Client,
+                Err(checks::unusable_text(&why)),
+            ),
             Err(ResolvedBy::SessionGrant) => (Resolution::Allow, ResolvedBy::SessionGrant, Ok(())),
             Ok(Answer::Closed(by)) | Err(by) => {
                 let text = match by {
@@ -434,6 +462,24 @@ mod tests {
                 message: None
             }
         );
+    }
+
+    #[tokio::test]
+    async fn an_unusable_answer_denies_once_and_the_first_answer_wins() {
+        let approvals = Approvals::new();
+        let rx = approvals.register("r1", vec![ReplyDecision::AllowOnce, ReplyDecision::Deny]);
+        approvals.unusable("r1", "an error".into()).unwrap();
+        assert_eq!(
+            approvals.reply("r1", ReplyDecision::AllowOnce, None),
+            Err(ReplyError::AlreadyResolved("r1".into()))
+        );
+        assert_eq!(rx.await.unwrap(), Answer::Unusable("an error".into()));
+        let rx = approvals.register("r2", vec![ReplyDecision::AllowOnce, ReplyDecision::Deny]);
+        approvals
+            .reply("r2", ReplyDecision::AllowOnce, None)
+            .unwrap();
+        assert!(approvals.unusable("r2", "late".into()).is_err());
+        assert!(matches!(rx.await.unwrap(), Answer::Client { .. }));
     }
 
     #[tokio::test]

@@ -1,5 +1,5 @@
 //! The check chain every tool call passes before it runs, as PreToolCall hooks in this order:
-//! skill restriction, the built-in permission hook (always first of the hooks, registered by the
+//! the client's restriction (ACP's `read-only` mode, when set), skill restriction, the built-in permission hook (always first of the hooks, registered by the
 //! pod itself, never removable by configuration; `approval.rs` settles its asks), user hooks,
 //! scope (which pins the location a path tool opens).
 //!
@@ -13,7 +13,8 @@
 use super::calls::Call;
 use super::pin;
 use super::turn::Turn;
-use super::Pod;
+use super::{Pod, Restriction};
+use crate::builtin::Builtin;
 use crate::hooks::UserHook;
 use crate::protocol::{Action, Decision, DeniedBy, Item, SubjectDecision};
 use crate::skills::Skill;
@@ -21,6 +22,8 @@ use crate::tools::Target;
 
 /// One PreToolCall hook of the chain.
 pub(super) enum Check<'a> {
+    /// The client's restriction (ACP's `read-only` mode): narrows, never grants.
+    Restriction(Restriction),
     Skill(&'a Skill),
     Permission,
     User(&'a UserHook),
@@ -58,6 +61,10 @@ impl Pod {
     /// Runs the chain for `call`, whose permission decision is `decision`.
     pub(super) async fn check(&self, turn: &Turn<'_>, call: &Call, decision: &Decision) -> Checked {
         let mut chain = Vec::new();
+        let restriction = self.restriction();
+        if restriction != Restriction::None {
+            chain.push(Check::Restriction(restriction));
+        }
         if let Some(skill) = &turn.skill {
             chain.push(Check::Skill(skill));
         }
@@ -74,6 +81,7 @@ impl Pod {
         let mut target = None;
         for check in chain {
             let verdict = match check {
+                Check::Restriction(restriction) => restricted(restriction, &call.name),
                 Check::Skill(skill) => skill
                     .check(&call.name, decision)
                     .map_err(|text| Denial::new(DeniedBy::Skill, text)),
@@ -130,6 +138,23 @@ impl Pod {
     }
 }
 
+/// The client's restriction applied to a call of `tool`: read-only lets through only the tools
+/// known to read (`read`, `grep`, `glob`); everything else, unknown tools included, is denied.
+fn restricted(restriction: Restriction, tool: &str) -> Result<(), Denial> {
+    match restriction {
+        Restriction::None => Ok(()),
+        Restriction::ReadOnly => match Builtin::from_name(tool) {
+            Some(Builtin::Read | Builtin::Grep | Builtin::Glob) => Ok(()),
+            _ => Err(Denial::new(
+                DeniedBy::Permission,
+                format!(
+                    "permission denied: the session is in read-only mode (set by the client),                      so {tool} is not run; only read, grep and glob run in this mode"
+                ),
+            )),
+        },
+    }
+}
+
 /// The subjects that produced the call's decision (the strictest ones).
 fn deciding(decision: &Decision) -> impl Iterator<Item = &SubjectDecision> {
     decision
@@ -173,6 +198,10 @@ pub(super) fn refused_text(message: Option<&str>) -> String {
         Some(m) if !m.trim().is_empty() => format!("permission denied by the user: {m}"),
         _ => "permission denied by the user".to_string(),
     }
+}
+
+pub(super) fn unusable_text(why: &str) -> String {
+    format!("permission denied: the client's answer to the approval request could not be used ({why}), so the call was not run")
 }
 
 pub(super) fn timeout_text(secs: u64) -> String {

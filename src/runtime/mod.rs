@@ -1,8 +1,8 @@
 //! The runtime: [`Pod`], one session of an agent, usable as a library before any server exists.
 //!
-//! Owns: the session state (history, the model's view of the conversation, session grants),
-//! the turn loop (`turn`), the check chain every tool call passes (`checks`), and who answers
-//! asks ([`approval`]).
+//! Owns: the session state (history, the model's view of the conversation, session grants, the
+//! client's [`Restriction`]), the turn loop (`turn`), the check chain every tool call passes
+//! (`checks`), and who answers asks ([`approval`]).
 //!
 //! Must not touch: the wire. Events leave through an [`EventSink`]; the server decides how they
 //! are written. Decisions come from `permission`, never from here.
@@ -33,13 +33,13 @@ use crate::mcp::McpServers;
 use crate::model::{self, Message, Model, ModelError};
 use crate::permission::{FileRules, Policy, SessionGrants};
 use crate::protocol::{
-    AskMode, Event, Item, McpServerInfo, PermissionsInfo, SandboxInfo, ToolInfo,
+    AskMode, ConfigurationInfo, Event, Item, McpServerInfo, PermissionsInfo, SandboxInfo, ToolInfo,
 };
 use crate::sandbox::{Sandbox, SandboxError};
 use crate::scope::Scope;
 use crate::session::{SessionError, SessionLog};
 use crate::skills::{SkillError, Skills};
-use crate::tools::Toolbox;
+use crate::tools::{EditorFiles, Toolbox};
 
 /// Where a pod sends its events, in order. A closed receiver is fine: events are then dropped.
 #[async_trait]
@@ -49,6 +49,13 @@ pub trait EventSink: Send + Sync {
 
     /// Sends one event only if that needs no wait; gives it back otherwise.
     fn try_emit(&self, event: Event) -> Result<(), Box<Event>>;
+
+    /// The call passed every check and its tool starts now. Not an event of protocol v1 (whose
+    /// clients learn it from the absence of a request); a front-end that shows progress, as ACP
+    /// does with `in_progress`, listens here.
+    async fn call_started(&self, turn_id: &str, call_id: &str) {
+        let _ = (turn_id, call_id);
+    }
 }
 
 /// Never waits: events queue without limit (library use, tests).
@@ -88,6 +95,23 @@ pub struct PodOptions {
     /// MCP servers to start besides the manifest's (a front-end's, such as ACP's `mcpServers`);
     /// one named like a manifest's server replaces it. Only [`Pod::start`] starts servers.
     pub mcp_servers: Vec<McpServerConfig>,
+    /// The client's editor buffers, when it serves them (ACP `fs/*`): `read`, `file_write` and
+    /// `edit` go through it once the checks pass.
+    pub editor: Option<Arc<dyn EditorFiles>>,
+}
+
+/// A restriction the client put on the session, on top of the manifest. It only narrows: a
+/// call it refuses is denied before any rule is asked, and it never allows anything the
+/// manifest does not.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Restriction {
+    /// The manifest as written.
+    #[default]
+    None,
+    /// Only the tools that read (`read`, `grep`, `glob`) may run; every write and every
+    /// command (`bash`, `file_write`, `edit`, and any tool pod does not know to be read-only)
+    /// is denied.
+    ReadOnly,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -142,6 +166,9 @@ pub struct Pod {
     /// The session's MCP servers, whose tools are in `toolbox`.
     mcp: McpServers,
     approver: Approver,
+    editor: Option<Arc<dyn EditorFiles>>,
+    /// Set by the client while the session runs (ACP modes); read at each call's checks.
+    restriction: Mutex<Restriction>,
     resumed: bool,
     /// Session grants of the resumed log that the rules in force no longer allow.
     dropped_grants: usize,
@@ -264,6 +291,8 @@ impl Pod {
             sandbox,
             mcp: McpServers::none(),
             approver: options.approver,
+            editor: options.editor,
+            restriction: Mutex::new(Restriction::None),
             resumed,
             dropped_grants: dropped.len(),
             session_id: log.id().to_string(),
@@ -323,6 +352,20 @@ impl Pod {
         self.sandbox.info()
     }
 
+    pub fn configuration_info(&self) -> ConfigurationInfo {
+        let manifest = &self.manifest;
+        ConfigurationInfo {
+            files: manifest
+                .files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect(),
+            built_in_defaults: manifest.is_defaults(),
+            provider: manifest.model.provider.as_str().to_string(),
+            model: manifest.model.model.clone(),
+        }
+    }
+
     pub fn permissions_info(&self) -> PermissionsInfo {
         let rules = self.policy.rules();
         PermissionsInfo {
@@ -339,6 +382,17 @@ impl Pod {
     /// The session's items in order.
     pub fn history(&self) -> Vec<Item> {
         self.state().items.clone()
+    }
+
+    /// The restriction in force (checked for each call when its checks start).
+    pub fn restriction(&self) -> Restriction {
+        *self.restriction.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Narrows (or widens back to the manifest) what later calls may do; a call already past
+    /// its checks is not affected.
+    pub fn restrict(&self, restriction: Restriction) {
+        *self.restriction.lock().unwrap_or_else(|e| e.into_inner()) = restriction;
     }
 
     pub fn turn_running(&self) -> bool {

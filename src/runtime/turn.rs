@@ -420,6 +420,7 @@ impl Pod {
             target,
             files: self.files.clone(),
             sandbox: self.sandbox.clone(),
+            editor: self.editor.clone(),
         };
         if crate::testing::panics_armed() {
             crate::testing::maybe_panic(&call.input.to_string(), crate::testing::TOOL_MARKER);
@@ -432,6 +433,7 @@ impl Pod {
                 ..cancelled()
             };
         };
+        turn.events.call_started(&turn.id, &call.id).await;
         let output = if tool.concurrent() {
             tool.run(call.input.clone(), &ctx).await
         } else {

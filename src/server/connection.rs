@@ -33,6 +33,8 @@ pub struct Connection {
     opening: AtomicBool,
     turn: Mutex<Option<CancellationToken>>,
     shutting_down: AtomicBool,
+    /// `initialize` failed to open the pod: the server answers it and exits 1.
+    cannot_open: AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -50,6 +52,7 @@ impl Connection {
             opening: AtomicBool::new(false),
             turn: Mutex::new(None),
             shutting_down: AtomicBool::new(false),
+            cannot_open: AtomicBool::new(false),
         })
     }
 
@@ -107,13 +110,18 @@ impl Connection {
             resume: self.resume.clone(),
             approver,
             mcp_servers: Vec::new(),
+            editor: None,
         };
         let pod = Pod::start(self.manifest.clone(), options).await;
         let pod = match pod {
             Ok(pod) => pod,
             Err(e) => {
                 self.opening.store(false, Ordering::SeqCst);
-                return Err(MethodError::Internal(format!("cannot open the pod: {e}")));
+                let message = e.to_string();
+                tracing::error!("cannot open the pod: {message}");
+                // Nothing can follow: the server exits (1) once this answer is written.
+                self.cannot_open.store(true, Ordering::SeqCst);
+                return Err(MethodError::CannotOpen(message));
             }
         };
         let opened = Opened { pod, approvals };
@@ -151,6 +159,11 @@ impl Connection {
     /// After this, every request is answered `-32005`.
     pub fn begin_shutdown(&self) {
         self.shutting_down.store(true, Ordering::SeqCst);
+    }
+
+    /// True once `initialize` failed to open the pod.
+    pub fn cannot_open(&self) -> bool {
+        self.cannot_open.load(Ordering::SeqCst)
     }
 
     pub fn is_shutting_down(&self) -> bool {

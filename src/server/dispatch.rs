@@ -1,7 +1,8 @@
 //! JSON-RPC 2.0 message handling: the envelope around a [`Service`] that answers method calls.
 //!
 //! Owns: classifying each incoming text (parse error, invalid request, notification, batch,
-//! request), starting the call, echoing the client's id exactly (strings, numbers of any size),
+//! request, and a response to a request this side sent, which goes to
+//! [`Service::response`]), starting the call, echoing the client's id exactly (strings, numbers of any size),
 //! and the order rule: a request is started only after the one before it has finished, or has
 //! *detached* (see [`Detach`]): `run` detaches once its turn is under way, so `cancel` and
 //! `permissionReply` are served while it runs.
@@ -38,6 +39,14 @@ pub trait Service: Send + Sync + 'static {
         params: Option<Box<RawValue>>,
         detach: Detach,
     ) -> Option<BoxFuture<'static, Reply>>;
+
+    /// Takes a response to a request this side sent (ACP's agent-to-client requests). `false`
+    /// when the service sends no requests: the message is then an invalid request, as it is
+    /// for `pod serve`.
+    fn response(&self, id: &RawValue, outcome: Reply) -> bool {
+        let _ = (id, outcome);
+        false
+    }
 }
 
 /// How a started call let the dispatcher go on.
@@ -95,6 +104,10 @@ struct RawRequest<'a> {
     params: Option<&'a RawValue>,
     #[serde(borrow, default, deserialize_with = "present")]
     id: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    error: Option<&'a RawValue>,
 }
 
 /// One message (or batch element), classified.
@@ -112,6 +125,8 @@ enum Entry<'a> {
         method: String,
         params: Option<&'a RawValue>,
     },
+    /// A response to a request this side sent: no `method`, an id, and `result` or `error`.
+    Response { id: &'a RawValue, outcome: Reply },
 }
 
 fn first_byte(raw: &RawValue) -> u8 {
@@ -142,6 +157,24 @@ fn classify(raw: &RawValue) -> Entry<'_> {
     }
     let method = match req.method.map(|m| serde_json::from_str::<String>(m.get())) {
         Some(Ok(m)) => m,
+        None => match (id, req.result, req.error) {
+            (Some(id), Some(result), None) => {
+                return Entry::Response {
+                    id,
+                    outcome: Ok(result.to_owned()),
+                }
+            }
+            (Some(id), None, Some(error)) => {
+                if let Ok(error) = serde_json::from_str::<ErrorObject>(error.get()) {
+                    return Entry::Response {
+                        id,
+                        outcome: Err(error),
+                    };
+                }
+                return invalid(Some(id), "method must be a string");
+            }
+            _ => return invalid(id, "method must be a string"),
+        },
         _ => return invalid(id, "method must be a string"),
     };
     if let Some(p) = req.params {
@@ -218,6 +251,11 @@ impl Dispatcher {
         }
         match classify(raw) {
             Entry::Invalid { id, message } => self.out.send(invalid_request(id, message)),
+            Entry::Response { id, outcome } => {
+                if let Some(text) = self.response(id, outcome) {
+                    self.out.send(text);
+                }
+            }
             Entry::Notification { method, params } => {
                 if let Some((started, _)) = self.start(&method, params, None, false) {
                     let _ = started.await;
@@ -247,6 +285,7 @@ impl Dispatcher {
         for element in elements {
             let answer = match classify(element) {
                 Entry::Invalid { id, message } => Some(invalid_request(id, message)),
+                Entry::Response { id, outcome } => self.response(id, outcome),
                 Entry::Notification { method, params } => {
                     if let Some((started, task)) = self.start(&method, params, None, false) {
                         detached |= started.await == Ok(Started::Detached);
@@ -286,6 +325,12 @@ impl Dispatcher {
         } else {
             collect.await;
         }
+    }
+
+    /// Hands a response to the service; the error text when the service takes none.
+    fn response(&self, id: &RawValue, outcome: Reply) -> Option<String> {
+        (!self.service.response(id, outcome))
+            .then(|| invalid_request(Some(id), "invalid request: method must be a string".into()))
     }
 
     /// Starts a call. `None` when no such method exists. With `send`, the task writes the answer
@@ -452,6 +497,57 @@ mod tests {
             assert_eq!(out.len(), 1, "{text}");
             assert_eq!(codes(&out[0]), want, "{text}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_response_is_an_invalid_request_unless_the_service_takes_responses() {
+        for text in [
+            r#"{"jsonrpc":"2.0","id":7,"result":{"a":1}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32000,"message":"x"}}"#,
+        ] {
+            let out = exchange(text).await;
+            assert_eq!(out.len(), 1, "{text}");
+            assert_eq!(codes(&out[0]), err(json!(7), ErrorCode::InvalidRequest));
+        }
+
+        /// Takes every response and remembers it.
+        #[derive(Default)]
+        struct Taker(Mutex<Vec<(String, Reply)>>);
+        impl Service for Taker {
+            fn call(
+                &self,
+                _: &str,
+                _: Option<Box<RawValue>>,
+                _: Detach,
+            ) -> Option<BoxFuture<'static, Reply>> {
+                None
+            }
+            fn response(&self, id: &RawValue, outcome: Reply) -> bool {
+                self.0.lock().unwrap().push((id.get().to_string(), outcome));
+                true
+            }
+        }
+        let taker = Arc::new(Taker::default());
+        let (out, mut rx) = Outbox::channel();
+        let d = Dispatcher::new(taker.clone(), out);
+        d.handle(r#"{"jsonrpc":"2.0","id":7,"result":{"a":1}}"#)
+            .await;
+        d.handle(r#"[{"jsonrpc":"2.0","id":"s","error":{"code":-32603,"message":"no"}}]"#)
+            .await;
+        // A malformed error member is still an invalid request.
+        d.handle(r#"{"jsonrpc":"2.0","id":8,"error":5}"#).await;
+        let taken = taker.0.lock().unwrap();
+        assert_eq!(taken.len(), 2);
+        assert_eq!(taken[0].0, "7");
+        assert_eq!(
+            taken[0].1.as_ref().map(|r| r.get().to_string()).ok(),
+            Some(r#"{"a":1}"#.into())
+        );
+        assert_eq!(taken[1].0, r#""s""#);
+        assert_eq!(taken[1].1.as_ref().err().map(|e| e.code), Some(-32603));
+        let answer: Value = serde_json::from_str(&rx.try_recv().unwrap()).unwrap();
+        assert_eq!(codes(&answer), err(json!(8), ErrorCode::InvalidRequest));
+        assert!(rx.try_recv().is_none());
     }
 
     #[tokio::test]

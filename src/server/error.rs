@@ -29,6 +29,8 @@ pub enum MethodError {
     UnsupportedProtocolVersion(u32),
     #[error("internal error: {0}")]
     Internal(String),
+    #[error("cannot open the pod: {0}")]
+    CannotOpen(String),
 }
 
 impl MethodError {
@@ -42,6 +44,7 @@ impl MethodError {
             MethodError::ShuttingDown => ErrorCode::ShuttingDown,
             MethodError::UnsupportedProtocolVersion(_) => ErrorCode::UnsupportedProtocolVersion,
             MethodError::Internal(_) => ErrorCode::InternalError,
+            MethodError::CannotOpen(_) => ErrorCode::CannotOpen,
         }
     }
 

@@ -42,8 +42,15 @@ impl Service for Methods {
         params: Option<Box<RawValue>>,
         detach: Detach,
     ) -> Option<BoxFuture<'static, Reply>> {
-        let method = MethodName::from_name(name)?;
         let conn = self.conn.clone();
+        let Some(method) = MethodName::from_name(name) else {
+            // After `shutdown` every request is -32005, a method that does not exist too.
+            return conn
+                .is_shutting_down()
+                .then(|| -> BoxFuture<'static, Reply> {
+                    Box::pin(async { Err(MethodError::ShuttingDown.into()) })
+                });
+        };
         Some(Box::pin(async move {
             conn.admit(method)?;
             let request = Request::parse(method, params.as_deref().map(RawValue::get))
@@ -91,7 +98,8 @@ async fn initialize(params: InitializeParams, conn: &Connection) -> Result<Initi
     Ok(InitializeResult {
         protocol_version: PROTOCOL_VERSION,
         pod_info: PeerInfo {
-            name: "pod".into(),
+            // `[pod] name` (default "pod"): lets a client tell its pods apart.
+            name: pod.manifest().name.clone(),
             version: env!("CARGO_PKG_VERSION").into(),
         },
         session: SessionInfo {
@@ -103,6 +111,7 @@ async fn initialize(params: InitializeParams, conn: &Connection) -> Result<Initi
         permissions: pod.permissions_info(),
         sandbox: pod.sandbox_info(),
         mcp_servers: pod.mcp_servers(),
+        configuration: pod.configuration_info(),
     })
 }
 

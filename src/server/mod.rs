@@ -7,7 +7,8 @@
 //!
 //! Invariants: stdout is written only by the transport's writer; a `run` response follows the
 //! turn's last event; stdin EOF and `shutdown` both end with pending requests resolved, the turn
-//! cancelled, the session log flushed and exit code 0.
+//! cancelled, the session log flushed and exit code 0. A pod that cannot open answers
+//! `initialize` with -32007, logs why on stderr and exits 1.
 
 pub mod connection;
 pub mod dispatch;
@@ -41,18 +42,40 @@ const WRITER_BUDGET: Duration = Duration::from_millis(200);
 /// that does not load is reported on stderr (exit 1) before any protocol traffic. `state_dir`
 /// overrides where session logs live (`--state-dir`).
 pub fn main(
-    manifest: &Path,
+    manifest: Option<&Path>,
     resume: Option<String>,
     state_dir: Option<&Path>,
     max_message_bytes: usize,
 ) -> u8 {
-    let mut manifest = match Manifest::load(manifest) {
+    let mut manifest = match Manifest::open(manifest) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("{e}");
             return 1;
         }
     };
+    for finding in manifest.lint() {
+        let file = finding
+            .file
+            .clone()
+            .unwrap_or_else(|| manifest.path.display().to_string());
+        let at = finding.line.map(|l| format!(":{l}")).unwrap_or_default();
+        let severity = match finding.severity {
+            crate::permission::lint::Severity::Error => "error",
+            crate::permission::lint::Severity::Warning => "warning",
+        };
+        eprintln!("{file}{at}: {severity}: {}", finding.message);
+    }
+    if manifest.is_defaults() {
+        eprintln!(
+            "pod serve: no pod.toml in {} and no user configuration ({}): running on pod's \
+             built-in defaults (reads inside the workspace allowed, everything else asks; the \
+             offline model). `pod config` shows them.",
+            manifest.workspace.display(),
+            crate::manifest::user_config_path()
+                .map_or_else(|| "none".to_string(), |p| p.display().to_string())
+        );
+    }
     if let Some(folder) = state_dir {
         manifest.set_state_dir(folder);
     }
@@ -132,6 +155,9 @@ where
             end = ResolvedBy::Shutdown;
             break;
         }
+        if conn.cannot_open() {
+            break;
+        }
     }
     tracing::info!("closing ({end:?})");
     let wind_down = async {
@@ -158,8 +184,17 @@ where
             },
         }
     }
+    // The wind-down may end before the frames already read are taken (a client that pipelined
+    // requests behind `shutdown`): each still gets its -32005.
+    if reading {
+        tokio::task::yield_now().await;
+        while let Ok(frame) = frames.try_recv() {
+            handle(&dispatcher, frame, max_message_bytes).await;
+        }
+    }
     transport.writer.finish(WRITER_BUDGET).await;
-    0
+    // A pod that could not open answered `initialize` with -32007 and says so by its status.
+    u8::from(conn.cannot_open())
 }
 
 async fn handle(dispatcher: &Dispatcher, frame: Frame, max: usize) {

@@ -3,7 +3,8 @@
 //! outside the workspace, so the model's file tools cannot forge what a resumed session trusts).
 //!
 //! Owns: writing items as the turn goes (one line each, written at once), flushing and fsyncing
-//! at each turn end, and reading a session back for resume. A torn last line (a crash mid-write)
+//! at each turn end what was written since the last (a new, empty log is not synced: nothing in
+//! it is worth the wait), and reading a session back for resume. A torn last line (a crash mid-write)
 //! is dropped with a warning; a tool call left without a result is closed with a synthetic
 //! "interrupted" error result, so a resumed history never holds an unanswered call (calls are
 //! matched to results one by one, see [`OpenCalls`]).
@@ -55,6 +56,9 @@ pub struct SessionLog {
     id: String,
     path: PathBuf,
     file: File,
+    /// Something was written since the last sync. A new log starts clean: an empty file holds
+    /// nothing worth an `fdatasync`, so `initialize` and an exit without a turn skip it.
+    unsynced: bool,
 }
 
 /// What a resumed session held.
@@ -150,7 +154,12 @@ impl SessionLog {
                 path: path.clone(),
                 source,
             })?;
-        Ok(SessionLog { id, path, file })
+        Ok(SessionLog {
+            id,
+            path,
+            file,
+            unsynced: false,
+        })
     }
 
     /// Opens session `id` of the sessions folder `dir` for appending and reads its items back.
@@ -188,6 +197,8 @@ impl SessionLog {
             id: id.to_string(),
             path: path.clone(),
             file,
+            // The tail may have been cut or completed above: synced below in any case.
+            unsynced: true,
         };
         let orphans = OpenCalls::of_items(&items).closing(INTERRUPTED);
         for closing in orphans.into_iter().map(Item::ToolResult) {
@@ -217,6 +228,8 @@ impl SessionLog {
             source: std::io::Error::other(e),
         })?;
         line.push(b'\n');
+        // Set before writing: a failed write may still have written part of the line.
+        self.unsynced = true;
         self.file
             .write_all(&line)
             .map_err(|source| SessionError::Io {
@@ -225,15 +238,27 @@ impl SessionLog {
             })
     }
 
-    /// Flushes and fsyncs (at each turn end, and before exit).
+    /// Flushes and fsyncs what was written since the last sync (at each turn end, and before
+    /// exit); nothing to do when nothing was.
     pub fn sync(&mut self) -> Result<(), SessionError> {
+        if !self.unsynced {
+            return Ok(());
+        }
         self.file
             .flush()
             .and_then(|_| self.file.sync_data())
             .map_err(|source| SessionError::Io {
                 path: self.path.clone(),
                 source,
-            })
+            })?;
+        self.unsynced = false;
+        Ok(())
+    }
+
+    /// Whether something was written since the last sync.
+    #[cfg(test)]
+    fn unsynced(&self) -> bool {
+        self.unsynced
     }
 }
 
@@ -299,6 +324,22 @@ fn read_items(path: &Path) -> Result<(Vec<Item>, u64, bool, Vec<String>), Sessio
 mod tests {
     use super::*;
     use crate::protocol::CallResult;
+
+    #[test]
+    fn only_what_was_written_is_synced() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = SessionLog::create(dir.path()).unwrap();
+        assert!(!log.unsynced(), "a new, empty log needs no sync");
+        log.sync().unwrap();
+        assert_eq!(std::fs::metadata(log.path()).unwrap().len(), 0);
+        log.append(&call("turn_1", "call_1")).unwrap();
+        assert!(log.unsynced());
+        log.sync().unwrap();
+        assert!(!log.unsynced());
+        let resumed = SessionLog::resume(dir.path(), log.id(), dir.path()).unwrap();
+        assert!(!resumed.log.unsynced(), "resume syncs what it repaired");
+        assert_eq!(resumed.items.len(), 2, "the open call was closed");
+    }
 
     fn call(turn: &str, id: &str) -> Item {
         Item::ToolCall {

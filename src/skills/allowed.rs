@@ -273,6 +273,7 @@ mod tests {
                     action: Action::Allow,
                     rule: None,
                     opaque: false,
+                    invalid: false,
                     note: None,
                 })
                 .collect(),

@@ -214,6 +214,7 @@ mod tests {
                 action: Action::Allow,
                 rule: None,
                 opaque: false,
+                invalid: false,
                 note: None,
             }],
         }

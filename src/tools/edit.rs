@@ -5,7 +5,8 @@
 //! many times), and writing the result atomically like `file_write`. The file is opened at the
 //! target the runtime pinned and checked, following no symlink ([`confined`]); a file with
 //! several hard links is refused when another of its names is read-denied (an edit tells whether
-//! text occurs in it).
+//! text occurs in it). When the editor serves files, the text is read and/or written through it
+//! ([`super::EditorFiles`]), on the same target.
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
@@ -71,6 +72,12 @@ impl Tool for Edit {
         let shown = display(&ctx.workspace, &path);
         let target = ctx.target(&path);
         let files = ctx.files.clone();
+        if ctx.editor_reads().is_some() || ctx.editor_writes().is_some() {
+            return match edit_in_editor(&target, &shown, &input, ctx).await {
+                Ok(msg) => ToolOutput::ok(msg),
+                Err(msg) => ToolOutput::error(msg),
+            };
+        }
         let job = tokio::task::spawn_blocking(move || edit_file(&target, &shown, &input, &files));
         match job.await {
             Ok(Ok(msg)) => ToolOutput::ok(msg),
@@ -86,6 +93,78 @@ fn edit_file(
     input: &EditInput,
     files: &FileRules,
 ) -> Result<String, String> {
+    let text = read_text(target, shown, files)?;
+    let (updated, count) = replace(&text, shown, input)?;
+    confined::write_atomic(&target.beneath, &target.path, updated.as_bytes()).map_err(|e| {
+        format!(
+            "cannot write {shown}: {}; nothing changed",
+            confined::describe(&e)
+        )
+    })?;
+    Ok(replaced(count, shown))
+}
+
+/// The edit with the editor's text and/or through the editor's write (whichever it serves),
+/// on the same pinned target.
+async fn edit_in_editor(
+    target: &Target,
+    shown: &str,
+    input: &EditInput,
+    ctx: &ToolContext,
+) -> Result<String, String> {
+    let text = match ctx.editor_reads() {
+        Some(editor) => {
+            let read = super::read::read_from_editor(
+                editor.as_ref(),
+                &target.path,
+                shown,
+                &ctx.files,
+                &ctx.cancel,
+            );
+            read.await?
+        }
+        None => {
+            let (t, s, files) = (target.clone(), shown.to_string(), ctx.files.clone());
+            tokio::task::spawn_blocking(move || read_text(&t, &s, &files))
+                .await
+                .map_err(|e| format!("edit failed: {e}"))??
+        }
+    };
+    let (updated, count) = replace(&text, shown, input)?;
+    match ctx.editor_writes() {
+        Some(editor) => {
+            tokio::select! {
+                written = editor.write(&target.path, &updated) => written
+                    .map_err(|e| format!("cannot write {shown}: {e}; nothing changed"))?,
+                () = ctx.cancel.cancelled() => return Err("cancelled".to_string()),
+            }
+        }
+        None => {
+            let (t, s) = (target.clone(), shown.to_string());
+            tokio::task::spawn_blocking(move || {
+                confined::write_atomic(&t.beneath, &t.path, updated.as_bytes()).map_err(|e| {
+                    format!(
+                        "cannot write {s}: {}; nothing changed",
+                        confined::describe(&e)
+                    )
+                })
+            })
+            .await
+            .map_err(|e| format!("edit failed: {e}"))??;
+        }
+    }
+    Ok(replaced(count, shown))
+}
+
+fn replaced(count: usize, shown: &str) -> String {
+    format!(
+        "replaced {count} occurrence{} in {shown}",
+        if count == 1 { "" } else { "s" }
+    )
+}
+
+/// The file's text from disk, opened at the pinned target following no symlink.
+fn read_text(target: &Target, shown: &str, files: &FileRules) -> Result<String, String> {
     let cannot_read = |e: std::io::Error| match e.kind() {
         std::io::ErrorKind::NotFound => format!("file not found: {shown}"),
         _ => format!("cannot read {shown}: {}", confined::describe(&e)),
@@ -100,8 +179,12 @@ fn edit_file(
         .map_err(|denial| format!("permission denied: {denial}"))?;
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes).map_err(cannot_read)?;
-    let text = String::from_utf8(bytes)
-        .map_err(|_| format!("{shown} is not valid UTF-8 text; edit works on text files only"))?;
+    String::from_utf8(bytes)
+        .map_err(|_| format!("{shown} is not valid UTF-8 text; edit works on text files only"))
+}
+
+/// `text` with `old` replaced by `new`, and how many times.
+fn replace(text: &str, shown: &str, input: &EditInput) -> Result<(String, usize), String> {
     let count = text.matches(input.old.as_str()).count();
     let updated = match count {
         0 => {
@@ -119,16 +202,7 @@ fn edit_file(
         }
         _ => text.replace(input.old.as_str(), &input.new),
     };
-    confined::write_atomic(&target.beneath, &target.path, updated.as_bytes()).map_err(|e| {
-        format!(
-            "cannot write {shown}: {}; nothing changed",
-            confined::describe(&e)
-        )
-    })?;
-    Ok(format!(
-        "replaced {count} occurrence{} in {shown}",
-        if count == 1 { "" } else { "s" }
-    ))
+    Ok((updated, count))
 }
 
 #[cfg(test)]

@@ -4,7 +4,8 @@
 //! folders, and doing so atomically (temp file in the same folder, fsync, rename; see
 //! [`confined::write_atomic`]), so a reader never sees a half-written file. It writes the target
 //! the runtime pinned and checked, beneath its writable root, following no symlink; scope and
-//! permissions are checked before the tool runs, not here.
+//! permissions are checked before the tool runs, not here. When the editor serves files, the
+//! content goes to that same target through it ([`super::EditorFiles`]).
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
@@ -55,14 +56,23 @@ impl Tool for FileWrite {
         let target = ctx.target(&path);
         let existed = target.path.symlink_metadata().is_ok();
         let len = input.content.len();
+        let verb = if existed { "replaced" } else { "created" };
+        if let Some(editor) = ctx.editor_writes() {
+            return tokio::select! {
+                written = editor.write(&target.path, &input.content) => match written {
+                    Ok(()) => ToolOutput::ok(format!("{verb} {shown}: {len} bytes written")),
+                    Err(e) => ToolOutput::error(format!(
+                        "cannot write {shown}: {e}; nothing was written"
+                    )),
+                },
+                () = ctx.cancel.cancelled() => ToolOutput::error("cancelled"),
+            };
+        }
         let job = tokio::task::spawn_blocking(move || {
             confined::write_atomic(&target.beneath, &target.path, input.content.as_bytes())
         });
         match job.await {
-            Ok(Ok(())) => ToolOutput::ok(format!(
-                "{} {shown}: {len} bytes written",
-                if existed { "replaced" } else { "created" }
-            )),
+            Ok(Ok(())) => ToolOutput::ok(format!("{verb} {shown}: {len} bytes written")),
             Ok(Err(e)) => ToolOutput::error(format!(
                 "cannot write {shown}: {}; nothing was written",
                 confined::describe(&e)

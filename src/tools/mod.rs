@@ -8,7 +8,9 @@
 //! tool's input yields is decided by `permission::SubjectKind::of`, not here, so that runtime and
 //! `pod explain` share one code path. A path tool opens the [`Target`] the runtime pinned and
 //! checked, through [`confined`], never its input path again; what the rules say about the files
-//! a walk meets or about other names of a file comes from [`FileRules`].
+//! a walk meets or about other names of a file comes from [`FileRules`]. When the client is an
+//! editor serving its buffers, `read`, `file_write` and `edit` go through [`EditorFiles`] for
+//! that same target.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -20,11 +22,13 @@ use crate::builtin::Builtin;
 use crate::permission::{path, FileRules};
 use crate::protocol::{ToolAnnotations, ToolInfo};
 use crate::sandbox::Sandbox;
+pub use editor::{EditorError, EditorFiles};
 
 pub mod bash;
 pub mod common;
 pub mod confined;
 pub mod edit;
+pub mod editor;
 pub mod file_write;
 pub mod glob;
 pub mod grep;
@@ -75,6 +79,9 @@ pub struct ToolContext {
     pub files: Arc<FileRules>,
     /// The session's sandbox: every process a tool starts is prepared by it.
     pub sandbox: Arc<Sandbox>,
+    /// The editor's files, when the client serves them: `read`, `file_write` and `edit` go
+    /// through it for the pinned target instead of the disk.
+    pub editor: Option<Arc<dyn EditorFiles>>,
 }
 
 impl ToolContext {
@@ -89,7 +96,18 @@ impl ToolContext {
             cancel: CancellationToken::new(),
             target: None,
             sandbox: Arc::new(Sandbox::off()),
+            editor: None,
         }
+    }
+
+    /// The editor, when reads go through it.
+    pub fn editor_reads(&self) -> Option<&Arc<dyn EditorFiles>> {
+        self.editor.as_ref().filter(|e| e.reads())
+    }
+
+    /// The editor, when writes go through it.
+    pub fn editor_writes(&self) -> Option<&Arc<dyn EditorFiles>> {
+        self.editor.as_ref().filter(|e| e.writes())
     }
 
     /// The location to open for the input path `raw`: the pinned target, or without one `raw`

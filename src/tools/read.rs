@@ -10,7 +10,9 @@
 //!
 //! The file is opened at the target the runtime pinned and checked, following no symlink
 //! ([`confined::open_read`]), and a file with several hard links is refused when another of its
-//! names is read-denied ([`FileRules::check_links`]).
+//! names is read-denied ([`FileRules::check_links`]). When the editor serves files
+//! ([`super::EditorFiles`]), the text of that same target comes from the editor, after the same
+//! hard-link check on disk, and is numbered and capped the same way.
 //!
 //! Memory: a line is never held whole. Lines before `offset` are only counted, and of a line in
 //! range at most the output cap is kept, so a read holds about twice the cap whatever the file's
@@ -88,6 +90,19 @@ impl Tool for Read {
         let target = ctx.target(&path);
         let files = ctx.files.clone();
         let cancel = ctx.cancel.clone();
+        if let Some(editor) = ctx.editor_reads() {
+            let read = read_from_editor(editor.as_ref(), &target.path, &shown, &files, &cancel);
+            let text = match read.await {
+                Ok(text) => text,
+                Err(msg) => return ToolOutput::error(msg),
+            };
+            let len = text.len() as u64;
+            let reader = std::io::Cursor::new(text.into_bytes());
+            return match lines_of(reader, len, &shown, input.offset, input.limit, &cancel) {
+                Ok(text) => ToolOutput::ok(text),
+                Err(msg) => ToolOutput::error(msg),
+            };
+        }
         let job = tokio::task::spawn_blocking(move || {
             read_lines(
                 &target.path,
@@ -128,15 +143,78 @@ fn read_lines(
     files
         .check_links(path, &meta)
         .map_err(|denial| format!("permission denied: {denial}"))?;
-    if meta.len() > MAX_WHOLE_FILE && offset.is_none() && limit.is_none() {
+    lines_of(
+        BufReader::with_capacity(64 * 1024, file),
+        meta.len(),
+        shown,
+        offset,
+        limit,
+        cancel,
+    )
+}
+
+/// The editor's text of the pinned `path`, after the checks a read from disk makes: a file on
+/// disk with another, read-denied name (a hard link) is refused, and so is a path that no
+/// longer opens as the plain file that was checked; a file the disk does not have (an unsaved
+/// buffer) is the editor's to answer.
+pub(crate) async fn read_from_editor(
+    editor: &dyn super::EditorFiles,
+    path: &Path,
+    shown: &str,
+    files: &std::sync::Arc<FileRules>,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<String, String> {
+    let (checked, files, shown_owned) = (path.to_path_buf(), files.clone(), shown.to_string());
+    // Opening, `fstat` and (for a file with several links) the link walk block: off the thread.
+    tokio::task::spawn_blocking(move || check_on_disk(&checked, &shown_owned, &files))
+        .await
+        .map_err(|e| format!("cannot read {shown}: {e}"))??;
+    tokio::select! {
+        text = editor.read(path) => text.map_err(|e| format!("cannot read {shown}: {e}")),
+        () = cancel.cancelled() => Err("cancelled".to_string()),
+    }
+}
+
+/// What a read from disk would refuse about `path` before the editor is asked for it.
+fn check_on_disk(path: &Path, shown: &str, files: &FileRules) -> Result<(), String> {
+    match confined::open_read(path) {
+        Ok(file) => {
+            let meta = file
+                .metadata()
+                .map_err(|e| format!("cannot read {shown}: {}", confined::describe(&e)))?;
+            if meta.is_dir() {
+                return Err(format!(
+                    "{shown} is a directory, not a file (use glob to list its files)"
+                ));
+            }
+            files
+                .check_links(path, &meta)
+                .map_err(|denial| format!("permission denied: {denial}"))?;
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("cannot read {shown}: {}", confined::describe(&e))),
+    }
+    Ok(())
+}
+
+/// Numbered lines of a text of `len` bytes read from `reader` (a file, or the editor's text).
+fn lines_of(
+    reader: impl BufRead,
+    len: u64,
+    shown: &str,
+    offset: Option<u64>,
+    limit: Option<u64>,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<String, String> {
+    let mut reader = reader;
+    if len > MAX_WHOLE_FILE && offset.is_none() && limit.is_none() {
         return Err(format!(
             "{shown} is {} bytes, over the {} MiB limit for a whole-file read; give `offset` \
              and `limit` to read part of it",
-            meta.len(),
+            len,
             MAX_WHOLE_FILE / 1024 / 1024
         ));
     }
-    let mut reader = BufReader::with_capacity(64 * 1024, file);
 
     // Binary check on the first bytes.
     let head = reader
@@ -145,11 +223,10 @@ fn read_lines(
     let probe = &head[..head.len().min(BINARY_PROBE)];
     if probe.contains(&0) {
         return Err(format!(
-            "{shown} looks like a binary file (it contains NUL bytes, {} bytes in all); not shown",
-            meta.len()
+            "{shown} looks like a binary file (it contains NUL bytes, {len} bytes in all); not shown"
         ));
     }
-    if meta.len() == 0 {
+    if len == 0 {
         return Ok(format!("({shown} is empty)"));
     }
 

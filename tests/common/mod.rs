@@ -176,6 +176,9 @@ impl PodProcess {
             .arg("--manifest")
             .arg(ws.manifest())
             .args(args)
+            // No user configuration unless a test gives one: the developer's own
+            // ~/.config/pod/pod.toml must not change what a test sees.
+            .env("POD_CONFIG", "")
             .envs(env.iter().copied())
             .current_dir(ws.dir.path())
             .env("XDG_STATE_HOME", ws.state_home())

@@ -15,7 +15,7 @@ import sys
 from typing import Any, TextIO
 
 from .client import PodClient
-from .errors import PodConnectionError, PodError
+from .errors import PodConnectionError, PodError, PodNotFoundError
 from .policy import Policy, PolicyError
 
 
@@ -91,7 +91,11 @@ def main(argv: list[str] | None = None, out: TextIO = sys.stdout) -> int:
         help="TOML policy answering permission requests; without it the client does not advertise "
         "approval and every ask fails closed in the pod",
     )
-    run.add_argument("--pod-bin", help="the pod binary (default: $POD_BIN, else the repo's target/debug/pod)")
+    run.add_argument(
+        "--pod-bin",
+        help="the pod binary (default: $POD_BIN, else `pod` on PATH, else target/release/pod or "
+        "target/debug/pod of the pod repository holding the current directory)",
+    )
     run.add_argument("prompt", nargs="+", help="the user message (several words are joined by spaces)")
     args = parser.parse_args(argv)
     try:
@@ -99,6 +103,9 @@ def main(argv: list[str] | None = None, out: TextIO = sys.stdout) -> int:
     except PolicyError as err:
         print(f"error: policy: {err}", file=sys.stderr)
         return 2
+    except PodNotFoundError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 3
     except (PodError, PodConnectionError, OSError) as err:
         print(f"error: pod: {err}", file=sys.stderr)
         return 3

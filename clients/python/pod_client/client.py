@@ -7,9 +7,9 @@ import collections
 import inspect
 import json
 import os
-from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Mapping, Union
 
+from .binary import find_pod_bin
 from .errors import PodConnectionError, PodError
 
 PROTOCOL_VERSION = 1
@@ -29,15 +29,10 @@ _EOF = object()
 
 
 def default_pod_bin() -> str:
-    """``$POD_BIN``, else ``<repo>/target/debug/pod`` relative to this package, else ``pod``."""
-    env = os.environ.get("POD_BIN")
-    if env:
-        return env
-    repo = Path(__file__).resolve().parents[3]
-    candidate = repo / "target" / "debug" / "pod"
-    if candidate.exists():
-        return str(candidate)
-    return "pod"
+    """The pod binary ``PodClient`` starts when given none: ``$POD_BIN``, else ``pod`` on
+    ``PATH``, else the repository's ``target/release/pod`` or ``target/debug/pod``; raises
+    ``PodNotFoundError`` when there is none (``pod_client.binary`` defines the search)."""
+    return find_pod_bin()
 
 
 def text_input(run_input: RunInput) -> list[dict[str, Any]]:
@@ -125,7 +120,8 @@ class PodClient:
         approver: Approver | None = None,
         max_line_bytes: int = 32 * 1024 * 1024,
     ) -> None:
-        self.pod_bin = pod_bin or default_pod_bin()
+        # Resolved now, so a missing binary is one sentence here rather than an OSError later.
+        self.pod_bin = find_pod_bin(pod_bin)
         self.argv = [self.pod_bin, "serve"]
         if manifest is not None:
             self.argv += ["--manifest", os.fspath(manifest)]
@@ -154,15 +150,18 @@ class PodClient:
     async def start(self) -> "PodClient":
         if self._proc is not None:
             raise RuntimeError("already started")
-        self._proc = await asyncio.create_subprocess_exec(
-            *self.argv,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=self.cwd,
-            env=self.env,
-            limit=self.max_line_bytes,
-        )
+        try:
+            self._proc = await asyncio.create_subprocess_exec(
+                *self.argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=self.cwd,
+                env=self.env,
+                limit=self.max_line_bytes,
+            )
+        except OSError as err:  # found, but the kernel would not run it (or `cwd` is missing)
+            raise PodConnectionError(f"cannot start `{' '.join(self.argv)}`: {err.strerror or err}") from err
         self._tasks = [
             asyncio.create_task(self._read_stdout(), name="pod-stdout"),
             asyncio.create_task(self._read_stderr(), name="pod-stderr"),

@@ -10,13 +10,14 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
-# Pod-specific codes (shared/spec/protocol.md).
+# Pod-specific codes (docs/protocol.md, "Errors").
 NOT_INITIALIZED = -32001
 ALREADY_INITIALIZED = -32002
 TURN_IN_PROGRESS = -32003
 UNKNOWN_PERMISSION_REQUEST = -32004
 SHUTTING_DOWN = -32005
 UNSUPPORTED_PROTOCOL_VERSION = -32006
+CANNOT_OPEN = -32007
 
 ERROR_NAMES = {
     PARSE_ERROR: "ParseError",
@@ -30,6 +31,7 @@ ERROR_NAMES = {
     UNKNOWN_PERMISSION_REQUEST: "UnknownPermissionRequest",
     SHUTTING_DOWN: "ShuttingDown",
     UNSUPPORTED_PROTOCOL_VERSION: "UnsupportedProtocolVersion",
+    CANNOT_OPEN: "CannotOpen",
 }
 
 
@@ -49,3 +51,8 @@ class PodError(Exception):
 
 class PodConnectionError(ConnectionError):
     """The pod process went away (or was never started) while a request was outstanding."""
+
+
+class PodNotFoundError(PodConnectionError, FileNotFoundError):
+    """No pod binary to start: ``POD_BIN`` (or ``pod_bin``) names nothing executable, or none of
+    the places searched holds one (see ``pod_client.binary``). The message says which."""

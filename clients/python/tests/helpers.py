@@ -1,4 +1,9 @@
-"""Shared fixtures: a temp workspace with a small manifest, and the pod binary."""
+"""Shared fixtures: a temp workspace with a small manifest, and the pod binary.
+
+``test.sh`` installs the package into a fresh virtual environment and runs these tests with its
+Python, setting ``POD_CLIENT_VENV``: then ``pod_client`` is imported from that environment, as a
+user would get it. Without it (``python3 -m unittest`` from a checkout) the source folder is used.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 PACKAGE_ROOT = HERE.parent
 REPO = HERE.parents[2]
-sys.path.insert(0, str(PACKAGE_ROOT))
+VENV = os.environ.get("POD_CLIENT_VENV") or None
+if VENV is None:
+    sys.path.insert(0, str(PACKAGE_ROOT))
 
 POD_BIN = os.environ.get("POD_BIN") or str(REPO / "target" / "debug" / "pod")
 

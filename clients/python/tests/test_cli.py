@@ -7,7 +7,7 @@ import subprocess
 import sys
 import unittest
 
-from helpers import PACKAGE_ROOT, POD_BIN, TIMEOUT, Workspace, require_pod
+from helpers import PACKAGE_ROOT, POD_BIN, TIMEOUT, VENV, Workspace, require_pod
 
 POLICY = """
 default = "deny"
@@ -28,7 +28,9 @@ class CliTests(unittest.TestCase):
         self.policy = self.ws.write("policy.toml", POLICY)
 
     def cli(self, *args: str) -> subprocess.CompletedProcess:
-        env = dict(os.environ, POD_BIN=POD_BIN, PYTHONPATH=str(PACKAGE_ROOT))
+        env = dict(os.environ, POD_BIN=POD_BIN)
+        if VENV is None:
+            env["PYTHONPATH"] = str(PACKAGE_ROOT)
         return subprocess.run(
             [sys.executable, "-m", "pod_client", "run", *args],
             cwd=self.ws.dir, env=env, capture_output=True, text=True, timeout=TIMEOUT * 2,

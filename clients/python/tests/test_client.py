@@ -40,7 +40,7 @@ class InitializeTests(PodTestCase):
         await self.client(approval=True)
         r = self.init
         self.assertEqual(r["protocolVersion"], 1)
-        self.assertEqual(r["podInfo"]["name"], "pod")
+        self.assertEqual(r["podInfo"]["name"], "client-tests")  # the manifest's [pod] name
         self.assertFalse(r["session"]["resumed"])
         self.assertTrue(r["session"]["id"])
         self.assertEqual(sorted(t["name"] for t in r["tools"]), ["bash", "file_write", "read"])

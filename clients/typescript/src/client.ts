@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import {
   createMessageConnection,
   Disposable,
+  ErrorCodes as LibraryErrorCodes,
   NotificationType,
   ParameterStructures,
   RequestType,
@@ -17,6 +18,7 @@ import {
   type RequestParam,
 } from "vscode-jsonrpc/node";
 import { ErrorCodes, METHOD_NAMES, type PodMethods } from "./protocol";
+import { findPodBinary } from "./binary";
 import type * as P from "./protocol";
 
 export { ErrorCodes };
@@ -65,6 +67,14 @@ export class PodConnectionError extends Error {
   }
 }
 
+/** Codes vscode-jsonrpc uses for its own failures (the pod never sends them). */
+const LOCAL_FAILURES = new Set<number>([
+  LibraryErrorCodes.MessageWriteError,
+  LibraryErrorCodes.MessageReadError,
+  LibraryErrorCodes.PendingResponseRejected,
+  LibraryErrorCodes.ConnectionInactive,
+]);
+
 function toPodError(err: unknown): unknown {
   if (err instanceof ResponseError) return new PodError(err.code, err.message, err.data);
   return err;
@@ -80,7 +90,11 @@ export type Approver = (
 export interface SpawnOptions {
   /** `--manifest` for `pod serve` (omitted: the pod's default, `pod.toml`). */
   manifest?: string;
-  /** The pod binary: default `$POD_BIN`, else `pod` on the PATH. */
+  /**
+   * The pod binary, a path or a name on `PATH`. Default: `$POD_BIN`, else `pod` on `PATH`, else
+   * `target/release/pod` or `target/debug/pod` of the pod repository holding the current
+   * directory (see `findPodBinary`).
+   */
   podBin?: string;
   /** Extra arguments after `serve` (e.g. `["--resume", id]`). */
   args?: string[];
@@ -110,11 +124,16 @@ export class PodClient {
   readonly approvalErrors: unknown[] = [];
   private readonly handlers = new Set<(event: P.Event) => void>();
   private closed = false;
+  /** Why the connection ended, once it has. */
+  private failure: PodConnectionError | undefined;
   private readonly gone: Promise<never>;
 
-  /** Spawns `pod serve [--manifest m] [args]` and connects to its stdio. */
+  /**
+   * Spawns `pod serve [--manifest m] [args]` and connects to its stdio. Throws
+   * `PodNotFoundError` (one sentence naming `POD_BIN`) when there is no binary to start.
+   */
   static spawn(options: SpawnOptions = {}): PodClient {
-    const podBin = options.podBin ?? process.env.POD_BIN ?? "pod";
+    const podBin = findPodBinary({ podBin: options.podBin });
     const args = ["serve", ...(options.manifest ? ["--manifest", options.manifest] : []), ...(options.args ?? [])];
     const child = spawn(podBin, args, { cwd: options.cwd, env: options.env, stdio: ["pipe", "pipe", "pipe"] });
     return new PodClient(child, options.approver);
@@ -144,13 +163,16 @@ export class PodClient {
       const fail = (why: string) => {
         this.closed = true;
         // Let the stderr reader catch up so the error can say why the pod went away.
-        setImmediate(() => reject(new PodConnectionError(`${why}${this.stderrSummary()}`)));
+        setImmediate(() => {
+          this.failure ??= new PodConnectionError(`${why}${this.stderrSummary()}`);
+          reject(this.failure);
+        });
       };
       this.connection.onClose(() => fail("the pod closed the connection"));
       // "close" (not "exit"): stdout is drained by then, so answers the pod wrote before exiting
       // (the shutdown result) reach their requests first.
       child.once("close", (code, signal) => fail(`the pod exited (${signal ?? `code ${code}`})`));
-      child.once("error", (err) => fail(`cannot run the pod: ${err.message}`));
+      child.once("error", (err) => fail(`cannot start \`${child.spawnargs.join(" ")}\`: ${err.message}`));
     });
     this.gone.catch(() => {}); // only matters to requests racing it
     if (approver) {
@@ -227,7 +249,12 @@ export class PodClient {
       // vscode-jsonrpc leaves requests pending when the peer's stdout ends; fail them instead.
       return await Promise.race([sent, this.gone]);
     } catch (err) {
-      throw toPodError(err);
+      if (err instanceof ResponseError && !LOCAL_FAILURES.has(err.code)) throw toPodError(err);
+      // vscode-jsonrpc's own failure (a write to a pod that never started: "Cannot call write
+      // after a stream was destroyed") can come before the spawn error: wait for that, say it.
+      await new Promise((resolve) => setImmediate(resolve));
+      await new Promise((resolve) => setImmediate(resolve));
+      throw this.failure ?? new PodConnectionError(`${err instanceof Error ? err.message : String(err)}${this.stderrSummary()}`);
     }
   }
 

@@ -1,2 +1,3 @@
 export * from "./client";
+export * from "./binary";
 export type * from "./protocol";

@@ -266,6 +266,31 @@ export interface ClientCapabilities {
   approval?: ApprovalCapability | null;
 }
 /**
+ * Where the pod's configuration came from (docs/manifest.md, "Layered configuration").
+ *
+ * This interface was referenced by `PodProtocolV1`'s JSON-Schema
+ * via the `definition` "ConfigurationInfo".
+ */
+export interface ConfigurationInfo {
+  /**
+   * True when no file was found and the pod runs on its built-in defaults (reads inside the
+   * workspace allowed, everything else asks; the offline model).
+   */
+  builtInDefaults: boolean;
+  /**
+   * The configuration files in effect, the project's `pod.toml` first, then the user's.
+   */
+  files: string[];
+  /**
+   * The model name sent to the provider, when one is configured.
+   */
+  model?: string | null;
+  /**
+   * The model provider: `offline`, `anthropic` or `openai`.
+   */
+  provider: string;
+}
+/**
  * Params of `cancel`, `history` and `shutdown`: an empty object. Whatever is sent is ignored.
  *
  * This interface was referenced by `PodProtocolV1`'s JSON-Schema
@@ -348,7 +373,12 @@ export interface ToolAnnotations {
 export interface SubjectDecision {
   action: Action;
   /**
-   * Why the subject is opaque, or why the default was tightened.
+   * True when the input is malformed for the tool (a missing or mistyped field): denied
+   * whatever the rules say, and `note` says what is wrong.
+   */
+  invalid?: boolean;
+  /**
+   * Why the subject is opaque or invalid, or why the default was tightened.
    */
   note?: string | null;
   /**
@@ -377,9 +407,14 @@ export interface SubjectDecision {
  * via the `definition` "RuleRef".
  */
 export interface RuleRef {
+  /**
+   * The configuration file the rule is written in: the project's `pod.toml` or the user's
+   * configuration (docs/manifest.md, "Layered configuration").
+   */
+  file?: string | null;
   index: number;
   /**
-   * Line of the rule's `[[permissions.rule]]` header in the manifest.
+   * Line of the rule's `[[permissions.rule]]` header in its file.
    */
   line?: number | null;
   /**
@@ -430,6 +465,7 @@ export interface PeerInfo {
  * via the `definition` "InitializeResult".
  */
 export interface InitializeResult {
+  configuration?: ConfigurationInfo;
   /**
    * The MCP servers of the session (omitted when there are none).
    */
@@ -568,6 +604,7 @@ export const ErrorCodes = {
   UnknownPermissionRequest: -32004,
   ShuttingDown: -32005,
   UnsupportedProtocolVersion: -32006,
+  CannotOpen: -32007,
 } as const;
 
 /** The `type` of every event. */

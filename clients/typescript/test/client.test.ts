@@ -10,7 +10,7 @@ test("initialize with approval reports the session, tools and askMode client", a
   const { pod } = startPod(t, ws);
   const r = await within(pod.initialize({ approval: true }));
   assert.equal(r.protocolVersion, 1);
-  assert.equal(r.podInfo.name, "pod");
+  assert.equal(r.podInfo.name, "ts-client-tests"); // the manifest's [pod] name
   assert.equal(r.session.resumed, false);
   assert.ok(r.session.id.length > 0);
   assert.deepEqual(r.tools.map((tool) => tool.name).sort(), ["bash", "file_write", "read"]);

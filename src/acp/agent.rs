@@ -1,0 +1,410 @@
+//! The ACP agent of one connection: the [`Service`] the dispatcher calls, with the methods of
+//! ACP v1 that pod implements and the connection's sessions.
+//!
+//! Owns: the lifecycle (`initialize` first and once; the client's capabilities), reading each
+//! method's params into the official schema's types (`ClientRequest::from_method_and_params`:
+//! a missing or mistyped field is `-32602` naming it), and the methods: `initialize`,
+//! `session/new` (a pod per session, configured for its `cwd`), `session/load` (history
+//! replayed, grants restored under the rules in force), `session/list`, `session/prompt`,
+//! `session/cancel`, `session/set_mode`. Responses to the agent's own requests go to the
+//! [`Peer`].
+//!
+//! Must not touch: the bytes (the transport) and what a turn does (`session`).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use agent_client_protocol_schema::v1 as acp;
+use futures::future::BoxFuture;
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use super::peer::Peer;
+use super::session::{Mode, Session};
+use super::updates;
+use super::AcpError;
+use crate::manifest::{Manifest, McpServerConfig, McpTransport};
+use crate::permission::mcp::check_server_name;
+use crate::protocol::{InputItem, ResolvedBy};
+use crate::runtime::PodError;
+use crate::server::dispatch::{Detach, Reply, Service};
+use crate::session::SessionError;
+
+/// The methods pod answers, as the schema names them.
+const METHODS: [&str; 7] = [
+    "initialize",
+    "session/new",
+    "session/load",
+    "session/list",
+    "session/prompt",
+    "session/set_mode",
+    "session/cancel",
+];
+
+/// One connection's state.
+pub struct Agent {
+    peer: Arc<Peer>,
+    /// `pod acp --state-dir`: where every session's log goes.
+    state_dir: Option<PathBuf>,
+    /// Set by `initialize`.
+    client: Mutex<Option<acp::ClientCapabilities>>,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The dispatcher's view of the agent.
+pub struct AgentService(pub Arc<Agent>);
+
+impl Service for AgentService {
+    fn call(
+        &self,
+        method: &str,
+        params: Option<Box<RawValue>>,
+        detach: Detach,
+    ) -> Option<BoxFuture<'static, Reply>> {
+        if !METHODS.contains(&method) {
+            return None;
+        }
+        let agent = self.0.clone();
+        let method = method.to_string();
+        Some(Box::pin(async move {
+            let params: Value = match params {
+                Some(raw) => serde_json::from_str(raw.get())
+                    .map_err(|e| AcpError::invalid_params(e.to_string()))?,
+                None => Value::Null,
+            };
+            Ok(agent.handle(&method, params, detach).await?)
+        }))
+    }
+
+    fn response(&self, id: &RawValue, outcome: Reply) -> bool {
+        self.0.peer.respond(id, outcome)
+    }
+}
+
+fn raw<T: Serialize>(value: &T) -> Result<Box<RawValue>, AcpError> {
+    serde_json::value::to_raw_value(value)
+        .map_err(|e| AcpError::internal(format!("cannot serialize the result: {e}")))
+}
+
+impl Agent {
+    pub fn new(peer: Arc<Peer>, state_dir: Option<PathBuf>) -> Arc<Agent> {
+        Arc::new(Agent {
+            peer,
+            state_dir,
+            client: Mutex::new(None),
+            sessions: Mutex::new(HashMap::new()),
+        })
+    }
+
+    async fn handle(
+        self: &Arc<Self>,
+        method: &str,
+        params: Value,
+        detach: Detach,
+    ) -> Result<Box<RawValue>, AcpError> {
+        if method == "session/cancel" {
+            let acp::ClientNotification::CancelNotification(cancel) =
+                acp::ClientNotification::from_method_and_params(method, &params)
+                    .map_err(|e| AcpError::invalid_params(e.to_string()))?
+            else {
+                return Err(AcpError::invalid_params("session/cancel".into()));
+            };
+            if let Ok(session) = self.session(&cancel.session_id) {
+                session.cancel();
+            }
+            return raw(&Value::Null);
+        }
+        let request = acp::ClientRequest::from_method_and_params(method, &params)
+            .map_err(|e| AcpError::invalid_params(e.to_string()))?;
+        if !matches!(request, acp::ClientRequest::InitializeRequest(_))
+            && lock(&self.client).is_none()
+        {
+            return Err(AcpError::invalid_request(format!(
+                "{method} before initialize: call initialize first"
+            )));
+        }
+        match request {
+            acp::ClientRequest::InitializeRequest(r) => raw(&self.initialize(r)?),
+            acp::ClientRequest::NewSessionRequest(r) => raw(&self.new_session(r).await?),
+            acp::ClientRequest::LoadSessionRequest(r) => raw(&self.load_session(r).await?),
+            acp::ClientRequest::ListSessionsRequest(r) => raw(&self.list_sessions(r)?),
+            acp::ClientRequest::PromptRequest(r) => raw(&self.prompt(r, detach).await?),
+            acp::ClientRequest::SetSessionModeRequest(r) => raw(&self.set_mode(r)?),
+            _ => Err(AcpError::method_not_found(method)),
+        }
+    }
+
+    fn initialize(
+        &self,
+        request: acp::InitializeRequest,
+    ) -> Result<acp::InitializeResponse, AcpError> {
+        let mut client = lock(&self.client);
+        if client.is_some() {
+            return Err(AcpError::invalid_request(
+                "initialize was already called on this connection".into(),
+            ));
+        }
+        if let Some(info) = &request.client_info {
+            tracing::info!(name = %info.name, version = %info.version, "client connected");
+        }
+        *client = Some(request.client_capabilities);
+        // pod speaks v1; a client asking for another version gets v1 and decides.
+        let capabilities = acp::AgentCapabilities::new()
+            .load_session(true)
+            .prompt_capabilities(acp::PromptCapabilities::new().embedded_context(true))
+            .session_capabilities(
+                acp::SessionCapabilities::new().list(acp::SessionListCapabilities::new()),
+            );
+        Ok(
+            acp::InitializeResponse::new(agent_client_protocol_schema::ProtocolVersion::V1)
+                .agent_capabilities(capabilities)
+                .agent_info(
+                    acp::Implementation::new("pod", env!("CARGO_PKG_VERSION"))
+                        .title("pod".to_string()),
+                ),
+        )
+    }
+
+    fn session(&self, id: &acp::SessionId) -> Result<Arc<Session>, AcpError> {
+        lock(&self.sessions)
+            .get(id.0.as_ref())
+            .cloned()
+            .ok_or_else(|| AcpError::session_not_found(id.0.as_ref()))
+    }
+
+    /// The configuration for a session in `cwd` (absolute): its `pod.toml` layered over the
+    /// user's configuration, or built-in defaults (docs/manifest.md), with `--state-dir` applied and the
+    /// sandbox's `required` checked.
+    fn manifest(&self, cwd: &Path) -> Result<Manifest, AcpError> {
+        if !cwd.is_absolute() {
+            return Err(AcpError::invalid_params(format!(
+                "cwd: {} is not an absolute path",
+                cwd.display()
+            )));
+        }
+        let mut manifest = Manifest::discover(cwd).map_err(|e| {
+            AcpError::internal(format!(
+                "cannot configure a session in {}: {e}",
+                cwd.display()
+            ))
+        })?;
+        if let Some(folder) = &self.state_dir {
+            manifest.set_state_dir(folder);
+        }
+        crate::sandbox::check_required(&manifest.sandbox)
+            .map_err(|e| AcpError::internal(format!("{}: {e}", manifest.path.display())))?;
+        Ok(manifest)
+    }
+
+    fn fs(&self) -> acp::FileSystemCapabilities {
+        lock(&self.client)
+            .as_ref()
+            .map(|c| c.fs.clone())
+            .unwrap_or_default()
+    }
+
+    /// The MCP servers an editor offers in `session/new` or `session/load`, to start beside the
+    /// configuration's (one named like a configured server replaces it). pod starts stdio
+    /// servers only, as its `mcpCapabilities` say; anything else is refused, naming the entry.
+    fn mcp_servers(
+        servers: &[acp::McpServer],
+        cwd: &Path,
+    ) -> Result<Vec<McpServerConfig>, AcpError> {
+        let mut out: Vec<McpServerConfig> = Vec::new();
+        for (i, server) in servers.iter().enumerate() {
+            let acp::McpServer::Stdio(stdio) = server else {
+                return Err(AcpError::invalid_params(format!(
+                    "mcpServers[{i}]: pod starts MCP servers over stdio only (its \
+                     mcpCapabilities advertise neither http nor sse)"
+                )));
+            };
+            let name = &stdio.name;
+            check_server_name(name)
+                .map_err(|why| AcpError::invalid_params(format!("mcpServers[{i}].name: {why}")))?;
+            if out.iter().any(|s| s.name.eq_ignore_ascii_case(name)) {
+                return Err(AcpError::invalid_params(format!(
+                    "mcpServers[{i}].name: \"{name}\" is offered twice (names match in any case)"
+                )));
+            }
+            let Some(command) = stdio.command.to_str() else {
+                return Err(AcpError::invalid_params(format!(
+                    "mcpServers[{i}].command: not valid UTF-8"
+                )));
+            };
+            let mut config =
+                McpServerConfig::stdio(name, command, stdio.args.clone(), cwd.to_path_buf());
+            let McpTransport::Stdio { env, .. } = &mut config.transport;
+            env.extend(stdio.env.iter().map(|v| (v.name.clone(), v.value.clone())));
+            out.push(config);
+        }
+        Ok(out)
+    }
+
+    async fn new_session(
+        &self,
+        request: acp::NewSessionRequest,
+    ) -> Result<acp::NewSessionResponse, AcpError> {
+        let manifest = self.manifest(&request.cwd)?;
+        let servers = Self::mcp_servers(&request.mcp_servers, &manifest.workspace)?;
+        let session = Session::open(manifest, None, servers, self.peer.clone(), &self.fs())
+            .await
+            .map_err(|e| AcpError::internal(format!("cannot open the session: {e}")))?;
+        let response = acp::NewSessionResponse::new(session.id.clone())
+            .modes(session.modes())
+            .meta(updates::meta(session.info()));
+        lock(&self.sessions).insert(session.id.clone(), session);
+        Ok(response)
+    }
+
+    async fn load_session(
+        &self,
+        request: acp::LoadSessionRequest,
+    ) -> Result<acp::LoadSessionResponse, AcpError> {
+        let id = request.session_id.0.to_string();
+        if lock(&self.sessions).contains_key(&id) {
+            return Err(AcpError::invalid_request(format!(
+                "session {id} is already open on this connection"
+            )));
+        }
+        let manifest = self.manifest(&request.cwd)?;
+        let servers = Self::mcp_servers(&request.mcp_servers, &manifest.workspace)?;
+        let session = Session::open(
+            manifest,
+            Some(id.clone()),
+            servers,
+            self.peer.clone(),
+            &self.fs(),
+        )
+        .await
+        .map_err(|e| match e {
+            PodError::Session(SessionError::NotFound { .. } | SessionError::BadId(_)) => {
+                AcpError::session_not_found(&id).message(e.to_string())
+            }
+            e => AcpError::internal(format!("cannot load session {id}: {e}")),
+        })?;
+        session.replay().await;
+        let response = acp::LoadSessionResponse::new()
+            .modes(session.modes())
+            .meta(updates::meta(session.info()));
+        lock(&self.sessions).insert(id, session);
+        Ok(response)
+    }
+
+    fn list_sessions(
+        &self,
+        request: acp::ListSessionsRequest,
+    ) -> Result<acp::ListSessionsResponse, AcpError> {
+        let cwd = match request.cwd {
+            Some(cwd) => cwd,
+            None => std::env::current_dir().map_err(|e| {
+                AcpError::internal(format!("no cwd given and no current folder: {e}"))
+            })?,
+        };
+        let manifest = self.manifest(&cwd)?;
+        let mut found = crate::session::list(&manifest.sessions_dir())
+            .map_err(|e| AcpError::internal(e.to_string()))?;
+        found.reverse();
+        let sessions = found
+            .into_iter()
+            .map(|s| {
+                let updated = s.modified.and_then(|m| {
+                    time::OffsetDateTime::from(m)
+                        .format(&time::format_description::well_known::Rfc3339)
+                        .ok()
+                });
+                acp::SessionInfo::new(s.id, cwd.clone()).updated_at(updated)
+            })
+            .collect();
+        Ok(acp::ListSessionsResponse::new(sessions))
+    }
+
+    async fn prompt(
+        &self,
+        request: acp::PromptRequest,
+        detach: Detach,
+    ) -> Result<acp::PromptResponse, AcpError> {
+        let session = self.session(&request.session_id)?;
+        let input = request
+            .prompt
+            .into_iter()
+            .enumerate()
+            .map(|(i, block)| input_item(i, block))
+            .collect::<Result<Vec<_>, _>>()?;
+        session.prompt(input, detach).await
+    }
+
+    fn set_mode(
+        &self,
+        request: acp::SetSessionModeRequest,
+    ) -> Result<acp::SetSessionModeResponse, AcpError> {
+        let session = self.session(&request.session_id)?;
+        let id = request.mode_id.0.as_ref();
+        let mode = Mode::from_id(id).ok_or_else(|| {
+            AcpError::invalid_params(format!(
+                "modeId: unknown mode {id:?} (modes: default, read-only)"
+            ))
+        })?;
+        session.set_mode(mode);
+        Ok(acp::SetSessionModeResponse::new())
+    }
+
+    /// The connection is gone (or shutting down): every session's pending asks are denied,
+    /// turns cancelled, requests to the client failed.
+    pub fn close(&self, by: ResolvedBy) {
+        for session in lock(&self.sessions).values() {
+            session.close(by);
+        }
+        self.peer.close();
+    }
+
+    /// Flushes every session's log (before exit).
+    pub fn flush(&self) {
+        for session in lock(&self.sessions).values() {
+            session.flush();
+        }
+    }
+}
+
+/// A prompt block as pod's input: text as is; an embedded text resource as text naming its
+/// URI; a resource link as a line naming it. Images, audio and binary resources are not
+/// advertised, so they are refused.
+fn input_item(index: usize, block: acp::ContentBlock) -> Result<InputItem, AcpError> {
+    let text = match block {
+        acp::ContentBlock::Text(t) => t.text,
+        acp::ContentBlock::ResourceLink(link) => {
+            format!("[resource: {} <{}>]", link.name, link.uri)
+        }
+        acp::ContentBlock::Resource(resource) => match resource.resource {
+            acp::EmbeddedResourceResource::TextResourceContents(r) => {
+                format!("[resource {}]\n{}\n[end of {}]", r.uri, r.text, r.uri)
+            }
+            _ => {
+                return Err(AcpError::invalid_params(format!(
+                    "prompt[{index}]: binary resources are not supported (embeddedContext covers text resources)"
+                )))
+            }
+        },
+        acp::ContentBlock::Image(_) => {
+            return Err(AcpError::invalid_params(format!(
+                "prompt[{index}]: images are not supported (promptCapabilities.image is false)"
+            )))
+        }
+        acp::ContentBlock::Audio(_) => {
+            return Err(AcpError::invalid_params(format!(
+                "prompt[{index}]: audio is not supported (promptCapabilities.audio is false)"
+            )))
+        }
+        _ => {
+            return Err(AcpError::invalid_params(format!(
+                "prompt[{index}]: a content type pod does not know"
+            )))
+        }
+    };
+    Ok(InputItem::Text { text })
+}

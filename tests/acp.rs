@@ -1,0 +1,227 @@
+//! `pod acp` through the real binary over real pipes: the lifecycle and error codes ACP clients
+//! rely on, and a client that goes away while an ask is pending. (The flows against the
+//! official SDKs are in `tests/acp/typescript` and `tests/acp/python`, run by `.ci/run`.)
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::{Workspace, WAIT};
+use serde_json::{json, Value};
+
+/// `pod acp` with a line-by-line view of its stdout; every line must be a JSON-RPC message.
+struct Agent {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+    next: u64,
+}
+
+impl Agent {
+    fn spawn(ws: &Workspace) -> Agent {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_pod"))
+            .args(["acp", "--state-dir"])
+            .arg(ws.state_dir())
+            .env("XDG_STATE_HOME", ws.state_home())
+            // No user configuration: only the session's own folder configures it.
+            .env("POD_CONFIG", "")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn pod acp");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Agent {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            next: 100,
+        }
+    }
+
+    fn send(&mut self, message: &Value) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{message}").expect("write");
+        stdin.flush().expect("flush");
+    }
+
+    fn next(&mut self, within: Duration) -> Option<Value> {
+        let line = self.lines.recv_timeout(within).ok()?;
+        let v: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
+        assert_eq!(v["jsonrpc"], "2.0", "{v}");
+        Some(v)
+    }
+
+    /// Sends a request and returns its response, skipping notifications.
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.wait(|v| v["id"] == id && v.get("method").is_none())
+    }
+
+    fn wait(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let v = self.next(left).expect("pod acp went silent");
+            if pred(&v) {
+                return v;
+            }
+        }
+    }
+
+    fn initialize(&mut self) {
+        let init = self.call(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {}}),
+        );
+        assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
+    }
+}
+
+fn code(response: &Value) -> i64 {
+    response["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("not an error: {response}"))
+}
+
+fn cwd(ws: &Workspace) -> String {
+    ws.dir
+        .path()
+        .canonicalize()
+        .expect("canonical")
+        .display()
+        .to_string()
+}
+
+#[test]
+fn the_lifecycle_and_bad_params_get_acp_error_codes() {
+    let ws = Workspace::new(0);
+    let mut agent = Agent::spawn(&ws);
+    let early = agent.call("session/new", json!({"cwd": cwd(&ws), "mcpServers": []}));
+    assert_eq!(code(&early), -32600, "{early}");
+    agent.initialize();
+    let again = agent.call("initialize", json!({"protocolVersion": 1}));
+    assert_eq!(code(&again), -32600, "{again}");
+    let relative = agent.call(
+        "session/new",
+        json!({"cwd": "some/where", "mcpServers": []}),
+    );
+    assert_eq!(code(&relative), -32602, "{relative}");
+    let missing = agent.call("session/new", json!({"mcpServers": []}));
+    assert_eq!(code(&missing), -32602);
+    assert!(
+        missing["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("cwd"),
+        "{missing}"
+    );
+    // A folder without pod.toml opens with the built-in defaults; a broken pod.toml refuses
+    // the session, naming the file and the line.
+    let empty = tempfile::tempdir().expect("tempdir");
+    let defaults = agent.call(
+        "session/new",
+        json!({"cwd": empty.path().canonicalize().expect("dir"), "mcpServers": []}),
+    );
+    let meta = &defaults["result"]["_meta"]["pod"];
+    assert_eq!(meta["permissions"]["defaultAction"], "ask", "{defaults}");
+    assert_eq!(meta["configuration"]["builtInDefaults"], true, "{defaults}");
+    assert_eq!(meta["configuration"]["files"], json!([]), "{defaults}");
+    std::fs::write(
+        empty.path().join("pod.toml"),
+        "[permissions]\ndefault_action = \"mabye\"\n",
+    )
+    .expect("write");
+    let broken = agent.call(
+        "session/new",
+        json!({"cwd": empty.path().canonicalize().expect("dir"), "mcpServers": []}),
+    );
+    assert_eq!(code(&broken), -32603, "{broken}");
+    let message = broken["error"]["message"].as_str().unwrap_or("");
+    assert!(message.contains("pod.toml:2"), "{broken}");
+    let unknown = agent.call("session/prompt", json!({"sessionId": "nope", "prompt": []}));
+    assert_eq!(code(&unknown), -32002);
+    assert_eq!(unknown["error"]["data"]["sessionId"], "nope");
+    let not_ours = agent.call("session/delete", json!({"sessionId": "nope"}));
+    assert_eq!(code(&not_ours), -32601);
+    // An offered MCP server that cannot start does not stop the session (its tools are simply
+    // not offered; tests/mcp.rs starts a real one).
+    let session = agent.call(
+        "session/new",
+        json!({"cwd": cwd(&ws), "mcpServers": [{"name": "fs", "command": "/bin/false", "args": [], "env": []}]}),
+    );
+    let id = session["result"]["sessionId"]
+        .as_str()
+        .expect("a session id")
+        .to_string();
+    let image = agent.call(
+        "session/prompt",
+        json!({"sessionId": id, "prompt": [{"type": "image", "data": "AA==", "mimeType": "image/png"}]}),
+    );
+    assert_eq!(code(&image), -32602, "{image}");
+    // A response to nothing the agent asked is dropped, and the agent goes on.
+    agent.send(&json!({"jsonrpc": "2.0", "id": 424242, "result": {}}));
+    let listed = agent.call("session/list", json!({"cwd": cwd(&ws)}));
+    let sessions = listed["result"]["sessions"].as_array().expect("sessions");
+    assert!(
+        sessions.iter().any(|s| s["sessionId"] == id.as_str()),
+        "{listed}"
+    );
+}
+
+#[test]
+fn a_client_that_goes_away_during_an_ask_gets_it_denied_and_the_agent_exits_zero() {
+    // A long ask timeout: only the disconnect can end the ask (0 would race it).
+    let ws = Workspace::new(300);
+    let mut agent = Agent::spawn(&ws);
+    agent.initialize();
+    let session = agent.call("session/new", json!({"cwd": cwd(&ws), "mcpServers": []}));
+    let id = session["result"]["sessionId"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    agent.send(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "session/prompt",
+        "params": {"sessionId": id, "prompt": [{"type": "text", "text": "!touch never-made"}]}}),
+    );
+    let ask = agent.wait(|v| v["method"] == "session/request_permission");
+    assert_eq!(ask["params"]["sessionId"], id.as_str());
+    let started = Instant::now();
+    drop(agent.stdin.take());
+    let status = loop {
+        if let Some(status) = agent.child.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "pod acp did not exit"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "exit took {:?}",
+        started.elapsed()
+    );
+    assert!(!Path::new(&cwd(&ws)).join("never-made").exists());
+    // The log was flushed with the ask denied by the disconnect.
+    let log = std::fs::read_to_string(ws.state_dir().join("sessions").join(format!("{id}.jsonl")))
+        .expect("session log");
+    assert!(log.contains(r#""by":"disconnect""#), "{log}");
+}
