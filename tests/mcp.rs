@@ -2,8 +2,9 @@
 //! `pod` binary over real pipes, against real MCP servers nobody here wrote:
 //! `@modelcontextprotocol/server-filesystem` and `@modelcontextprotocol/server-everything`,
 //! installed by `tests/mcp/setup.sh` (versions locked in `tests/mcp/package-lock.json`). Without
-//! npm the tests say so and pass; on CI npm is present and they run. Security tests assert the
-//! side effect is absent (the file was not written), not only the decision.
+//! npm the tests say so and pass, unless `POD_REQUIRE_MCP_SERVERS` is set: `.ci/run` sets it
+//! (after running `setup.sh` itself), so on CI they run or fail, never skip. Security tests
+//! assert the side effect is absent (the file was not written), not only the decision.
 
 mod common;
 
@@ -17,7 +18,8 @@ use common::{Framing, PodProcess, Workspace};
 use serde_json::{json, Value};
 
 /// `tests/mcp/node_modules/@modelcontextprotocol`, installed once per test binary; `None` (the
-/// test is skipped, with a message) only when npm is not installed.
+/// test is skipped, with a message) only when npm is not installed and `POD_REQUIRE_MCP_SERVERS`
+/// is not set.
 fn servers() -> Option<&'static Path> {
     static INSTALLED: OnceLock<Option<PathBuf>> = OnceLock::new();
     INSTALLED
@@ -28,6 +30,11 @@ fn servers() -> Option<&'static Path> {
                 .stdout(Stdio::null())
                 .status();
             if !npm.is_ok_and(|s| s.success()) {
+                assert!(
+                    std::env::var_os("POD_REQUIRE_MCP_SERVERS").is_none(),
+                    "POD_REQUIRE_MCP_SERVERS is set, but npm is not installed, so the MCP servers \
+                     these tests run against (tests/mcp/setup.sh) cannot be installed"
+                );
                 eprintln!(
                     "SKIPPED: npm is not installed, so the MCP servers these tests run against \
                      (tests/mcp/setup.sh) cannot be installed"
