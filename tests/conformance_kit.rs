@@ -207,3 +207,14 @@ fn a_filter_that_selects_nothing_is_an_error() {
     let out = conformance(&real_pod(), &["--filter", "POD-NOPE"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn the_pod_command_may_name_the_workspace() {
+    // `{workspace}` is the folder holding the manifest as `pod.toml`.
+    let cmd = format!(
+        "'{}' serve --manifest {{workspace}}/pod.toml",
+        env!("CARGO_BIN_EXE_pod")
+    );
+    let out = conformance(&cmd, &["--filter", "POD-PERM-003", "--framing", "ndjson"]);
+    assert!(out.status.success(), "{}", stdout(&out));
+}
