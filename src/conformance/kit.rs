@@ -38,6 +38,14 @@ pub const EMBEDDED_REQUIREMENTS: &[(&str, &str)] = &[
         "framing.toml",
         include_str!("../../tests/conformance/requirements/framing.toml"),
     ),
+    (
+        "acp-lifecycle.toml",
+        include_str!("../../tests/conformance/requirements/acp-lifecycle.toml"),
+    ),
+    (
+        "acp-permissions.toml",
+        include_str!("../../tests/conformance/requirements/acp-permissions.toml"),
+    ),
 ];
 
 pub const EMBEDDED_MANIFESTS: &[(&str, &str)] = &[
@@ -648,7 +656,15 @@ mod tests {
     fn the_embedded_kit_loads() {
         let kit = load(None).unwrap();
         assert!(kit.len() >= 20, "{}", kit.len());
-        assert!(kit.iter().all(|r| r.protocol == Protocol::Pod));
+        let acp: Vec<&Requirement> = kit.iter().filter(|r| r.protocol == Protocol::Acp).collect();
+        assert!(acp.len() >= 10, "{}", acp.len());
+        assert!(acp
+            .iter()
+            .all(|r| r.id.starts_with("ACP-") && r.framings(&Framing::BOTH) == [Framing::Ndjson]));
+        assert!(kit
+            .iter()
+            .filter(|r| r.protocol == Protocol::Pod)
+            .all(|r| r.id.starts_with("POD-")));
     }
 
     /// A kit folder holding one requirements file with `text` (and `example.toml`).
