@@ -6,12 +6,13 @@ and one named fault.
 
 The proxy runs the real pod as a child and copies messages both ways in the client's framing
 (newline-delimited JSON or `Content-Length` headers, chosen by the client's first byte, as the
-pod does). Every message keeps its exact bytes unless the fault rewrites it, so the fault `none`
-is transparent: `run.py` proves that by running the whole kit through it. Each other fault breaks
-one rule of docs/protocol.md the way a real implementation could, and names the requirements of
-the kit that must catch it (`targets`). Faults of `protocol` "acp" break a rule of docs/acp.md
-and are planted in front of `pod acp` (NDJSON only); there the pod also sends requests of its
-own (`session/request_permission`), and the client's answers to them pass through the proxy too.
+pod does). Every message keeps its exact bytes unless the fault rewrites it, and what the client
+wrote in one go reaches the pod in one write, so the fault `none` is transparent: `run.py` proves
+that by running the whole kit through it. Each other fault breaks one rule of docs/protocol.md
+the way a real implementation could, and names the requirements of the kit that must catch it
+(`targets`). Faults of `protocol` "acp" break a rule of docs/acp.md and are planted in front of
+`pod acp` (NDJSON only); there the pod also sends requests of its own
+(`session/request_permission`), and the client's answers to them pass through the proxy too.
 Stdlib only.
 """
 
@@ -131,6 +132,50 @@ def frame(framing, body):
     return body + b"\n"
 
 
+class Stream:
+    """A file descriptor read through a buffer that says how much it holds (`pending`): what
+    the client wrote in one go is still there after the first message is cut from it."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.buffer = bytearray()
+        self.eof = False
+
+    def fill(self):
+        if self.eof:
+            return False
+        chunk = os.read(self.fd, 1 << 16)
+        if not chunk:
+            self.eof = True
+            return False
+        self.buffer += chunk
+        return True
+
+    def take(self, n):
+        out = bytes(self.buffer[:n])
+        del self.buffer[:n]
+        return out
+
+    def read(self, n):
+        """`n` bytes, or fewer at end of stream."""
+        while len(self.buffer) < n and self.fill():
+            pass
+        return self.take(n)
+
+    def readline(self):
+        start = 0
+        while True:
+            at = self.buffer.find(b"\n", start)
+            if at >= 0:
+                return self.take(at + 1)
+            start = len(self.buffer)
+            if not self.fill():
+                return self.take(len(self.buffer))
+
+    def pending(self):
+        return len(self.buffer)
+
+
 class Reader:
     """Cuts a byte stream into messages in a framing, keeping every byte (leniently: what is
     not a well-formed message is passed on as it is)."""
@@ -247,7 +292,11 @@ class Proxy:
 
     # Pumps.
     def pump_in(self):
-        reader = Reader(sys.stdin.buffer)
+        # What the client wrote in one go goes to the pod in one go: a request pipelined behind
+        # `shutdown` must reach the pod before it can exit, as it does without the proxy.
+        stream = Stream(sys.stdin.fileno())
+        reader = Reader(stream)
+        batch = []
         try:
             spaces, first = reader.leading_whitespace()
             if spaces:
@@ -264,9 +313,13 @@ class Proxy:
                 if m is None:
                     break
                 self.note_request(m)
-                self.to_pod(self.fault.to_pod(m))
+                batch += self.fault.to_pod(m)
+                if not stream.pending():
+                    self.to_pod(batch)
+                    batch = []
         except (BrokenPipeError, OSError):
             pass
+        self.to_pod(batch)
         self.client_eof()
 
     def note_request(self, m):
