@@ -185,7 +185,8 @@ fn the_lifecycle_and_bad_params_get_acp_error_codes() {
 
 #[test]
 fn a_client_that_goes_away_during_an_ask_gets_it_denied_and_the_agent_exits_zero() {
-    let ws = Workspace::new(0);
+    // An ask that never expires on its own: only the disconnect may deny it.
+    let ws = Workspace::new(300);
     let mut agent = Agent::spawn(&ws);
     agent.initialize();
     let session = agent.call("session/new", json!({"cwd": cwd(&ws), "mcpServers": []}));
