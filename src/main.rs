@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use pod::conformance::kit::Framing;
+use pod::conformance::kit::{Framing, Protocol};
 
 #[derive(Parser)]
 #[command(
@@ -64,9 +64,14 @@ enum Command {
     /// (or a SHOULD, with --strict), 2 the kit does not load or nothing is selected, 3 the pod
     /// command exited without answering initialize.
     Conformance {
-        /// The pod to test, run with `sh -c`; `{manifest}` is replaced by the manifest's path.
+        /// The pod to test, run with `sh -c`; `{manifest}` is replaced by the manifest's path,
+        /// `{workspace}` by the folder holding it.
         #[arg(long, required_unless_present = "list")]
         pod_cmd: Option<String>,
+        /// The kit's section: `pod` (pod protocol v1, as `pod serve` speaks it) or `acp` (the
+        /// Agent Client Protocol, as `pod acp` speaks it; NDJSON only).
+        #[arg(long, value_enum, default_value_t = ProtocolArg::Pod)]
+        protocol: ProtocolArg,
         /// Run only the requirements whose id contains this text (repeat for several).
         #[arg(long)]
         filter: Vec<String>,
@@ -149,6 +154,22 @@ enum FramingArg {
     Both,
 }
 
+/// `--protocol` of `pod conformance`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ProtocolArg {
+    Pod,
+    Acp,
+}
+
+impl From<ProtocolArg> for Protocol {
+    fn from(arg: ProtocolArg) -> Protocol {
+        match arg {
+            ProtocolArg::Pod => Protocol::Pod,
+            ProtocolArg::Acp => Protocol::Acp,
+        }
+    }
+}
+
 impl FramingArg {
     fn framings(self) -> &'static [Framing] {
         match self {
@@ -187,6 +208,7 @@ fn main() -> ExitCode {
         Command::Chat { manifest } => pod::chat::main(manifest.as_deref()),
         Command::Conformance {
             pod_cmd,
+            protocol,
             filter,
             kit,
             expect_timeout_ms,
@@ -196,6 +218,7 @@ fn main() -> ExitCode {
             list,
         } => pod::conformance::main(&pod::conformance::Options {
             pod_cmd: pod_cmd.as_deref(),
+            protocol: protocol.into(),
             expect_timeout: std::time::Duration::from_millis(expect_timeout_ms),
             filters: &filter,
             kit_dir: kit.as_deref(),

@@ -1,7 +1,8 @@
 //! The conformance kit (`tests/conformance/`) through `pod conformance`: it passes against our
-//! pod in both framings, it catches deliberately broken pods (faults planted by
-//! `tests/conformance/mutants/plant.py`; `run.py` there plants every fault), and its report
-//! says what a CI system needs: exit status, warnings for SHOULDs, a pod that cannot start, JSON.
+//! pod in both framings (and its ACP section against `pod acp`), it catches deliberately broken
+//! pods (faults planted by `tests/conformance/mutants/plant.py`; `run.py` there plants every
+//! fault), and its report says what a CI system needs: exit status, warnings for SHOULDs, a pod
+//! that cannot start, JSON.
 
 use std::process::{Command, Output};
 
@@ -206,4 +207,82 @@ fn list_names_every_requirement_without_a_pod() {
 fn a_filter_that_selects_nothing_is_an_error() {
     let out = conformance(&real_pod(), &["--filter", "POD-NOPE"]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+fn real_acp() -> String {
+    format!("'{}' acp", env!("CARGO_BIN_EXE_pod"))
+}
+
+#[test]
+fn the_acp_section_passes_against_pod_acp_in_ndjson_only() {
+    let out = conformance(&real_acp(), &["--protocol", "acp", "--strict"]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}");
+    let passes = text.lines().filter(|l| l.starts_with("PASS ACP-")).count();
+    assert!(passes >= 15, "{text}");
+    assert_eq!(
+        passes,
+        text.lines()
+            .filter(|l| l.starts_with("PASS ACP-") && l.contains("] [ndjson] "))
+            .count(),
+        "{text}"
+    );
+    assert!(!text.contains("POD-"), "only the ACP section runs: {text}");
+    assert_eq!(
+        text.lines().last(),
+        Some(format!("{passes} passed, 0 failed, 0 warned").as_str()),
+        "{text}"
+    );
+    // The default section is still the pod protocol: `pod acp` does not speak it.
+    let out = conformance(
+        &real_acp(),
+        &["--filter", "POD-INIT-001", "--framing", "ndjson"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+}
+
+#[test]
+fn the_acp_section_catches_an_agent_that_runs_a_rejected_call_and_says_it_failed() {
+    let planted = format!(
+        "python3 tests/conformance/mutants/plant.py acp-rejected-call-runs {}",
+        real_acp()
+    );
+    let args = ["--protocol", "acp", "--filter", "ACP-PERM-004"];
+    let out = conformance(&planted, &args);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    // Everything on the wire looks right: only the workspace shows that the call ran.
+    assert!(
+        text.contains("FAIL ACP-PERM-004 [MUST] [ndjson]")
+            && text.contains("rejected.txt exists in the workspace"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_acp_section_lists_on_its_own_and_has_no_header_framing() {
+    let out = Command::new(env!("CARGO_BIN_EXE_pod"))
+        .args(["conformance", "--list", "--json", "--protocol", "acp"])
+        .output()
+        .expect("run pod conformance --list");
+    assert!(out.status.success());
+    let listed: Value = serde_json::from_slice(&out.stdout).expect("a JSON list");
+    let listed = listed.as_array().expect("a list");
+    assert!(listed.len() >= 15);
+    assert!(listed.iter().all(|r| r["protocol"] == "acp"
+        && r["id"].as_str().is_some_and(|id| id.starts_with("ACP-"))
+        && r["framings"] == serde_json::json!(["ndjson"])));
+    let out = conformance(&real_acp(), &["--protocol", "acp", "--framing", "headers"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+}
+
+#[test]
+fn the_pod_command_may_name_the_workspace() {
+    // `{workspace}` is the folder holding the manifest as `pod.toml`.
+    let cmd = format!(
+        "'{}' serve --manifest {{workspace}}/pod.toml",
+        env!("CARGO_BIN_EXE_pod")
+    );
+    let out = conformance(&cmd, &["--filter", "POD-PERM-003", "--framing", "ndjson"]);
+    assert!(out.status.success(), "{}", stdout(&out));
 }

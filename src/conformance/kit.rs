@@ -2,9 +2,10 @@
 //! each) and the manifests they run under, read from a folder or from the copy built into the
 //! binary. Parses each step line into a [`Step`]; the format is `tests/conformance/README.md`.
 //!
-//! Every requirement is about the pod protocol of `docs/protocol.md`. A kit for another protocol
-//! spoken by the same binary (ACP, once its front-end exists) would add a `protocol` key here,
-//! defaulting to `pod`, and the runner would pick its handshake by it; nothing else changes.
+//! A file's requirements are about one [`Protocol`]: pod protocol v1 (`docs/protocol.md`, the
+//! default) or, for a file that says `protocol = "acp"`, the Agent Client Protocol as
+//! `docs/acp.md` describes `pod acp`. ACP is framed in NDJSON only, so its requirements run in
+//! that framing alone.
 //!
 //! Must not touch: processes or matching (`runner`, `matcher`).
 
@@ -36,6 +37,14 @@ pub const EMBEDDED_REQUIREMENTS: &[(&str, &str)] = &[
     (
         "framing.toml",
         include_str!("../../tests/conformance/requirements/framing.toml"),
+    ),
+    (
+        "acp-lifecycle.toml",
+        include_str!("../../tests/conformance/requirements/acp-lifecycle.toml"),
+    ),
+    (
+        "acp-permissions.toml",
+        include_str!("../../tests/conformance/requirements/acp-permissions.toml"),
     ),
 ];
 
@@ -79,6 +88,43 @@ pub enum KitError {
     Framing { id: String, framing: String },
     #[error("requirement id {0} appears twice")]
     Duplicate(String),
+    #[error("{file}: protocol must be \"pod\" or \"acp\" (or left out for pod), not {protocol:?}")]
+    Protocol { file: String, protocol: String },
+    #[error(
+        "{id}: an ACP requirement runs in NDJSON only (ACP has no header framing), not {framing:?}"
+    )]
+    AcpFraming { id: String, framing: String },
+}
+
+/// The protocol a requirement speaks: which command it tests and how the runner says hello.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Protocol {
+    /// pod protocol v1, `pod serve` (`docs/protocol.md`).
+    Pod,
+    /// The Agent Client Protocol v1, `pod acp` (`docs/acp.md`).
+    Acp,
+}
+
+impl Protocol {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Pod => "pod",
+            Protocol::Acp => "acp",
+        }
+    }
+
+    /// The `initialize` request the runner sends once before the first requirement, to tell a
+    /// command that cannot start from one that answers.
+    pub fn hello(self) -> &'static [u8] {
+        match self {
+            Protocol::Pod => {
+                br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}"#
+            }
+            Protocol::Acp => {
+                br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -157,6 +203,15 @@ pub enum Step {
     Order(Vec<String>),
     /// `sleep MS`.
     Sleep(u64),
+    /// `reply @label JSON`: answer the request the pod sent (the message `@label`) with the
+    /// result JSON, its id echoed exactly; sent like a `send`.
+    Reply { label: String, result: String },
+    /// `reply-error @label JSON`: answer the request `@label` with the error object JSON.
+    ReplyError { label: String, error: String },
+    /// `exists PATH`: the file PATH (relative to the workspace) exists.
+    Exists(String),
+    /// `absent PATH`: nothing exists at PATH (relative to the workspace).
+    Absent(String),
     /// `close`: close the pod's stdin.
     Close,
     /// `exit CODE [MS]`: the process exits with CODE within MS milliseconds (2000).
@@ -167,6 +222,7 @@ pub enum Step {
 #[derive(Debug, Clone)]
 pub struct Requirement {
     pub id: String,
+    pub protocol: Protocol,
     pub tier: Tier,
     pub title: String,
     /// The spec sentence it checks, quoted.
@@ -193,6 +249,9 @@ impl Requirement {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct File {
+    /// The protocol of every requirement in the file: `pod` (the default) or `acp`.
+    #[serde(default)]
+    protocol: Option<String>,
     requirement: Vec<RawRequirement>,
 }
 
@@ -210,8 +269,9 @@ struct RawRequirement {
     steps: Vec<String>,
 }
 
-/// The kit: every requirement, in file order (rpc, lifecycle, events, permissions, framing for
-/// the embedded copy; file-name order for a folder).
+/// The kit: every requirement of both protocols, in file order (rpc, lifecycle, events,
+/// permissions, framing, then the ACP files for the embedded copy; file-name order for a
+/// folder).
 pub fn load(dir: Option<&Path>) -> Result<Vec<Requirement>, KitError> {
     let (files, manifests) = match dir {
         None => (owned(EMBEDDED_REQUIREMENTS), owned(EMBEDDED_MANIFESTS)),
@@ -226,11 +286,21 @@ pub fn load(dir: Option<&Path>) -> Result<Vec<Requirement>, KitError> {
             file: name.clone(),
             message: e.to_string(),
         })?;
+        let protocol = match file.protocol.as_deref() {
+            None | Some("pod") => Protocol::Pod,
+            Some("acp") => Protocol::Acp,
+            Some(other) => {
+                return Err(KitError::Protocol {
+                    file: name.clone(),
+                    protocol: other.to_string(),
+                })
+            }
+        };
         for raw in file.requirement {
             if out.iter().any(|r| r.id == raw.id) {
                 return Err(KitError::Duplicate(raw.id));
             }
-            out.push(requirement(raw, &manifests)?);
+            out.push(requirement(raw, protocol, &manifests)?);
         }
     }
     Ok(out)
@@ -273,6 +343,7 @@ fn read_dir(dir: &Path) -> Result<Vec<(String, String)>, KitError> {
 
 fn requirement(
     raw: RawRequirement,
+    protocol: Protocol,
     manifests: &[(String, String)],
 ) -> Result<Requirement, KitError> {
     let tier = match raw.tier.as_str() {
@@ -293,6 +364,16 @@ fn requirement(
             return Err(KitError::Framing {
                 id: raw.id,
                 framing: other.to_string(),
+            })
+        }
+    };
+    let only = match (protocol, only) {
+        (Protocol::Pod, only) => only,
+        (Protocol::Acp, None | Some(Framing::Ndjson)) => Some(Framing::Ndjson),
+        (Protocol::Acp, Some(Framing::Headers)) => {
+            return Err(KitError::AcpFraming {
+                id: raw.id,
+                framing: "headers".into(),
             })
         }
     };
@@ -318,6 +399,7 @@ fn requirement(
         .collect::<Result<Vec<Step>, KitError>>()?;
     Ok(Requirement {
         id: raw.id,
+        protocol,
         tier,
         title: raw.title,
         spec: raw.spec,
@@ -357,6 +439,9 @@ pub fn parse_step(line: &str) -> Result<Step, String> {
                     let (label, pattern) = labelled
                         .split_once(char::is_whitespace)
                         .ok_or("expect @label needs a JSON pattern after the label")?;
+                    if RESERVED.contains(&label) {
+                        return Err(format!("@{label} is a reserved placeholder name"));
+                    }
                     (Some(label.to_string()), pattern.trim())
                 }
                 None => (None, rest),
@@ -408,6 +493,30 @@ pub fn parse_step(line: &str) -> Result<Step, String> {
             }
             Ok(Step::Order(labels))
         }
+        "reply" | "reply-error" => {
+            let (label, json) = rest
+                .strip_prefix('@')
+                .and_then(|r| r.split_once(char::is_whitespace))
+                .map(|(l, j)| (l.to_string(), j.trim().replace(['\r', '\n'], " ")))
+                .ok_or(format!("{verb} needs @label and then JSON"))?;
+            check_pattern(&json)?;
+            Ok(if verb == "reply" {
+                Step::Reply {
+                    label,
+                    result: json,
+                }
+            } else {
+                Step::ReplyError { label, error: json }
+            })
+        }
+        "exists" | "absent" => {
+            let path = workspace_path(rest)?;
+            Ok(if verb == "exists" {
+                Step::Exists(path)
+            } else {
+                Step::Absent(path)
+            })
+        }
         "sleep" => Ok(Step::Sleep(number(rest, "sleep")?)),
         "close" if rest.is_empty() => Ok(Step::Close),
         "exit" => {
@@ -427,13 +536,39 @@ pub fn parse_step(line: &str) -> Result<Step, String> {
     }
 }
 
-/// A pattern must be JSON once its placeholders are replaced by a dummy value.
+/// Placeholder names the runner fills itself, so no label may take them: `{{workspace}}` (the
+/// workspace folder, absolute) and `{{repeat N TEXT}}`.
+pub const RESERVED: [&str; 2] = ["workspace", "repeat"];
+
+/// The path of an `exists` / `absent` step: relative, inside the workspace (no `..`).
+fn workspace_path(text: &str) -> Result<String, String> {
+    use std::path::Component;
+    let path = Path::new(text);
+    if text.is_empty()
+        || !path
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+    {
+        return Err(format!(
+            "the path must be relative to the workspace and stay inside it (no `..`), not {text:?}"
+        ));
+    }
+    Ok(text.to_string())
+}
+
+/// A pattern must be JSON once its placeholders are replaced by a dummy value: string content
+/// (a placeholder inside quotes) or a number (one standing for a whole value, such as an id).
 fn check_pattern(pattern: &str) -> Result<(), String> {
-    let probe = super::matcher::fill(pattern, &|_| Some(Json::String("x".into())))
-        .map_err(|e| e.to_string())?;
-    Json::parse(&probe)
-        .map(|_| ())
-        .map_err(|e| format!("pattern is not JSON ({e}): {pattern}"))
+    let probe = |dummy: Json| {
+        super::matcher::fill(pattern, &|_| Some(dummy.clone())).map_err(|e| e.to_string())
+    };
+    let as_text = probe(Json::String("x".into()))?;
+    let as_number = probe(Json::parse("0").map_err(|e| e.to_string())?)?;
+    match Json::parse(&as_text) {
+        Ok(_) => Ok(()),
+        Err(_) if Json::parse(&as_number).is_ok() => Ok(()),
+        Err(e) => Err(format!("pattern is not JSON ({e}): {pattern}")),
+    }
 }
 
 /// The bytes of a `send-bytes` / `raw` text: `\xHH` is the byte HH, `\n`, `\r`, `\t` and `\\`
@@ -521,6 +656,52 @@ mod tests {
     fn the_embedded_kit_loads() {
         let kit = load(None).unwrap();
         assert!(kit.len() >= 20, "{}", kit.len());
+        let acp: Vec<&Requirement> = kit.iter().filter(|r| r.protocol == Protocol::Acp).collect();
+        assert!(acp.len() >= 10, "{}", acp.len());
+        assert!(acp
+            .iter()
+            .all(|r| r.id.starts_with("ACP-") && r.framings(&Framing::BOTH) == [Framing::Ndjson]));
+        assert!(kit
+            .iter()
+            .filter(|r| r.protocol == Protocol::Pod)
+            .all(|r| r.id.starts_with("POD-")));
+    }
+
+    /// A kit folder holding one requirements file with `text` (and `example.toml`).
+    fn kit_with(text: &str) -> Result<Vec<Requirement>, KitError> {
+        let dir = std::env::temp_dir().join(format!("pod-kit-test-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(dir.join("requirements")).unwrap();
+        std::fs::create_dir_all(dir.join("manifests")).unwrap();
+        std::fs::write(dir.join("requirements/a.toml"), text).unwrap();
+        std::fs::write(dir.join("manifests/example.toml"), "").unwrap();
+        let kit = load(Some(&dir));
+        std::fs::remove_dir_all(&dir).unwrap();
+        kit
+    }
+
+    #[test]
+    fn a_file_names_its_protocol_and_acp_is_ndjson_only() {
+        let one = |head: &str, framing: &str| {
+            format!(
+                "{head}\n[[requirement]]\nid = \"X-1\"\ntier = \"MUST\"\ntitle = \"t\"\n\
+                 spec = \"s\"\nsource = \"s\"\nmanifest = \"example.toml\"\n{framing}\n\
+                 steps = [\"sleep 1\"]\n"
+            )
+        };
+        let kit = kit_with(&one("", "")).unwrap();
+        assert_eq!(kit[0].protocol, Protocol::Pod);
+        assert_eq!(kit[0].framings(&Framing::BOTH), Framing::BOTH);
+        let kit = kit_with(&one("protocol = \"acp\"", "")).unwrap();
+        assert_eq!(kit[0].protocol, Protocol::Acp);
+        assert_eq!(kit[0].framings(&Framing::BOTH), [Framing::Ndjson]);
+        assert!(matches!(
+            kit_with(&one("protocol = \"acp\"", "framing = \"headers\"")),
+            Err(KitError::AcpFraming { .. })
+        ));
+        assert!(matches!(
+            kit_with(&one("protocol = \"lsp\"", "")),
+            Err(KitError::Protocol { .. })
+        ));
     }
 
     #[test]
@@ -567,6 +748,31 @@ mod tests {
                 within_ms: 1000
             }
         );
+        assert_eq!(
+            parse_step(r#"reply @ask {"outcome": {"outcome": "cancelled"}}"#).unwrap(),
+            Step::Reply {
+                label: "ask".into(),
+                result: r#"{"outcome": {"outcome": "cancelled"}}"#.into()
+            }
+        );
+        assert_eq!(
+            parse_step(r#"reply-error @ask {"code": -32603, "message": "no"}"#).unwrap(),
+            Step::ReplyError {
+                label: "ask".into(),
+                error: r#"{"code": -32603, "message": "no"}"#.into()
+            }
+        );
+        assert!(parse_step(r#"reply {"outcome": {}}"#).is_err());
+        assert!(parse_step("reply @ask {nope").is_err());
+        assert_eq!(
+            parse_step("exists sub/made.txt").unwrap(),
+            Step::Exists("sub/made.txt".into())
+        );
+        assert_eq!(parse_step("absent x").unwrap(), Step::Absent("x".into()));
+        assert!(parse_step("exists ../outside").is_err());
+        assert!(parse_step("absent /etc/passwd").is_err());
+        assert!(parse_step("exists").is_err());
+        assert!(parse_step(r#"expect @workspace {"id": 1}"#).is_err());
         assert!(parse_step("expect {nope").is_err());
         assert!(parse_step("order @a").is_err());
         assert!(parse_step("frobnicate").is_err());

@@ -1,6 +1,7 @@
 //! `pod conformance`: runs the conformance kit (`tests/conformance/`) against any pod command,
 //! in one or both framings, and reports one result per requirement and framing, as lines or as
-//! one JSON document.
+//! one JSON document. `--protocol` picks the kit's section: pod protocol v1 (`pod serve`, the
+//! default) or the Agent Client Protocol (`pod acp`, NDJSON only).
 //!
 //! The kit is built into the binary ([`kit::EMBEDDED_REQUIREMENTS`], via `include_str!`), so the
 //! command works from anywhere; `--kit DIR` reads `DIR/requirements/*.toml` and
@@ -23,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use kit::{Framing, Requirement, Tier};
+use kit::{Framing, Protocol, Requirement, Tier};
 
 /// Every requirement that ran passed (with `--strict`, SHOULD ones too).
 pub const EXIT_PASSED: u8 = 0;
@@ -37,8 +38,11 @@ pub const EXIT_CANNOT_START: u8 = 3;
 /// What `pod conformance` was asked to do.
 #[derive(Debug, Clone)]
 pub struct Options<'a> {
-    /// The pod to test (`sh -c`, `{manifest}` replaced); not needed for `list`.
+    /// The pod to test (`sh -c`, `{manifest}` and `{workspace}` replaced); not needed for
+    /// `list`.
     pub pod_cmd: Option<&'a str>,
+    /// The section of the kit to run: the requirements of this protocol.
+    pub protocol: Protocol,
     /// How long an `expect` step waits ([`runner::EXPECT_TIMEOUT`] by default).
     pub expect_timeout: Duration,
     /// Run the requirements whose id contains any of these (all when empty).
@@ -90,6 +94,7 @@ struct CannotStart {
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Report<'a> {
+    protocol: &'static str,
     framings: Vec<&'static str>,
     strict: bool,
     results: Vec<Outcome<'a>>,
@@ -104,6 +109,7 @@ struct Report<'a> {
 #[serde(rename_all = "camelCase")]
 struct Listed<'a> {
     id: &'a str,
+    protocol: &'static str,
     tier: &'static str,
     title: &'a str,
     spec: &'a str,
@@ -124,12 +130,14 @@ pub fn main(options: &Options<'_>) -> u8 {
     };
     let selected: Vec<&Requirement> = requirements
         .iter()
+        .filter(|r| r.protocol == options.protocol)
         .filter(|r| options.filters.is_empty() || options.filters.iter().any(|f| r.id.contains(f)))
         .filter(|r| !r.framings(options.framings).is_empty())
         .collect();
     if selected.is_empty() {
         eprintln!(
-            "pod conformance: no requirement id contains any of {:?} in framing {:?}",
+            "pod conformance: no {} requirement id contains any of {:?} in framing {:?}",
+            options.protocol.as_str(),
             options.filters,
             options
                 .framings
@@ -151,6 +159,7 @@ pub fn main(options: &Options<'_>) -> u8 {
         expect_timeout: options.expect_timeout,
     };
     let mut report = Report {
+        protocol: options.protocol.as_str(),
         framings: options.framings.iter().map(|f| f.as_str()).collect(),
         strict: options.strict,
         results: Vec::new(),
@@ -163,7 +172,7 @@ pub fn main(options: &Options<'_>) -> u8 {
     // One start before anything else: a command that cannot start is one finding, not N.
     let first = selected[0];
     let framing = first.framings(options.framings)[0];
-    if let Err(exited) = runner::preflight(&first.manifest.1, framing, pod) {
+    if let Err(exited) = runner::preflight(&first.manifest.1, first.protocol, framing, pod) {
         report.cannot_start = Some(CannotStart {
             command: pod_cmd.to_string(),
             status: exited.status.clone(),
@@ -236,6 +245,7 @@ fn list(selected: &[&Requirement], options: &Options<'_>) -> u8 {
         .iter()
         .map(|r| Listed {
             id: &r.id,
+            protocol: r.protocol.as_str(),
             tier: r.tier.as_str(),
             title: &r.title,
             spec: &r.spec,

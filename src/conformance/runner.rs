@@ -1,6 +1,8 @@
 //! Runs one requirement in one framing: a fresh workspace holding its manifest, a fresh process
 //! of the pod command (`sh -c`, in its own process group so the whole group is killed
 //! afterwards), the transcript's steps with timeouts, and a one-line reason when it fails.
+//! The steps speak for a client: they send, answer the pod's own requests (`reply`), and look
+//! at the workspace for a tool call's side effect (`exists`, `absent`).
 //!
 //! Bytes go out exactly as the steps say (nothing is trimmed or re-encoded), and what the pod
 //! writes is read strictly in the run's framing: in header framing every header line must end
@@ -16,7 +18,7 @@ use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::kit::{unescape, Framing, Requirement, Step};
+use super::kit::{unescape, Framing, Protocol, Requirement, Step};
 use super::matcher::{fill, lookup_path, matches, Json};
 
 /// How long an `expect` waits for its message, unless told otherwise.
@@ -138,6 +140,8 @@ struct Session {
     /// The transcript waited for the exit (`exit` step, `close`): not a failure to report.
     exit_expected: bool,
     expect_timeout: Duration,
+    /// The workspace folder, absolute (`{{workspace}}`, `exists`, `absent`).
+    workspace: PathBuf,
 }
 
 /// Runs the requirement against a fresh process of `pod_cmd` in `framing`; `Err` says why it
@@ -161,17 +165,21 @@ pub fn run(requirement: &Requirement, framing: Framing, pod: PodCommand) -> Resu
     result
 }
 
-/// Starts the pod command once with `manifest` and sends `initialize`: `Err` when the process
-/// exits before writing anything (the command cannot start), with its status and stderr. A pod
-/// that stays silent but alive passes here; its requirements will fail one by one.
-pub fn preflight(manifest: &str, framing: Framing, pod: PodCommand) -> Result<(), Exited> {
+/// Starts the pod command once with `manifest` and sends `protocol`'s `initialize`: `Err` when
+/// the process exits before writing anything (the command cannot start), with its status and
+/// stderr. A pod that stays silent but alive passes here; its requirements will fail one by one.
+pub fn preflight(
+    manifest: &str,
+    protocol: Protocol,
+    framing: Framing,
+    pod: PodCommand,
+) -> Result<(), Exited> {
     let setup = |why: String| Exited {
         status: why,
         stderr: Vec::new(),
     };
     let (_dir, mut session) = start(manifest, framing, pod).map_err(setup)?;
-    let hello = br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}"#;
-    let _ = session.write(&framing.frame(hello));
+    let _ = session.write(&framing.frame(protocol.hello()));
     let deadline = Instant::now() + pod.expect_timeout.max(EXPECT_TIMEOUT);
     let mut answered = false;
     while !answered && Instant::now() < deadline {
@@ -195,22 +203,30 @@ pub fn preflight(manifest: &str, framing: Framing, pod: PodCommand) -> Result<()
     }
 }
 
-/// A fresh workspace with `manifest` and the pod command running in it.
+/// A fresh workspace with `manifest` (as `pod.toml`) and the pod command running in it.
 fn start(manifest: &str, framing: Framing, pod: PodCommand) -> Result<(TempDir, Session), String> {
     let dir = TempDir(
         std::env::temp_dir().join(format!("pod-conformance-{}", uuid::Uuid::new_v4().simple())),
     );
     std::fs::create_dir_all(&dir.0).map_err(|e| format!("cannot create a workspace: {e}"))?;
-    let path = dir.0.join("pod.toml");
+    // The path an agent resolves it to (`/tmp` may be a symlink), for `{{workspace}}`.
+    let workspace = dir.0.canonicalize().unwrap_or_else(|_| dir.0.clone());
+    let path = workspace.join("pod.toml");
     std::fs::write(&path, manifest).map_err(|e| format!("cannot write the manifest: {e}"))?;
     let command = pod
         .command
-        .replace("{manifest}", &shell_quote(&path.display().to_string()));
-    // The pod's per-user state (session logs) goes to the same throwaway folder.
+        .replace("{manifest}", &shell_quote(&path.display().to_string()))
+        .replace(
+            "{workspace}",
+            &shell_quote(&workspace.display().to_string()),
+        );
+    // The pod's per-user state (session logs) goes to the same throwaway folder, and its
+    // per-user configuration is looked for there (and not found): only the manifest applies.
     let mut child = Command::new("sh")
         .arg("-c")
         .arg(&command)
-        .env("XDG_STATE_HOME", dir.0.join(".state"))
+        .env("XDG_STATE_HOME", workspace.join(".state"))
+        .env("XDG_CONFIG_HOME", workspace.join(".config"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -236,6 +252,7 @@ fn start(manifest: &str, framing: Framing, pod: PodCommand) -> Result<(TempDir, 
         stderr: tail,
         exit_expected: false,
         expect_timeout: pod.expect_timeout,
+        workspace,
     };
     Ok((dir, session))
 }
@@ -397,10 +414,38 @@ impl Session {
                 self.pending.extend(bytes);
                 return Ok(());
             }
+            Step::Reply { label, result } => {
+                let response = self.response(label, "result", result)?;
+                self.pending.extend(self.framing.frame(response.as_bytes()));
+                return Ok(());
+            }
+            Step::ReplyError { label, error } => {
+                let response = self.response(label, "error", error)?;
+                self.pending.extend(self.framing.frame(response.as_bytes()));
+                return Ok(());
+            }
             _ => self.flush()?,
         }
         match step {
-            Step::Send(_) | Step::SendBytes(_) | Step::Raw(_) => Ok(()),
+            Step::Send(_)
+            | Step::SendBytes(_)
+            | Step::Raw(_)
+            | Step::Reply { .. }
+            | Step::ReplyError { .. } => Ok(()),
+            Step::Exists(path) => match std::fs::symlink_metadata(self.workspace.join(path)) {
+                Ok(_) => Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(format!(
+                    "{path} does not exist in the workspace (the call did not run?)"
+                )),
+                Err(e) => Err(format!("cannot look at {path} in the workspace: {e}")),
+            },
+            Step::Absent(path) => match std::fs::symlink_metadata(self.workspace.join(path)) {
+                Ok(_) => Err(format!(
+                    "{path} exists in the workspace: the call ran although it was not allowed"
+                )),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(format!("cannot look at {path} in the workspace: {e}")),
+            },
             Step::Expect { label, pattern } => {
                 let want = self.pattern(pattern)?;
                 let deadline = Instant::now() + self.expect_timeout;
@@ -561,10 +606,34 @@ impl Session {
             .position(|r| !r.matched && want.is_none_or(|w| matches(w, &r.message)))
     }
 
+    /// The response to the request labelled `label`: `{"jsonrpc":"2.0","id":ID,KEY:VALUE}`
+    /// with the request's id exactly as it came and VALUE the step's JSON, placeholders filled.
+    fn response(&self, label: &str, key: &str, value: &str) -> Result<String, String> {
+        let at = *self
+            .labels
+            .get(label)
+            .ok_or(format!("@{label} matched nothing"))?;
+        let request = &self.received[at].message;
+        let id = match (request.get("method"), request.get("id")) {
+            (Some(Json::String(_)), Some(id)) => id.to_string(),
+            _ => {
+                return Err(format!(
+                    "@{label} is not a request from the pod (no method and id): {}",
+                    self.show(at)
+                ))
+            }
+        };
+        let value = self.fill(value)?;
+        Ok(format!(r#"{{"jsonrpc":"2.0","id":{id},"{key}":{value}}}"#))
+    }
+
     fn fill(&self, text: &str) -> Result<String, String> {
         let lookup = |name: &str| {
             if let Some(args) = name.strip_prefix("repeat ") {
                 return repeat(args).map(Json::String);
+            }
+            if name == "workspace" {
+                return Some(Json::String(self.workspace.display().to_string()));
             }
             let (label, path) = name.split_once('.').unwrap_or((name, ""));
             let at = *self.labels.get(label)?;

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Runs the conformance kit against our pod in both framings, SHOULDs included (from the
-# repository root, after `cargo build`).
+# Runs the conformance kit against our pod, SHOULDs included (from the repository root, after
+# `cargo build`): the pod protocol section against `pod serve` in both framings, then the ACP
+# section against `pod acp` (NDJSON). Each run is bounded: a hung pod fails the job, it does not
+# stall CI (about 23 s and 1 s on 2 cores).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-exec target/debug/pod conformance --strict --kit tests/conformance \
+timeout 300 target/debug/pod conformance --strict --kit tests/conformance \
   --pod-cmd 'target/debug/pod serve --manifest {manifest}'
+timeout 120 target/debug/pod conformance --strict --kit tests/conformance --protocol acp \
+  --pod-cmd 'target/debug/pod acp'

@@ -1,14 +1,19 @@
-"""A fault-planting proxy: a deliberately broken pod made of a real `pod serve` and one named fault.
+"""A fault-planting proxy: a deliberately broken pod made of a real `pod serve` (or `pod acp`)
+and one named fault.
 
     python3 plant.py FAULT POD_COMMAND...     # serve, with FAULT planted
-    python3 plant.py --list                   # the faults, as JSON (name, targets, framing, ...)
+    python3 plant.py --list                   # the faults, as JSON (name, targets, protocol, ...)
 
 The proxy runs the real pod as a child and copies messages both ways in the client's framing
 (newline-delimited JSON or `Content-Length` headers, chosen by the client's first byte, as the
-pod does). Every message keeps its exact bytes unless the fault rewrites it, so the fault `none`
-is transparent: `run.py` proves that by running the whole kit through it. Each other fault breaks
-one rule of docs/protocol.md the way a real implementation could, and names the requirements of
-the kit that must catch it (`targets`). Stdlib only.
+pod does). Every message keeps its exact bytes unless the fault rewrites it, and what the client
+wrote in one go reaches the pod in one write, so the fault `none` is transparent: `run.py` proves
+that by running the whole kit through it. Each other fault breaks one rule of docs/protocol.md
+the way a real implementation could, and names the requirements of the kit that must catch it
+(`targets`). Faults of `protocol` "acp" break a rule of docs/acp.md and are planted in front of
+`pod acp` (NDJSON only); there the pod also sends requests of its own
+(`session/request_permission`), and the client's answers to them pass through the proxy too.
+Stdlib only.
 """
 
 import json
@@ -25,15 +30,20 @@ FAULTS = {}
 MAX_MESSAGE = 16 * 1024 * 1024
 
 
-def fault(name, targets, framing="both", exit_code=1, stderr=None):
-    """Registers a fault class. `framing`: where it shows ("both", "ndjson" or "headers");
-    `exit_code`: what `pod conformance` must exit with when it catches the fault; `stderr`: a
-    text the report must quote (for faults about reporting)."""
+def fault(name, targets, framing=None, exit_code=1, stderr=None, protocol="pod"):
+    """Registers a fault class. `framing`: where it shows ("both", "ndjson" or "headers"; an
+    ACP fault: "ndjson"); `exit_code`: what `pod conformance` must exit with when it catches the
+    fault; `stderr`: a text the report must quote (for faults about reporting); `protocol`: the
+    kit's section it is planted for ("pod": in front of `pod serve`; "acp": of `pod acp`)."""
+
+    if framing is None:
+        framing = "ndjson" if protocol == "acp" else "both"
 
     def register(cls):
         FAULTS[name] = {
             "cls": cls,
             "targets": targets,
+            "protocol": protocol,
             "framing": framing,
             "exit": exit_code,
             "stderr": stderr,
@@ -122,6 +132,50 @@ def frame(framing, body):
     return body + b"\n"
 
 
+class Stream:
+    """A file descriptor read through a buffer that says how much it holds (`pending`): what
+    the client wrote in one go is still there after the first message is cut from it."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.buffer = bytearray()
+        self.eof = False
+
+    def fill(self):
+        if self.eof:
+            return False
+        chunk = os.read(self.fd, 1 << 16)
+        if not chunk:
+            self.eof = True
+            return False
+        self.buffer += chunk
+        return True
+
+    def take(self, n):
+        out = bytes(self.buffer[:n])
+        del self.buffer[:n]
+        return out
+
+    def read(self, n):
+        """`n` bytes, or fewer at end of stream."""
+        while len(self.buffer) < n and self.fill():
+            pass
+        return self.take(n)
+
+    def readline(self):
+        start = 0
+        while True:
+            at = self.buffer.find(b"\n", start)
+            if at >= 0:
+                return self.take(at + 1)
+            start = len(self.buffer)
+            if not self.fill():
+                return self.take(len(self.buffer))
+
+    def pending(self):
+        return len(self.buffer)
+
+
 class Reader:
     """Cuts a byte stream into messages in a framing, keeping every byte (leniently: what is
     not a well-formed message is passed on as it is)."""
@@ -188,6 +242,8 @@ class Proxy:
         self.pod = None
         # Client request ids (as JSON text) -> method.
         self.methods = {}
+        # The pod's own requests to the client (ACP), by id (as JSON text): the request object.
+        self.pod_requests = {}
         self.shutdown_sent = False
         # Set once the client's first byte chose the framing (or the client left).
         self.ready = threading.Event()
@@ -236,7 +292,11 @@ class Proxy:
 
     # Pumps.
     def pump_in(self):
-        reader = Reader(sys.stdin.buffer)
+        # What the client wrote in one go goes to the pod in one go: a request pipelined behind
+        # `shutdown` must reach the pod before it can exit, as it does without the proxy.
+        stream = Stream(sys.stdin.fileno())
+        reader = Reader(stream)
+        batch = []
         try:
             spaces, first = reader.leading_whitespace()
             if spaces:
@@ -253,9 +313,13 @@ class Proxy:
                 if m is None:
                     break
                 self.note_request(m)
-                self.to_pod(self.fault.to_pod(m))
+                batch += self.fault.to_pod(m)
+                if not stream.pending():
+                    self.to_pod(batch)
+                    batch = []
         except (BrokenPipeError, OSError):
             pass
+        self.to_pod(batch)
         self.client_eof()
 
     def note_request(self, m):
@@ -270,6 +334,20 @@ class Proxy:
         if not m.is_dict() or "id" not in m.obj:
             return None
         return self.methods.get(json.dumps(m.obj["id"]))
+
+    def note_pod_request(self, m):
+        req = m.request()
+        if req is not None and "id" in req:
+            self.pod_requests[json.dumps(req["id"])] = req
+
+    def answered(self, m, method):
+        """The pod's request (of `method`) that the client's response `m` answers, or None."""
+        if not m.is_dict() or "id" not in m.obj or "method" in m.obj:
+            return None
+        req = self.pod_requests.get(json.dumps(m.obj["id"]))
+        if req is None or req.get("method") != method:
+            return None
+        return req
 
     def client_eof(self):
         self.ready.set()
@@ -291,6 +369,7 @@ class Proxy:
             m = reader.next(self.framing or "ndjson")
             if m is None:
                 break
+            self.note_pod_request(m)
             self.to_client(self.fault.to_client(m))
         self.to_client(self.fault.output_end())
         code = self.pod.wait()
@@ -1301,6 +1380,341 @@ class CannotStart(Fault):
         sys.stderr.write("error: cannot read manifest pod.toml: permission denied\n")
         sys.stderr.flush()
         os._exit(1)
+
+
+# --- ACP: the lifecycle (docs/acp.md, Methods) ---------------------------------------------
+
+
+def acp_update(m, kind=None):
+    """The `update` of a session/update notification (of `sessionUpdate` kind), or None."""
+    req = m.request("session/update")
+    params = (req or {}).get("params")
+    update = params.get("update") if isinstance(params, dict) else None
+    if not isinstance(update, dict):
+        return None
+    if kind is not None and update.get("sessionUpdate") != kind:
+        return None
+    return update
+
+
+def acp_options(m):
+    """The options of a session/request_permission request, or None."""
+    req = m.request("session/request_permission")
+    params = (req or {}).get("params")
+    options = params.get("options") if isinstance(params, dict) else None
+    return options if isinstance(options, list) else None
+
+
+def selected(m):
+    """The outcome object of a client's answer to session/request_permission, or None."""
+    result = m.result()
+    outcome = result.get("outcome") if isinstance(result, dict) else None
+    return outcome if isinstance(outcome, dict) else None
+
+
+def allow_once():
+    return {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
+
+
+@fault("acp-version-2", ["ACP-LIFE-001"], protocol="acp")
+class AcpVersion2(RewriteOut):
+    """initialize answers protocol version 2, the version the agent would like, not 1."""
+
+    def change(self, m):
+        result = m.result()
+        if self.proxy.method_of(m) == "initialize" and isinstance(result, dict):
+            result["protocolVersion"] = 2
+
+
+@fault("acp-served-before-initialize", ["ACP-LIFE-002"], protocol="acp")
+class AcpServedBeforeInitialize(Fault):
+    """A method before initialize is served (the agent initializes itself with defaults)."""
+
+    def __init__(self, proxy):
+        super().__init__(proxy)
+        self.first = True
+
+    def to_pod(self, m):
+        req = m.request()
+        if self.first and req is not None:
+            self.first = False
+            if req["method"] != "initialize":
+                hello = {
+                    "jsonrpc": "2.0",
+                    "id": "plant-init",
+                    "method": "initialize",
+                    "params": {"protocolVersion": 1, "clientCapabilities": {}},
+                }
+                return [new_message(hello), m]
+        return [m]
+
+    def to_client(self, m):
+        if m.is_dict() and m.obj.get("id") == "plant-init":
+            return []
+        return [m]
+
+
+@fault("acp-second-initialize-accepted", ["ACP-LIFE-003"], protocol="acp")
+class AcpSecondInitializeAccepted(RewriteOut):
+    """A second initialize is answered like the first."""
+
+    def __init__(self, proxy):
+        super().__init__(proxy)
+        self.first = None
+
+    def change(self, m):
+        if self.proxy.method_of(m) != "initialize":
+            return
+        if m.result() is not None and self.first is None:
+            self.first = m.result()
+        elif m.error(-32600) is not None and self.first is not None:
+            del m.obj["error"]
+            m.obj["result"] = self.first
+
+
+@fault("acp-unknown-session-invalid-params", ["ACP-LIFE-004"], protocol="acp")
+class AcpUnknownSessionInvalidParams(RewriteOut):
+    """An unknown session id gets -32602 instead of -32002."""
+
+    def change(self, m):
+        set_code(m, -32002, -32602)
+
+
+@fault("acp-unknown-session-without-data", ["ACP-LIFE-004"], protocol="acp")
+class AcpUnknownSessionWithoutData(RewriteOut):
+    """-32002 leaves out data.sessionId."""
+
+    def change(self, m):
+        error = m.error(-32002)
+        if error is not None:
+            error.pop("data", None)
+
+
+@fault("acp-answer-before-updates", ["ACP-LIFE-005", "ACP-CANCEL-001"], protocol="acp")
+class AcpAnswerBeforeUpdates(Fault):
+    """session/prompt is answered before the turn's last updates (the agent's text, a call's
+    final status) are sent."""
+
+    def __init__(self, proxy):
+        super().__init__(proxy)
+        self.held = []
+
+    def to_client(self, m):
+        last = acp_update(m, "agent_message_chunk") is not None or (
+            (acp_update(m, "tool_call_update") or {}).get("status") in ("completed", "failed")
+        )
+        if last:
+            self.held.append(m)
+            return []
+        if self.proxy.method_of(m) == "session/prompt":
+            held, self.held = self.held, []
+            return [m] + held
+        return [m]
+
+    def output_end(self):
+        return self.held
+
+
+# --- ACP: permission requests (docs/acp.md, Permission requests) ------------------------------
+
+
+@fault("acp-options-without-reject", ["ACP-PERM-001"], protocol="acp")
+class AcpOptionsWithoutReject(RewriteOut):
+    """A permission request offers no way to reject."""
+
+    def change(self, m):
+        options = acp_options(m)
+        if options is not None:
+            options[:] = [o for o in options if o.get("optionId") != "reject_once"]
+
+
+@fault("acp-permission-other-call", ["ACP-PERM-001"], protocol="acp")
+class AcpPermissionOtherCall(RewriteOut):
+    """A permission request names a call id that no tool_call announced."""
+
+    def change(self, m):
+        req = m.request("session/request_permission")
+        call = ((req or {}).get("params") or {}).get("toolCall")
+        if isinstance(call, dict) and "toolCallId" in call:
+            call["toolCallId"] = "%s_ask" % call["toolCallId"]
+
+
+@fault("acp-option-kinds-mislabelled", ["ACP-PERM-001"], protocol="acp")
+class AcpOptionKindsMislabelled(RewriteOut):
+    """allow_always is offered with the kind allow_once (an editor cannot tell them apart)."""
+
+    def change(self, m):
+        for option in acp_options(m) or []:
+            if option.get("optionId") == "allow_always":
+                option["kind"] = "allow_once"
+
+
+class RewriteAnswer(Fault):
+    """Rewrites the client's answers to session/request_permission with `change(outcome, req)`
+    (`outcome`: the outcome object of a result, or None for an error response)."""
+
+    def to_pod(self, m):
+        req = self.proxy.answered(m, "session/request_permission")
+        if req is not None:
+            self.change(m, selected(m), req)
+        return [m]
+
+    def change(self, m, outcome, req):
+        pass
+
+
+def choose(outcome, was, now):
+    if outcome is not None and outcome.get("optionId") == was:
+        outcome["optionId"] = now
+
+
+@fault("acp-allow-once-denied", ["ACP-PERM-002"], protocol="acp")
+class AcpAllowOnceDenied(RewriteAnswer):
+    """allow_once is read as a rejection."""
+
+    def change(self, m, outcome, req):
+        choose(outcome, "allow_once", "reject_once")
+
+
+@fault("acp-allow-always-as-once", ["ACP-PERM-003"], protocol="acp")
+class AcpAllowAlwaysAsOnce(RewriteAnswer):
+    """allow_always is read as allow_once: no grant, the same call asks again."""
+
+    def change(self, m, outcome, req):
+        choose(outcome, "allow_always", "allow_once")
+
+
+@fault("acp-reject-once-allows", ["ACP-PERM-004"], protocol="acp")
+class AcpRejectOnceAllows(RewriteAnswer):
+    """reject_once is read as allow_once."""
+
+    def change(self, m, outcome, req):
+        choose(outcome, "reject_once", "allow_once")
+
+
+class Pretend(RewriteAnswer):
+    """Reads the answer `was` as `now`, and reports the call's result status as the answer
+    asked (`reported`): what the client sees is right, what ran is not."""
+
+    was, now, reported = None, None, None
+
+    def change(self, m, outcome, req):
+        choose(outcome, self.was, self.now)
+
+    def to_client(self, m):
+        update = acp_update(m, "tool_call_update")
+        if update is not None and update.get("status") in ("completed", "failed"):
+            update["status"] = self.reported
+        return [m]
+
+
+@fault("acp-rejected-call-runs", ["ACP-PERM-004"], protocol="acp")
+class AcpRejectedCallRuns(Pretend):
+    """reject_once runs the call, and the update says failed as if it had not."""
+
+    was, now, reported = "reject_once", "allow_once", "failed"
+
+
+@fault("acp-allowed-call-skipped", ["ACP-PERM-002"], protocol="acp")
+class AcpAllowedCallSkipped(Pretend):
+    """allow_once does not run the call, and the update says completed as if it had."""
+
+    was, now, reported = "allow_once", "reject_once", "completed"
+
+
+@fault("acp-denial-reported-completed", ["ACP-PERM-004", "ACP-PERM-010"], protocol="acp")
+class AcpDenialReportedCompleted(RewriteOut):
+    """A denied call's tool_call_update says completed, not failed."""
+
+    def change(self, m):
+        update = acp_update(m, "tool_call_update")
+        if update is not None and update.get("status") == "failed":
+            update["status"] = "completed"
+
+
+@fault("acp-unoffered-option-allows", ["ACP-PERM-005", "ACP-PERM-007"], protocol="acp")
+class AcpUnofferedOptionAllows(RewriteAnswer):
+    """An option that was not offered (reject_always; allow_always for an opaque command) is
+    taken as an allow."""
+
+    def change(self, m, outcome, req):
+        offered = [o.get("optionId") for o in (req.get("params") or {}).get("options") or []]
+        if outcome is not None and outcome.get("outcome") == "selected":
+            if outcome.get("optionId") not in offered:
+                outcome["optionId"] = "allow_once"
+
+
+@fault("acp-opaque-offers-always", ["ACP-PERM-006"], protocol="acp")
+class AcpOpaqueOffersAlways(RewriteOut):
+    """An ask about an opaque command offers allow_always."""
+
+    def change(self, m):
+        options = acp_options(m)
+        if options is not None and all(o.get("optionId") != "allow_always" for o in options):
+            options.insert(
+                1, {"optionId": "allow_always", "name": "Allow always", "kind": "allow_always"}
+            )
+
+
+@fault("acp-cancelled-outcome-allows", ["ACP-PERM-008"], protocol="acp")
+class AcpCancelledOutcomeAllows(RewriteAnswer):
+    """The outcome cancelled is read as allow_once."""
+
+    def change(self, m, outcome, req):
+        if outcome is not None and outcome.get("outcome") == "cancelled":
+            m.obj["result"] = allow_once()
+
+
+@fault("acp-error-answer-allows", ["ACP-PERM-009"], protocol="acp")
+class AcpErrorAnswerAllows(RewriteAnswer):
+    """A JSON-RPC error answering session/request_permission is read as allow_once."""
+
+    def change(self, m, outcome, req):
+        if m.error() is not None:
+            del m.obj["error"]
+            m.obj["result"] = allow_once()
+
+
+# --- ACP: session/cancel -----------------------------------------------------------------
+
+
+@fault("acp-cancel-ignored", ["ACP-CANCEL-001", "ACP-CANCEL-002"], protocol="acp")
+class AcpCancelIgnored(Fault):
+    """session/cancel is ignored: the pending request stays open."""
+
+    def to_pod(self, m):
+        if m.request("session/cancel") is not None:
+            return []
+        return [m]
+
+
+@fault("acp-cancel-ends-turn", ["ACP-CANCEL-001"], protocol="acp")
+class AcpCancelEndsTurn(RewriteOut):
+    """A cancelled prompt answers stopReason end_turn."""
+
+    def change(self, m):
+        result = m.result()
+        if isinstance(result, dict) and result.get("stopReason") == "cancelled":
+            result["stopReason"] = "end_turn"
+
+
+@fault("acp-withdraw-missing", ["ACP-CANCEL-002"], protocol="acp")
+class AcpWithdrawMissing(Fault):
+    """A request the cancel resolved is not withdrawn ($/cancel_request never sent)."""
+
+    def to_client(self, m):
+        if m.request("$/cancel_request") is not None:
+            return []
+        return [m]
+
+
+fault(
+    "acp-cannot-start",
+    ["ACP-LIFE-001"],
+    exit_code=3,
+    stderr="cannot read manifest pod.toml: permission denied",
+    protocol="acp",
+)(CannotStart)
 
 
 def main():

@@ -1,12 +1,14 @@
 """The conformance kit's mutation score: plants each fault of plant.py in front of a real pod and
-checks that the kit catches it.
+checks that the kit catches it. Both sections: pod protocol v1 faults in front of `pod serve`,
+ACP faults in front of `pod acp` (`pod conformance --protocol acp`).
 
     python3 tests/conformance/mutants/run.py [--pod target/debug/pod] [--jobs 4] [--fault NAME]
 
 1. Every requirement of the kit must be the target of at least one fault (a requirement no fault
    can fail proves nothing), and every target must be a requirement.
 2. Control: the whole kit, in both framings and with --strict, passes through the transparent
-   proxy (fault `none`), so what the faults change is the only difference.
+   proxy (fault `none`), so what the faults change is the only difference; so does the ACP
+   section in front of `pod acp`.
 3. Each fault runs against the requirements it targets, in the framings it shows in: it is caught
    when `pod conformance` exits with the fault's status (1, or 3 for a pod that cannot start) in
    every framing, with a failed target requirement (or the planted stderr text quoted).
@@ -31,6 +33,9 @@ PLANT = os.path.join(HERE, "plant.py")
 FAULT_EXPECT_MS = 2000
 
 
+PROTOCOLS = ["pod", "acp"]
+
+
 def conformance(pod, args):
     """Runs `pod conformance --kit KIT --json ARGS`; (exit status, report or None, stderr)."""
     run = subprocess.run(
@@ -45,11 +50,14 @@ def conformance(pod, args):
     return run.returncode, report, run.stderr
 
 
-def pod_cmd(pod, fault):
-    return "python3 %s %s %s serve --manifest {manifest}" % (
+def pod_cmd(pod, fault, protocol):
+    """The real pod (`pod serve` for the pod protocol, `pod acp` for ACP) behind the proxy."""
+    serve = "serve --manifest {manifest}" if protocol == "pod" else "acp"
+    return "python3 %s %s %s %s" % (
         shlex.quote(PLANT),
         shlex.quote(fault),
         shlex.quote(pod),
+        serve,
     )
 
 
@@ -61,7 +69,8 @@ def try_fault(pod, name, spec):
     """(caught, one line saying how)."""
     notes = []
     for framing in framings(spec):
-        args = ["--strict", "--framing", framing, "--pod-cmd", pod_cmd(pod, name)]
+        args = ["--strict", "--framing", framing, "--protocol", spec["protocol"]]
+        args += ["--pod-cmd", pod_cmd(pod, name, spec["protocol"])]
         # A planted fault mostly shows as an answer that never comes: wait less than the
         # default 5 s (the real pod answers in milliseconds; the control run keeps 5 s).
         args += ["--expect-timeout-ms", str(FAULT_EXPECT_MS)]
@@ -103,10 +112,12 @@ def main():
         [sys.executable, PLANT, "--list"], capture_output=True, text=True, check=True
     ).stdout)
     faults = {f["name"]: f for f in faults if f["name"] != "none"}
-    code, listed, stderr = conformance(pod, ["--list"])
-    if code != 0 or listed is None:
-        sys.exit("cannot list the kit: %s" % stderr)
-    ids = [r["id"] for r in listed]
+    ids = []
+    for protocol in PROTOCOLS:
+        code, listed, stderr = conformance(pod, ["--list", "--protocol", protocol])
+        if code != 0 or listed is None:
+            sys.exit("cannot list the %s kit: %s" % (protocol, stderr))
+        ids += [r["id"] for r in listed]
     ok = True
 
     targeted = {t for f in faults.values() for t in f["targets"]}
@@ -122,21 +133,27 @@ def main():
     if args.fault:
         faults = {n: f for n, f in faults.items() if n in args.fault}
     else:
-        t0 = time.monotonic()
-        code, report, stderr = conformance(
-            pod, ["--strict", "--framing", "both", "--pod-cmd", pod_cmd(pod, "none")]
-        )
-        if code != 0:
-            failed = [r for r in (report or {}).get("results", []) if r["status"] != "pass"]
-            print("control FAILED: the transparent proxy does not pass the kit (exit %s)" % code)
-            for r in failed:
-                print("  %s [%s]: %s" % (r["id"], r["framing"], r["reason"]))
-            ok = False
-        else:
-            print(
-                "control: the kit passes through the transparent proxy (%d runs, %.0f s)"
-                % (report["passed"], time.monotonic() - t0)
+        for protocol in PROTOCOLS:
+            t0 = time.monotonic()
+            code, report, stderr = conformance(
+                pod,
+                ["--strict", "--framing", "both", "--protocol", protocol]
+                + ["--pod-cmd", pod_cmd(pod, "none", protocol)],
             )
+            if code != 0:
+                failed = [r for r in (report or {}).get("results", []) if r["status"] != "pass"]
+                print(
+                    "control FAILED: the transparent proxy does not pass the %s kit (exit %s)"
+                    % (protocol, code)
+                )
+                for r in failed:
+                    print("  %s [%s]: %s" % (r["id"], r["framing"], r["reason"]))
+                ok = False
+            else:
+                print(
+                    "control: the %s kit passes through the transparent proxy (%d runs, %.0f s)"
+                    % (protocol, report["passed"], time.monotonic() - t0)
+                )
 
     caught = 0
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
