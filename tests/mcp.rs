@@ -213,7 +213,7 @@ fn a_read_tool_allowed_by_a_rule_runs_and_the_reapers_sweep_spares_the_server() 
         "run",
         text(&call_line(
             "mcp__fs__read_text_file",
-            json!({"path": "notes/a.md"}),
+            json!({"path": ws.path("notes/a.md").display().to_string()}),
         )),
     );
     let result = &results(&pod, &turn)[0];
@@ -261,7 +261,7 @@ fn a_write_denied_by_a_path_pattern_writes_nothing() {
         ),
         call_line(
             "mcp__fs__write_file",
-            json!({"path": "ok.txt", "content": "fine"}),
+            json!({"path": ws.path("ok.txt").display().to_string(), "content": "fine"}),
         ),
         // read rules govern the files MCP tools name, as they govern `edit` and `grep`.
         call_line("mcp__fs__read_text_file", json!({"path": "secret.txt"})),
@@ -284,6 +284,64 @@ fn a_write_denied_by_a_path_pattern_writes_nothing() {
     assert!(!ws.path("x.env").exists(), "a denied write was written");
     assert!(!ws.path("y.env").exists(), "a denied write was written");
     assert_eq!(common::read(&ws.path("ok.txt")), "fine");
+}
+
+/// The filesystem server resolves a relative path against its first allowed directory, not its
+/// working folder, and opens a file whose name reads the same in Unicode NFC: neither may slip
+/// past a deny written for the file it really opens.
+#[test]
+fn paths_a_server_reads_differently_from_the_rules_are_never_allowed() {
+    let Some(servers) = servers() else { return };
+    let ws = Workspace::with_manifest(&manifest(&format!(
+        "[permissions]\ndefault_action = \"allow\"\n\
+         [[permissions.rule]]\ntool = \"read\"\npattern = \"data/private/*\"\naction = \"deny\"\n\
+         [[permissions.rule]]\ntool = \"file_write\"\npattern = \"data/private/*\"\naction = \"deny\"\n\
+         [[permissions.rule]]\ntool = \"read\"\npattern = \"données/*\"\naction = \"deny\"\n\
+         [[permissions.rule]]\ntool = \"file_write\"\npattern = \"données/*\"\naction = \"deny\"\n\
+         [mcp.servers.fs]\ncommand = \"node\"\nargs = [{:?}, \"data\", \".\"]\n",
+        index_js(servers, "server-filesystem")
+    )));
+    std::fs::create_dir_all(ws.path("data/private")).expect("mkdir");
+    std::fs::write(ws.path("data/private/key"), "TOP SECRET").expect("write");
+    std::fs::create_dir(ws.path("donn\u{e9}es")).expect("mkdir");
+    std::fs::write(ws.path("donn\u{e9}es/key"), "NFC SECRET").expect("write");
+    let decomposed = ws.path("donne\u{301}es").display().to_string();
+    let mut pod = PodProcess::spawn(&ws, Framing::Lines);
+    pod.initialize(false);
+    let lines = [
+        // The server reads these as data/private/...: relative to its first directory.
+        call_line("mcp__fs__read_text_file", json!({"path": "private/key"})),
+        call_line(
+            "mcp__fs__write_file",
+            json!({"path": "private/new", "content": "pwned"}),
+        ),
+        // The server reads these as données/... (NFC).
+        call_line(
+            "mcp__fs__read_text_file",
+            json!({"path": format!("{decomposed}/key")}),
+        ),
+        call_line(
+            "mcp__fs__write_file",
+            json!({"path": format!("{decomposed}/new"), "content": "pwned"}),
+        ),
+    ];
+    let turn = pod.call("run", text(&lines.join("\n")));
+    let results = results(&pod, &turn);
+    assert_eq!(results.len(), 4);
+    for result in &results {
+        assert_eq!(result["deniedBy"], "permission", "{result}");
+        let content = result["content"].as_str().unwrap_or("");
+        assert!(!content.contains("SECRET"), "{result}");
+    }
+    assert!(
+        !ws.path("data/private/new").exists(),
+        "a denied write was written"
+    );
+    assert!(
+        !ws.path("donn\u{e9}es/new").exists(),
+        "a denied write was written"
+    );
+    assert!(!ws.path("private").exists() && !ws.path("donne\u{301}es").exists());
 }
 
 #[test]
@@ -343,7 +401,7 @@ fn a_default_by_annotation_allows_read_only_tools_and_nothing_else() {
         "run",
         text(&call_line(
             "mcp__fs__read_text_file",
-            json!({"path": "a.txt"}),
+            json!({"path": ws.path("a.txt").display().to_string()}),
         )),
     );
     assert_eq!(results(&pod, &turn)[0]["content"], "content a");
@@ -612,7 +670,7 @@ fn servers_run_inside_the_sandbox() {
         "run",
         text(&call_line(
             "mcp__fs__write_file",
-            json!({"path": "in.txt", "content": "in"}),
+            json!({"path": ws.path("in.txt").display().to_string(), "content": "in"}),
         )),
     );
     assert_eq!(results(&pod, &turn)[0]["isError"], false);
@@ -707,8 +765,11 @@ fn explain_decides_an_mcp_call_without_starting_the_server() {
         "{text}"
     );
     assert!(text.contains("annotations: none given"), "{text}");
-    let json: Value =
-        serde_json::from_str(&explain(r#"{"path":"notes.md"}"#, &["--json"])).expect("json");
+    let json: Value = serde_json::from_str(&explain(
+        &json!({"path": ws.path("notes.md").display().to_string()}).to_string(),
+        &["--json"],
+    ))
+    .expect("json");
     assert_eq!(json["decision"], "allow", "{json}");
 }
 

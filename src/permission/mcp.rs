@@ -195,24 +195,44 @@ const PATH_WORDS: [&str; 15] = [
 /// Whole argument names that name a file besides those of [`PATH_WORDS`].
 const PATH_NAMES: [&str; 6] = ["root", "source", "destination", "src", "dst", "dest"];
 
-/// Whether an argument called `key` names a file.
+/// Whether an argument called `key` names a file: the whole name is one of [`PATH_NAMES`] or
+/// [`PATH_WORDS`], or its last word is one of [`PATH_WORDS`], or its last word is `name(s)`
+/// after one of them (`file_name`, `dirName`). Words are split at `_`, `-`, `.` and where a
+/// capital follows a lower-case letter or digit (`sourcePath`, `SOURCE_FILE`, `outputPATH`).
 pub fn names_a_path(key: &str) -> bool {
     let lower = key.to_ascii_lowercase();
     if PATH_NAMES.contains(&lower.as_str()) || PATH_WORDS.contains(&lower.as_str()) {
         return true;
     }
-    // The last word: after the last `_`, `-` or `.`, or the last capital of a camelCase name.
-    let cut = key
-        .char_indices()
-        .rev()
-        .find(|(i, c)| matches!(c, '_' | '-' | '.') || (c.is_ascii_uppercase() && *i > 0))
-        .map(|(i, c)| if c.is_ascii_uppercase() { i } else { i + 1 });
-    match cut {
-        Some(at) => key
-            .get(at..)
-            .is_some_and(|w| PATH_WORDS.contains(&w.to_ascii_lowercase().as_str())),
-        None => false,
+    let words = words(key);
+    let is_word = |w: Option<&String>| w.is_some_and(|w| PATH_WORDS.contains(&w.as_str()));
+    match words.as_slice() {
+        [.., before, last] if matches!(last.as_str(), "name" | "names") => is_word(Some(before)),
+        _ => is_word(words.last()),
     }
+}
+
+/// The words of an argument name, lower-cased (see [`names_a_path`]).
+fn words(key: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut previous: Option<char> = None;
+    for c in key.chars() {
+        let boundary = matches!(c, '_' | '-' | '.');
+        let camel = c.is_ascii_uppercase()
+            && previous.is_some_and(|p| p.is_ascii_lowercase() || p.is_ascii_digit());
+        if (boundary || camel) && !word.is_empty() {
+            out.push(std::mem::take(&mut word));
+        }
+        if !boundary {
+            word.push(c.to_ascii_lowercase());
+        }
+        previous = Some(c);
+    }
+    if !word.is_empty() {
+        out.push(word);
+    }
+    out
 }
 
 /// Whether an argument name renders as itself in a subject: ASCII letters, digits, `_`, `-`, `.`.
@@ -370,17 +390,18 @@ fn walk(
         return;
     }
     match value {
-        Value::String(s) if is_path || s.starts_with("file://") => {
-            let texts = path_texts(s, cwd, workspace);
-            match texts {
-                Ok(texts) => {
+        Value::String(s) if is_path || looks_like_file_uri(s) => {
+            match path_texts(s, cwd, workspace) {
+                Ok(PathTexts { texts, caveat }) => {
                     if depth == 0 {
                         if let Some(first) = texts.first() {
                             found.top_level.push((key.to_string(), first.clone()));
                         }
                     }
                     for text in texts {
-                        found.subjects.push((format!("{key}={text}"), None));
+                        found
+                            .subjects
+                            .push((format!("{key}={text}"), caveat.clone().map(Problem::Opaque)));
                         found.paths.push(text);
                     }
                 }
@@ -390,12 +411,15 @@ fn walk(
                 )),
             }
         }
-        // A number or a boolean under a path name may still become a file name.
+        // A number or a boolean under a path name may still become a file name (a relative
+        // one, so opaque).
         Value::Number(_) | Value::Bool(_) if is_path => {
             let text = value.to_string();
-            if let Ok(texts) = path_texts(&text, cwd, workspace) {
+            if let Ok(PathTexts { texts, caveat }) = path_texts(&text, cwd, workspace) {
                 for t in texts {
-                    found.subjects.push((format!("{key}={t}"), None));
+                    found
+                        .subjects
+                        .push((format!("{key}={t}"), caveat.clone().map(Problem::Opaque)));
                     found.paths.push(t);
                 }
             }
@@ -430,12 +454,34 @@ fn walk(
     }
 }
 
+/// The path texts of one path argument, and why they cannot be trusted to name what the
+/// server opens (then the subjects are opaque, but the rules of `read` and `file_write` still
+/// decide the texts, so a deny holds).
+struct PathTexts {
+    texts: Vec<String>,
+    caveat: Option<String>,
+}
+
+/// Why a relative path is opaque.
+const RELATIVE: &str = "a relative path, which the server resolves against a folder of its own \
+                        choosing (its working folder, a directory it was given, another \
+                        argument) that the rules cannot know, so it is decided as if from the \
+                        server's working folder (an absolute path can be allowed)";
+
+/// Why a path not in Unicode NFC is opaque.
+const NOT_NFC: &str = "the path is not in Unicode normalization form C, and a server may open a \
+                       file whose name is written differently but reads the same (the \
+                       filesystem server does), so it is decided as written and in NFC";
+
 /// The path texts of a path argument (normalized as written and, when different, resolved
-/// through symlinks), or why it cannot be read.
-fn path_texts(raw: &str, cwd: &Path, workspace: &Path) -> Result<Vec<String>, String> {
-    let raw = match raw.strip_prefix("file://") {
-        Some(rest) => file_uri_path(rest)?,
-        None => raw.to_string(),
+/// through symlinks; and the same for its NFC form when it is not in NFC), or why it cannot be
+/// read at all.
+fn path_texts(raw: &str, cwd: &Path, workspace: &Path) -> Result<PathTexts, String> {
+    use unicode_normalization::UnicodeNormalization;
+    let raw = if looks_like_file_uri(raw) {
+        file_uri_path(raw)?
+    } else {
+        raw.to_string()
     };
     if raw.contains('\0') {
         return Err("the path holds a NUL byte".into());
@@ -446,18 +492,62 @@ fn path_texts(raw: &str, cwd: &Path, workspace: &Path) -> Result<Vec<String>, St
     if raw.starts_with('~') {
         return Err("the path starts with ~, which the server may expand to a home folder".into());
     }
-    let lexical = path::display(&path::absolute(&raw, cwd), workspace);
-    let resolved = path::display(&path::resolve_in(cwd, Path::new(&raw)), workspace);
-    Ok(if resolved == lexical {
-        vec![lexical]
-    } else {
-        vec![lexical, resolved]
-    })
+    let mut forms = vec![raw.clone()];
+    let mut caveat = None;
+    if !unicode_normalization::is_nfc(&raw) {
+        forms.push(raw.nfc().collect());
+        caveat = Some(NOT_NFC.to_string());
+    }
+    if !raw.starts_with('/') {
+        caveat = Some(match caveat {
+            Some(c) => format!("{RELATIVE}; {c}"),
+            None => RELATIVE.to_string(),
+        });
+    }
+    let mut texts: Vec<String> = Vec::new();
+    for form in &forms {
+        let lexical = path::display(&path::absolute(form, cwd), workspace);
+        let resolved = path::display(&path::resolve_in(cwd, Path::new(form)), workspace);
+        for text in [lexical, resolved] {
+            if !texts.contains(&text) {
+                texts.push(text);
+            }
+        }
+    }
+    Ok(PathTexts { texts, caveat })
 }
 
-/// The local path of a `file://` URI (the part after `file://`): `/abs`, or `localhost/abs`,
-/// percent-decoded.
-fn file_uri_path(rest: &str) -> Result<String, String> {
+/// Whether a string may be read as a `file:` URI by a server: a URL parser (WHATWG's, Node's
+/// `fileURLToPath`) takes the scheme in any case, after leading spaces and control characters,
+/// with tabs and newlines anywhere removed.
+fn looks_like_file_uri(s: &str) -> bool {
+    let head: String = s
+        .chars()
+        .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
+        .skip_while(|c| *c <= ' ')
+        .take(5)
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    head == "file:"
+}
+
+/// The local path of a `file:` URI: `file:///abs` or `file://localhost/abs`, percent-decoded.
+/// Any other form (another case, no `//`, spaces or control characters around or in it, a
+/// backslash, which URL parsers read as `/`) is refused: a server's URL parser reads it in ways
+/// the rules would not follow.
+fn file_uri_path(uri: &str) -> Result<String, String> {
+    let odd = |c: char| c == '\\' || c.is_control();
+    let Some(rest) = uri
+        .strip_prefix("file://")
+        .filter(|_| !uri.chars().any(odd) && !uri.ends_with(' '))
+    else {
+        return Err(
+            "a file: URI not written as file:///PATH (another case, no //, a backslash, \
+                    spaces or control characters), which a server's URL parser may read \
+                    differently from the rules"
+                .into(),
+        );
+    };
     let path = if rest.starts_with('/') {
         rest
     } else if let Some(p) = rest.strip_prefix("localhost") {
@@ -586,11 +676,26 @@ mod tests {
             "filename",
             "cwd",
             "Path",
+            "file_name",
+            "fileName",
+            "SOURCE_FILE",
+            "outputPATH",
+            "target_dir_name",
         ] {
             assert!(names_a_path(yes), "{yes}");
         }
         for no in [
-            "profile", "content", "xpathy", "pattern", "query", "target", "owner",
+            "profile",
+            "content",
+            "xpathy",
+            "pattern",
+            "query",
+            "target",
+            "owner",
+            "name",
+            "direction",
+            "file_count",
+            "pathological",
         ] {
             assert!(!names_a_path(no), "{no}");
         }
@@ -623,24 +728,24 @@ mod tests {
     #[test]
     fn a_call_is_its_line_plus_a_subject_per_path() {
         assert_eq!(
-            texts(json!({"path": "src/../.env", "content": "x y"})),
+            texts(json!({"path": "/w/src/../.env", "content": "x y"})),
             [
                 (r#"content="x y" path=.env"#.to_string(), false),
                 ("path=.env".to_string(), false)
             ]
         );
         assert_eq!(
-            texts(json!({"paths": ["a", "/etc/passwd"], "n": 1})),
+            texts(json!({"paths": ["/w/a", "/etc/passwd"], "n": 1})),
             [
-                (r#"n=1 paths=["a","/etc/passwd"]"#.to_string(), false),
+                (r#"n=1 paths=["/w/a","/etc/passwd"]"#.to_string(), false),
                 ("paths=a".to_string(), false),
                 ("paths=/etc/passwd".to_string(), false)
             ]
         );
         assert_eq!(
-            texts(json!({"edits": [{"path": "b"}], "uri": "file:///w/c%20d"})),
+            texts(json!({"edits": [{"path": "/w/b"}], "uri": "file:///w/c%20d"})),
             [
-                (r#"edits=[{"path":"b"}] uri="c d""#.to_string(), false),
+                (r#"edits=[{"path":"/w/b"}] uri="c d""#.to_string(), false),
                 ("path=b".to_string(), false),
                 ("uri=c d".to_string(), false)
             ]
@@ -656,7 +761,7 @@ mod tests {
         assert_eq!(opaque(json!({"path": ""})), 1);
         assert_eq!(opaque(json!({"a b": 1})), 1);
         assert_eq!(opaque(json!({"uri": "file://host/x"})), 1);
-        assert_eq!(opaque(json!({"path": "a", "q": "z"})), 0);
+        assert_eq!(opaque(json!({"path": "/w/a", "q": "z"})), 0);
         let invalid = subjects(
             "mcp__a__b",
             &json!([1]),
@@ -735,10 +840,14 @@ mod tests {
             p.decide_with("mcp__fs__read_file", &json!({ "path": path }), a)
                 .decision
         };
-        assert_eq!(read(".env", Some(&read_only())), Action::Deny);
-        assert_eq!(read("src/a.rs", Some(&read_only())), Action::Allow);
+        assert_eq!(read("/w/.env", Some(&read_only())), Action::Deny);
+        assert_eq!(read("/w/src/a.rs", Some(&read_only())), Action::Allow);
         // Without annotations a tool may write: file_write rules apply too.
-        assert_eq!(read("src/a.rs", None), Action::Deny);
+        assert_eq!(read("/w/src/a.rs", None), Action::Deny);
+        // A relative path is never allowed, but the rules still decide it (from the
+        // server's folder), so a deny holds.
+        assert_eq!(read(".env", Some(&read_only())), Action::Deny);
+        assert_eq!(read("src/a.rs", Some(&read_only())), Action::Ask);
     }
 
     #[test]
@@ -746,7 +855,7 @@ mod tests {
         let p = policy(&[("mcp__*", "*", Action::Allow)], Action::Allow);
         let d = p.decide(
             "mcp__fs__write_file",
-            &json!({"path": "pod.toml", "content": "x"}),
+            &json!({"path": "/w/pod.toml", "content": "x"}),
         );
         assert_eq!(d.decision, Action::Ask, "{d:?}");
         assert!(d
@@ -756,7 +865,7 @@ mod tests {
         // A read-only tool reading it is up to the rules.
         let d = p.decide_with(
             "mcp__fs__read_file",
-            &json!({"path": "pod.toml"}),
+            &json!({"path": "/w/pod.toml"}),
             Some(&read_only()),
         );
         assert_eq!(d.decision, Action::Allow, "{d:?}");
@@ -770,7 +879,7 @@ mod tests {
         );
         let d = p.decide_with(
             "mcp__fs__read_file",
-            &json!({"path": "a"}),
+            &json!({"path": "/w/a"}),
             Some(&read_only()),
         );
         assert_eq!(d.decision, Action::Allow, "{d:?}");
@@ -781,12 +890,12 @@ mod tests {
             .contains("default_action.read_only"));
         let d = p.decide_with(
             "mcp__fs__read_file",
-            &json!({"path": "secret/a"}),
+            &json!({"path": "/w/secret/a"}),
             Some(&read_only()),
         );
         assert_eq!(d.decision, Action::Deny);
         // Another effect keeps [permissions] default_action.
-        let d = p.decide("mcp__fs__read_file", &json!({"path": "a"}));
+        let d = p.decide("mcp__fs__read_file", &json!({"path": "/w/a"}));
         assert_eq!(d.decision, Action::Ask);
         // What cannot be read is never allowed by the default.
         let d = p.decide_with(
@@ -795,6 +904,52 @@ mod tests {
             Some(&read_only()),
         );
         assert_eq!(d.decision, Action::Ask);
+    }
+
+    #[test]
+    fn what_a_server_may_read_differently_is_never_allowed() {
+        let p = policy(
+            &[
+                ("read", "données/*", Action::Deny),
+                ("read", "/etc/*", Action::Deny),
+                ("read", "*.env", Action::Deny),
+            ],
+            Action::Allow,
+        );
+        let decide = |input: serde_json::Value| {
+            p.decide_with("mcp__fs__read_file", &input, Some(&read_only()))
+                .decision
+        };
+        // A relative path: the server picks its base (server-filesystem: its first allowed
+        // directory), so it asks; a deny of the reading from the server's folder holds.
+        assert_eq!(decide(json!({"path": "notes/a"})), Action::Ask);
+        assert_eq!(decide(json!({"path": "/w/notes/a"})), Action::Allow);
+        assert_eq!(decide(json!({"path": 7})), Action::Ask);
+        // Not NFC: decided in NFC too, so the deny written in NFC holds.
+        assert_eq!(
+            decide(json!({"path": "/w/donne\u{301}es/key"})),
+            Action::Deny
+        );
+        assert_eq!(decide(json!({"path": "/w/caf\u{e9}"})), Action::Allow);
+        assert_eq!(decide(json!({"path": "/w/cafe\u{301}"})), Action::Ask);
+        // file: URIs that URL parsers read as /etc/passwd or .env, under any argument name.
+        for uri in [
+            "FILE:///w/notes",
+            " file:///w/notes",
+            "file:/w/notes",
+            "fi\tle:///w/notes",
+            "file:///w/notes\\..\\..\\etc/passwd",
+            "file:///w/.e\nnv",
+            "file:///w/notes ",
+        ] {
+            assert_eq!(decide(json!({ "uri": uri })), Action::Ask, "{uri:?}");
+            assert_eq!(decide(json!({ "path": uri })), Action::Ask, "{uri:?}");
+        }
+        assert_eq!(decide(json!({"uri": "file:///w/notes"})), Action::Allow);
+        assert_eq!(
+            decide(json!({"uri": "file:///w/a/%2e%2e/.env"})),
+            Action::Deny
+        );
     }
 
     #[test]
