@@ -192,11 +192,11 @@ const PATH_WORDS: [&str; 15] = [
     "cwd",
 ];
 
-/// Whole argument names that name a file besides those of [`PATH_WORDS`].
+/// Whole argument names that name a file besides those of `PATH_WORDS`.
 const PATH_NAMES: [&str; 6] = ["root", "source", "destination", "src", "dst", "dest"];
 
-/// Whether an argument called `key` names a file: the whole name is one of [`PATH_NAMES`] or
-/// [`PATH_WORDS`], or its last word is one of [`PATH_WORDS`], or its last word is `name(s)`
+/// Whether an argument called `key` names a file: the whole name is one of `PATH_NAMES` or
+/// `PATH_WORDS`, or its last word is one of `PATH_WORDS`, or its last word is `name(s)`
 /// after one of them (`file_name`, `dirName`). Words are split at `_`, `-`, `.` and where a
 /// capital follows a lower-case letter or digit (`sourcePath`, `SOURCE_FILE`, `outputPATH`).
 pub fn names_a_path(key: &str) -> bool {
@@ -795,14 +795,7 @@ mod tests {
     fn policy(rules: &[(&str, &str, Action)], default: Action) -> super::super::Policy {
         let specs = rules
             .iter()
-            .map(|(tool, pattern, action)| super::super::RuleSpec {
-                tool: tool.to_string(),
-                pattern: pattern.to_string(),
-                action: *action,
-                message: None,
-                line: None,
-                file: None,
-            })
+            .map(|(tool, pattern, action)| super::super::RuleSpec::new(*tool, *pattern, *action))
             .collect();
         let rules = Rules::compile(default, specs, None).unwrap();
         super::super::Policy::new(Some(rules), PathBuf::from("/w"))
