@@ -111,38 +111,10 @@ impl From<AcpError> for ErrorObject {
 /// Runs the agent until stdin closes; returns the process exit code. `state_dir` overrides
 /// where every session's log lives (`--state-dir`).
 pub fn main(state_dir: Option<&Path>, max_message_bytes: usize) -> u8 {
-    // Orphans of tool calls and hooks come back to the pod, which kills them with their call.
-    if let Err(e) = crate::sandbox::reaper::become_subreaper() {
-        eprintln!("pod acp: cannot become a child subreaper: {e}");
-        return 1;
-    }
-    // One thread, as `pod serve` (docs/architecture.md, "Threads").
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("pod acp: cannot start the async runtime: {e}");
-            return 1;
-        }
-    };
     let state_dir = state_dir.map(Path::to_path_buf);
-    let code = runtime.block_on(async {
-        let served = tokio::spawn(serve(
-            crate::server::stdio::stdin(),
-            crate::server::stdio::stdout(),
-            state_dir,
-            max_message_bytes,
-        ));
-        served.await.unwrap_or_else(|e| {
-            eprintln!("pod acp: the agent task failed: {e}");
-            1
-        })
-    });
-    runtime.shutdown_timeout(Duration::from_millis(50));
-    crate::sandbox::reaper::kill_all_children();
-    code
+    crate::server::run_on_stdio("pod acp", move |input, output| {
+        serve(input, output, state_dir, max_message_bytes)
+    })
 }
 
 /// Serves one client on `input` / `output` (stdin / stdout, or in-memory pipes in tests).

@@ -176,14 +176,7 @@ mod tests {
     use std::path::PathBuf;
 
     fn policy() -> Policy {
-        let spec = |tool: &str, pattern: &str, action| RuleSpec {
-            tool: tool.into(),
-            pattern: pattern.into(),
-            action,
-            message: None,
-            line: None,
-            file: None,
-        };
+        let spec = |tool: &str, pattern: &str, action| RuleSpec::new(tool, pattern, action);
         let rules = Rules::compile(
             Action::Ask,
             vec![

@@ -141,14 +141,7 @@ mod tests {
     fn policy(rules: &[(&str, &str, Action)], default: Action) -> Policy {
         let specs = rules
             .iter()
-            .map(|(tool, pattern, action)| RuleSpec {
-                tool: tool.to_string(),
-                pattern: pattern.to_string(),
-                action: *action,
-                message: None,
-                line: None,
-                file: None,
-            })
+            .map(|(tool, pattern, action)| RuleSpec::new(*tool, *pattern, *action))
             .collect();
         let rules = Rules::compile(default, specs, None).unwrap();
         Policy::new(Some(rules), PathBuf::from("/w"))

@@ -221,14 +221,7 @@ mod tests {
     fn rules(ws: &Path, denied: &[&str]) -> FileRules {
         let specs = denied
             .iter()
-            .map(|p| RuleSpec {
-                tool: "read".into(),
-                pattern: p.to_string(),
-                action: Action::Deny,
-                message: None,
-                line: None,
-                file: None,
-            })
+            .map(|p| RuleSpec::new("read", *p, Action::Deny))
             .collect();
         let rules = Rules::compile(Action::Allow, specs, None).unwrap();
         FileRules::new(Arc::new(Policy::new(Some(rules), ws.to_path_buf())))

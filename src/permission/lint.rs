@@ -283,14 +283,7 @@ mod tests {
     use super::*;
 
     fn spec(tool: &str, pattern: &str, action: Action) -> RuleSpec {
-        RuleSpec {
-            tool: tool.into(),
-            pattern: pattern.into(),
-            action,
-            message: None,
-            line: None,
-            file: None,
-        }
+        RuleSpec::new(tool, pattern, action)
     }
 
     #[test]

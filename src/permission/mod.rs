@@ -46,6 +46,20 @@ pub struct RuleSpec {
     pub file: Option<String>,
 }
 
+impl RuleSpec {
+    /// A rule written nowhere (no file, line or message): for rules pod builds itself and tests.
+    pub fn new(tool: impl Into<String>, pattern: impl Into<String>, action: Action) -> RuleSpec {
+        RuleSpec {
+            tool: tool.into(),
+            pattern: pattern.into(),
+            action,
+            message: None,
+            line: None,
+            file: None,
+        }
+    }
+}
+
 /// Why a rule cannot be compiled; `field` names the offending key.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{field}: {problem}")]

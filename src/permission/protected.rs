@@ -133,14 +133,7 @@ mod tests {
     fn protected_policy(dir: &Path) -> Policy {
         let rules = Rules::compile(
             Action::Allow,
-            vec![RuleSpec {
-                tool: "*".into(),
-                pattern: "*".into(),
-                action: Action::Allow,
-                message: None,
-                line: None,
-                file: None,
-            }],
+            vec![RuleSpec::new("*", "*", Action::Allow)],
             None,
         )
         .unwrap();

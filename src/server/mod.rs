@@ -84,9 +84,23 @@ pub fn main(
         eprintln!("{}: {e}", manifest.path.display());
         return 1;
     }
-    // Orphans of tool calls and hooks come back to the pod, which kills them with their call.
+    run_on_stdio("pod serve", move |input, output| {
+        serve(input, output, manifest, resume, max_message_bytes)
+    })
+}
+
+/// Runs a front-end's `serve` on stdin and stdout until it ends; returns its exit code. Shared
+/// by `pod serve` and `pod acp`: the process first becomes a child subreaper (orphans of tool
+/// calls and hooks come back to the pod, which kills them with their call), `serve` runs as the
+/// one task of a current-thread runtime, and whatever a call left running is killed at the end.
+/// `who` names the command in errors.
+pub fn run_on_stdio<F, Fut>(who: &str, serve: F) -> u8
+where
+    F: FnOnce(Box<dyn AsyncRead + Unpin + Send>, Box<dyn AsyncWrite + Unpin + Send>) -> Fut,
+    Fut: std::future::Future<Output = u8> + Send + 'static,
+{
     if let Err(e) = crate::sandbox::reaper::become_subreaper() {
-        eprintln!("pod serve: cannot become a child subreaper: {e}");
+        eprintln!("{who}: cannot become a child subreaper: {e}");
         return 1;
     }
     // One thread: every request and event passes a few channels between tasks, and on a
@@ -98,7 +112,7 @@ pub fn main(
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("pod serve: cannot start the async runtime: {e}");
+            eprintln!("{who}: cannot start the async runtime: {e}");
             return 1;
         }
     };
@@ -106,15 +120,9 @@ pub fn main(
     // future only after its run queue drains (an `epoll_wait` each time), which would cost a
     // syscall and a separate stdout write per request.
     let code = runtime.block_on(async {
-        let served = tokio::spawn(serve(
-            stdio::stdin(),
-            stdio::stdout(),
-            manifest,
-            resume,
-            max_message_bytes,
-        ));
+        let served = tokio::spawn(serve(stdio::stdin(), stdio::stdout()));
         served.await.unwrap_or_else(|e| {
-            eprintln!("pod serve: the server task failed: {e}");
+            eprintln!("{who}: the serving task failed: {e}");
             1
         })
     });
