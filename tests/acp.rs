@@ -225,3 +225,38 @@ fn a_client_that_goes_away_during_an_ask_gets_it_denied_and_the_agent_exits_zero
         .expect("session log");
     assert!(log.contains(r#""by":"disconnect""#), "{log}");
 }
+
+#[test]
+fn a_call_allowed_after_the_mode_became_read_only_does_not_run() {
+    // The ask is pending when the editor switches to read-only; an "allow" that comes after
+    // must not run a command the mode denies.
+    let ws = Workspace::new(300);
+    let mut agent = Agent::spawn(&ws);
+    agent.initialize();
+    let session = agent.call("session/new", json!({"cwd": cwd(&ws), "mcpServers": []}));
+    let id = session["result"]["sessionId"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    agent.send(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "session/prompt",
+        "params": {"sessionId": id, "prompt": [{"type": "text", "text": "!touch made-in-read-only"}]}}),
+    );
+    let ask = agent.wait(|v| v["method"] == "session/request_permission");
+    let mode = agent.call(
+        "session/set_mode",
+        json!({"sessionId": id, "modeId": "read-only"}),
+    );
+    assert!(mode.get("error").is_none(), "{mode}");
+    agent.send(&json!({"jsonrpc": "2.0", "id": ask["id"], "result":
+        {"outcome": {"outcome": "selected", "optionId": "allow_once"}}}));
+    let failed = agent
+        .wait(|v| v["method"] == "session/update" && v["params"]["update"]["status"] == "failed");
+    let text = failed["params"]["update"]["rawOutput"]["content"]
+        .as_str()
+        .unwrap_or("");
+    assert!(text.contains("read-only mode"), "{failed}");
+    let done = agent.wait(|v| v["id"] == 1 && v.get("method").is_none());
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    assert!(!Path::new(&cwd(&ws)).join("made-in-read-only").exists());
+}

@@ -131,6 +131,14 @@ impl Pod {
                 };
             }
         }
+        // The client may have narrowed the session while the chain waited (an ask pending when
+        // ACP's mode became `read-only`): the restriction in force now has the last word.
+        if let Err(denial) = restricted(self.restriction(), &call.name) {
+            return Checked {
+                verdict: Err(Stop::Denied(denial)),
+                item: decision_item,
+            };
+        }
         Checked {
             verdict: Ok(target),
             item: decision_item,
@@ -148,7 +156,8 @@ fn restricted(restriction: Restriction, tool: &str) -> Result<(), Denial> {
             _ => Err(Denial::new(
                 DeniedBy::Permission,
                 format!(
-                    "permission denied: the session is in read-only mode (set by the client),                      so {tool} is not run; only read, grep and glob run in this mode"
+                    "permission denied: the session is in read-only mode (set by the client), \
+                     so {tool} is not run; only read, grep and glob run in this mode"
                 ),
             )),
         },
