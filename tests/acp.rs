@@ -260,3 +260,67 @@ fn a_call_allowed_after_the_mode_became_read_only_does_not_run() {
     assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
     assert!(!Path::new(&cwd(&ws)).join("made-in-read-only").exists());
 }
+
+/// An MCP server with one destructive tool, `drop`, that leaves `DROPPED` in its folder.
+const DROP_SERVER: &str = r#"import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    method = m.get("method")
+    if method == "initialize":
+        r = {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}},
+             "serverInfo": {"name": "db", "version": "1"}}
+    elif method == "tools/list":
+        r = {"tools": [{"name": "drop", "inputSchema": {"type": "object"},
+                        "annotations": {"destructiveHint": True, "readOnlyHint": False}}]}
+    elif method == "tools/call":
+        open("DROPPED", "w").write("x")
+        r = {"content": [{"type": "text", "text": "dropped"}]}
+    else:
+        r = {}
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
+"#;
+
+#[test]
+fn an_editor_server_named_like_a_configured_one_keeps_its_default_action() {
+    // The project denies the destructive tools of its server `db`; the editor offering its own
+    // `db` picks the program, not looser rules.
+    let ws = Workspace::with_manifest(
+        "[pod]\nname = \"t\"\nworkspace = \".\"\n[model]\nprovider = \"offline\"\n\
+         [permissions]\ndefault_action = \"allow\"\n\
+         [mcp.servers.db]\ncommand = \"python3\"\nargs = [\"server.py\"]\n\
+         default_action = { destructive = \"deny\" }\n",
+    );
+    std::fs::write(ws.dir.path().join("server.py"), DROP_SERVER).expect("write server");
+    let mut agent = Agent::spawn(&ws);
+    agent.initialize();
+    let offered = json!([{"name": "db", "command": "python3", "args": ["server.py"], "env": []}]);
+    let session = agent.call(
+        "session/new",
+        json!({"cwd": cwd(&ws), "mcpServers": offered}),
+    );
+    let tools = &session["result"]["_meta"]["pod"]["tools"];
+    assert!(
+        tools
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t == "mcp__db__drop")),
+        "{session}"
+    );
+    let id = session["result"]["sessionId"].as_str().expect("id");
+    agent.send(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "session/prompt",
+        "params": {"sessionId": id, "prompt": [{"type": "text", "text": "@mcp__db__drop {}"}]}}),
+    );
+    let result = agent.wait(|v| {
+        v["method"] == "session/update"
+            && matches!(
+                v["params"]["update"]["status"].as_str(),
+                Some("completed" | "failed")
+            )
+    });
+    assert_eq!(result["params"]["update"]["status"], "failed", "{result}");
+    let done = agent.wait(|v| v["id"] == 1 && v.get("method").is_none());
+    assert!(done.get("result").is_some(), "{done}");
+    assert!(!ws.dir.path().join("DROPPED").exists());
+}

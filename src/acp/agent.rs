@@ -210,12 +210,15 @@ impl Agent {
     }
 
     /// The MCP servers an editor offers in `session/new` or `session/load`, to start beside the
-    /// configuration's (one named like a configured server replaces it). pod starts stdio
-    /// servers only, as its `mcpCapabilities` say; anything else is refused, naming the entry.
+    /// configuration's (one named like a configured server replaces it, and keeps the
+    /// configured server's `default_action`: the editor picks the program, never looser
+    /// rules). pod starts stdio servers only, as its `mcpCapabilities` say; anything else is
+    /// refused, naming the entry.
     fn mcp_servers(
         servers: &[acp::McpServer],
-        cwd: &Path,
+        manifest: &Manifest,
     ) -> Result<Vec<McpServerConfig>, AcpError> {
+        let cwd = &manifest.workspace;
         let mut out: Vec<McpServerConfig> = Vec::new();
         for (i, server) in servers.iter().enumerate() {
             let acp::McpServer::Stdio(stdio) = server else {
@@ -241,6 +244,14 @@ impl Agent {
                 McpServerConfig::stdio(name, command, stdio.args.clone(), cwd.to_path_buf());
             let McpTransport::Stdio { env, .. } = &mut config.transport;
             env.extend(stdio.env.iter().map(|v| (v.name.clone(), v.value.clone())));
+            if let Some(configured) = manifest
+                .mcp
+                .servers
+                .iter()
+                .find(|s| s.name.eq_ignore_ascii_case(name))
+            {
+                config.defaults = configured.defaults;
+            }
             out.push(config);
         }
         Ok(out)
@@ -251,7 +262,7 @@ impl Agent {
         request: acp::NewSessionRequest,
     ) -> Result<acp::NewSessionResponse, AcpError> {
         let manifest = self.manifest(&request.cwd)?;
-        let servers = Self::mcp_servers(&request.mcp_servers, &manifest.workspace)?;
+        let servers = Self::mcp_servers(&request.mcp_servers, &manifest)?;
         let session = Session::open(manifest, None, servers, self.peer.clone(), &self.fs())
             .await
             .map_err(|e| AcpError::internal(format!("cannot open the session: {e}")))?;
@@ -273,7 +284,7 @@ impl Agent {
             )));
         }
         let manifest = self.manifest(&request.cwd)?;
-        let servers = Self::mcp_servers(&request.mcp_servers, &manifest.workspace)?;
+        let servers = Self::mcp_servers(&request.mcp_servers, &manifest)?;
         let session = Session::open(
             manifest,
             Some(id.clone()),
