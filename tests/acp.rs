@@ -324,3 +324,66 @@ fn an_editor_server_named_like_a_configured_one_keeps_its_default_action() {
     assert!(done.get("result").is_some(), "{done}");
     assert!(!ws.dir.path().join("DROPPED").exists());
 }
+
+#[test]
+fn an_allow_always_is_not_restored_in_another_project() {
+    // Two projects share one state folder (`--state-dir`): a session loaded with the other
+    // project's cwd does not bring its "allow for this session" grants along.
+    let here = Workspace::new(300);
+    let there = Workspace::new(300);
+    let mut agent = Agent::spawn(&here);
+    agent.initialize();
+    let session = agent.call("session/new", json!({"cwd": cwd(&here), "mcpServers": []}));
+    let id = session["result"]["sessionId"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    agent.send(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "session/prompt",
+        "params": {"sessionId": id, "prompt": [{"type": "text", "text": "!touch granted"}]}}),
+    );
+    let ask = agent.wait(|v| v["method"] == "session/request_permission");
+    agent.send(&json!({"jsonrpc": "2.0", "id": ask["id"], "result":
+        {"outcome": {"outcome": "selected", "optionId": "allow_always"}}}));
+    agent.wait(|v| v["id"] == 1 && v.get("method").is_none());
+    assert!(Path::new(&cwd(&here)).join("granted").exists());
+    drop(agent.stdin.take());
+    agent.child.wait().expect("exit");
+
+    let mut agent = Agent::spawn(&here);
+    agent.initialize();
+    let loaded = agent.call(
+        "session/load",
+        json!({"sessionId": id, "cwd": cwd(&there), "mcpServers": []}),
+    );
+    assert_eq!(
+        loaded["result"]["_meta"]["pod"]["droppedGrants"], 1,
+        "{loaded}"
+    );
+    agent.send(
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+        "params": {"sessionId": id, "prompt": [{"type": "text", "text": "!touch granted"}]}}),
+    );
+    let ask = agent.wait(|v| {
+        v["method"] == "session/request_permission" || (v["id"] == 2 && v.get("method").is_none())
+    });
+    assert_eq!(ask["method"], "session/request_permission", "{ask}");
+    agent.send(&json!({"jsonrpc": "2.0", "id": ask["id"], "result":
+        {"outcome": {"outcome": "selected", "optionId": "reject_once"}}}));
+    agent.wait(|v| v["id"] == 2 && v.get("method").is_none());
+    assert!(!Path::new(&cwd(&there)).join("granted").exists());
+    drop(agent.stdin.take());
+    agent.child.wait().expect("exit");
+
+    // In its own project the grant still holds.
+    let mut agent = Agent::spawn(&here);
+    agent.initialize();
+    let loaded = agent.call(
+        "session/load",
+        json!({"sessionId": id, "cwd": cwd(&here), "mcpServers": []}),
+    );
+    assert_eq!(
+        loaded["result"]["_meta"]["pod"]["droppedGrants"], 0,
+        "{loaded}"
+    );
+}

@@ -87,6 +87,10 @@ pub enum Item {
     SessionGrant {
         tool: String,
         subjects: Vec<String>,
+        /// The workspace the grant was given in: a resumed session restores it only there
+        /// (absent in logs of older pods, whose grants are restored in any workspace).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        workspace: Option<std::path::PathBuf>,
     },
     TurnEnded {
         turn_id: String,

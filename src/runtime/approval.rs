@@ -372,7 +372,11 @@ impl Pod {
                         granted
                     };
                     for (tool, subjects) in granted {
-                        self.record(Item::SessionGrant { tool, subjects });
+                        self.record(Item::SessionGrant {
+                            tool,
+                            subjects,
+                            workspace: Some(self.manifest.workspace.clone()),
+                        });
                     }
                     turn.grants.send_modify(|version| *version += 1);
                     (Resolution::Allow, ResolvedBy::Client, Ok(()))

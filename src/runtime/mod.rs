@@ -31,7 +31,7 @@ use crate::hooks::UserHook;
 use crate::manifest::{Manifest, McpServerConfig};
 use crate::mcp::McpServers;
 use crate::model::{self, Message, Model, ModelError};
-use crate::permission::{FileRules, Policy, SessionGrants};
+use crate::permission::{DroppedGrant, FileRules, Policy, SessionGrants};
 use crate::protocol::{
     AskMode, ConfigurationInfo, Event, Item, McpServerInfo, PermissionsInfo, SandboxInfo, ToolInfo,
 };
@@ -240,17 +240,38 @@ impl Pod {
                 .policy()
                 .with_mcp(extra.iter().map(McpServerConfig::rules)),
         );
-        // The log is a file: every grant in it is checked against the rules in force now.
-        let (grants, dropped) = SessionGrants::restore(
+        // The log is a file: every grant in it is checked against the rules in force now. A
+        // grant given in another workspace (a shared state folder, or `pod acp`'s
+        // `session/load` with another `cwd`) is not this project's: a command or a relative
+        // path means something else here.
+        let mut elsewhere = Vec::new();
+        let (grants, mut dropped) = SessionGrants::restore(
             &policy,
             items.iter().flat_map(|item| match item {
-                Item::SessionGrant { tool, subjects } => subjects
+                Item::SessionGrant {
+                    workspace: Some(given),
+                    tool,
+                    subjects,
+                } if *given != manifest.workspace => {
+                    elsewhere.extend(subjects.iter().map(|s| DroppedGrant {
+                        tool: tool.clone(),
+                        subject: s.clone(),
+                        reason: format!(
+                            "it was given in the workspace {}, not in {}",
+                            given.display(),
+                            manifest.workspace.display()
+                        ),
+                    }));
+                    Vec::new()
+                }
+                Item::SessionGrant { tool, subjects, .. } => subjects
                     .iter()
                     .map(|s| (tool.as_str(), s.as_str()))
                     .collect::<Vec<_>>(),
                 _ => Vec::new(),
             }),
         );
+        dropped.extend(elsewhere);
         for d in &dropped {
             tracing::warn!(
                 "resume: session grant for {} `{}` not restored: {}",

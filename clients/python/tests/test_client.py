@@ -220,7 +220,11 @@ decision = "allow_session"
         [resolved] = of_type(events, "permissionResolved")
         self.assertEqual((resolved["decision"], resolved["by"]), ("allow", "session_grant"))
         grants = [i for i in await pod.history() if i["type"] == "sessionGrant"]
-        self.assertEqual(grants, [{"type": "sessionGrant", "tool": "bash", "subjects": ["mkdir granted"]}])
+        workspace = str(self.ws.dir.resolve())
+        self.assertEqual(
+            grants,
+            [{"type": "sessionGrant", "tool": "bash", "subjects": ["mkdir granted"], "workspace": workspace}],
+        )
 
     async def test_a_failing_approver_denies_instead_of_hanging(self) -> None:
         def broken(event):

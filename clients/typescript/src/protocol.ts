@@ -177,6 +177,11 @@ export type Item =
       subjects: string[];
       tool: string;
       type: "sessionGrant";
+      /**
+       * The workspace the grant was given in: a resumed session restores it only there
+       * (absent in logs of older pods, whose grants are restored in any workspace).
+       */
+      workspace?: string | null;
     }
   | {
       stopReason: StopReason;
