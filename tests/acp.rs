@@ -387,3 +387,43 @@ fn an_allow_always_is_not_restored_in_another_project() {
         "{loaded}"
     );
 }
+
+#[test]
+fn a_call_waiting_for_a_slot_when_the_mode_became_read_only_does_not_run() {
+    // One slot: the second command, allowed, waits for the first to end; the mode becomes
+    // read-only meanwhile, and the second command must not run.
+    let ws = Workspace::with_manifest(
+        &common::manifest_text(300).replace("[tools]\n", "[tools]\nmax_parallel = 1\n"),
+    );
+    let mut agent = Agent::spawn(&ws);
+    agent.initialize();
+    let session = agent.call("session/new", json!({"cwd": cwd(&ws), "mcpServers": []}));
+    let id = session["result"]["sessionId"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    agent.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "session/prompt",
+        "params": {"sessionId": id, "prompt": [{"type": "text", "text": "!sleep 2\n!touch waited"}]}}));
+    let mut asked = 0;
+    while asked < 2 {
+        let ask = agent.wait(|v| v["method"] == "session/request_permission");
+        agent.send(&json!({"jsonrpc": "2.0", "id": ask["id"], "result":
+            {"outcome": {"outcome": "selected", "optionId": "allow_once"}}}));
+        asked += 1;
+    }
+    agent.wait(|v| v["params"]["update"]["status"] == "in_progress");
+    std::thread::sleep(Duration::from_millis(500));
+    let mode = agent.call(
+        "session/set_mode",
+        json!({"sessionId": id, "modeId": "read-only"}),
+    );
+    assert!(mode.get("error").is_none(), "{mode}");
+    let failed = agent
+        .wait(|v| v["method"] == "session/update" && v["params"]["update"]["status"] == "failed");
+    let text = failed["params"]["update"]["rawOutput"]["content"]
+        .as_str()
+        .unwrap_or("");
+    assert!(text.contains("read-only mode"), "{failed}");
+    agent.wait(|v| v["id"] == 1 && v.get("method").is_none());
+    assert!(!Path::new(&cwd(&ws)).join("waited").exists());
+}

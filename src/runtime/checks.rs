@@ -131,14 +131,6 @@ impl Pod {
                 };
             }
         }
-        // The client may have narrowed the session while the chain waited (an ask pending when
-        // ACP's mode became `read-only`): the restriction in force now has the last word.
-        if let Err(denial) = restricted(self.restriction(), &call.name) {
-            return Checked {
-                verdict: Err(Stop::Denied(denial)),
-                item: decision_item,
-            };
-        }
         Checked {
             verdict: Ok(target),
             item: decision_item,
@@ -148,7 +140,8 @@ impl Pod {
 
 /// The client's restriction applied to a call of `tool`: read-only lets through only the tools
 /// known to read (`read`, `grep`, `glob`); everything else, unknown tools included, is denied.
-fn restricted(restriction: Restriction, tool: &str) -> Result<(), Denial> {
+/// Checked at the head of the chain, and again just before the tool runs (`turn.rs`).
+pub(super) fn restricted(restriction: Restriction, tool: &str) -> Result<(), Denial> {
     match restriction {
         Restriction::None => Ok(()),
         Restriction::ReadOnly => match Builtin::from_name(tool) {

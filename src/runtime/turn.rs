@@ -433,13 +433,23 @@ impl Pod {
                 ..cancelled()
             };
         };
-        turn.events.call_started(&turn.id, &call.id).await;
-        let output = if tool.concurrent() {
-            tool.run(call.input.clone(), &ctx).await
+        let _exclusive = if tool.concurrent() {
+            None
         } else {
-            let _guard = self.exclusive.lock().await;
-            tool.run(call.input.clone(), &ctx).await
+            Some(self.exclusive.lock().await)
         };
+        // The client may have narrowed the session since the chain began (an ask was pending,
+        // or the call waited for a slot when ACP's mode became `read-only`): the restriction in
+        // force now has the last word.
+        if let Err(denial) = checks::restricted(self.restriction(), &call.name) {
+            return Outcome {
+                output: ToolOutput::error(denial.text),
+                denied_by: Some(denial.by),
+                decision: decision_item,
+            };
+        }
+        turn.events.call_started(&turn.id, &call.id).await;
+        let output = tool.run(call.input.clone(), &ctx).await;
         Outcome {
             output,
             denied_by: None,
