@@ -452,3 +452,30 @@ fn mcp_servers_of_both_files_start_and_the_users_server_default_holds() {
     let users = explain("mcp__github__delete", "{\"destructiveHint\":true}");
     assert_eq!(decision(&users), "allow", "{users}");
 }
+
+#[test]
+fn in_the_home_folder_the_defaults_allow_no_read() {
+    let setup = Setup::new(None, None);
+    std::fs::write(setup.project.path().join("notes.txt"), "n").unwrap();
+    let project = setup.project.path().canonicalize().unwrap();
+    let explain = |home: &std::path::Path| -> Value {
+        let out = setup.pod_env(
+            &[
+                "explain",
+                "--tool",
+                "read",
+                "--input",
+                "{\"path\":\"notes.txt\"}",
+                "--json",
+            ],
+            &[("HOME", home.to_str().unwrap())],
+        );
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    // A project folder: reads inside it are allowed.
+    assert_eq!(decision(&explain(setup.user.path())), "allow");
+    // The same folder as the home folder, or a parent of it: every read asks.
+    assert_eq!(decision(&explain(&project)), "ask");
+    assert_eq!(decision(&explain(&project.join("me"))), "ask");
+}

@@ -265,10 +265,21 @@ fn defaults(workspace: &Path) -> Result<Manifest, ManifestError> {
     let mut manifest = Manifest::parse_layer(text, &path, Some(workspace))?;
     manifest.files.clear();
     manifest.origins.clear();
+    // A home folder or the root holds keys and credentials of every project: there the
+    // defaults allow nothing, and every read asks.
+    let broad = holds_home(workspace);
+    if broad {
+        tracing::warn!(
+            "{} is the root or holds your home folder: pod's built-in defaults ask before every \
+             read there",
+            workspace.display()
+        );
+    }
     // The rules came from no file: they are pod's.
     if let Some(rules) = manifest.permissions.take() {
         let specs: Vec<RuleSpec> = rules
             .specs()
+            .filter(|s| !(broad && s.action == Action::Allow))
             .cloned()
             .map(|s| RuleSpec {
                 line: None,
@@ -285,6 +296,19 @@ fn defaults(workspace: &Path) -> Result<Manifest, ManifestError> {
         })?);
     }
     Ok(manifest)
+}
+
+/// Whether `folder` is the file system's root or the user's home folder or one of its
+/// parents (`$HOME`, compared canonically).
+fn holds_home(folder: &Path) -> bool {
+    if folder.parent().is_none() {
+        return true;
+    }
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute())
+        .map(|h| h.canonicalize().unwrap_or(h))
+        .is_some_and(|home| home.starts_with(folder))
 }
 
 /// The built-in defaults, written as a manifest (docs/manifest.md shows the same text).
