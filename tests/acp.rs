@@ -91,6 +91,29 @@ impl Agent {
         );
         assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
     }
+
+    /// `session/new` in `ws` with no MCP servers; the session id.
+    fn new_session(&mut self, ws: &Workspace) -> String {
+        let session = self.call("session/new", json!({"cwd": cwd(ws), "mcpServers": []}));
+        session["result"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no session id: {session}"))
+            .to_string()
+    }
+
+    /// Sends `session/prompt` with request id `id` and one text block; does not wait.
+    fn prompt(&mut self, id: u64, session: &str, text: &str) {
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+            "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]}}),
+        );
+    }
+
+    /// Answers the agent's `session/request_permission` `ask` by selecting `option`.
+    fn select(&mut self, ask: &Value, option: &str) {
+        self.send(&json!({"jsonrpc": "2.0", "id": ask["id"], "result":
+            {"outcome": {"outcome": "selected", "optionId": option}}}));
+    }
 }
 
 fn code(response: &Value) -> i64 {
@@ -190,15 +213,8 @@ fn a_client_that_goes_away_during_an_ask_gets_it_denied_and_the_agent_exits_zero
     let ws = Workspace::new(300);
     let mut agent = Agent::spawn(&ws);
     agent.initialize();
-    let session = agent.call("session/new", json!({"cwd": cwd(&ws), "mcpServers": []}));
-    let id = session["result"]["sessionId"]
-        .as_str()
-        .expect("id")
-        .to_string();
-    agent.send(
-        &json!({"jsonrpc": "2.0", "id": 1, "method": "session/prompt",
-        "params": {"sessionId": id, "prompt": [{"type": "text", "text": "!touch never-made"}]}}),
-    );
+    let id = agent.new_session(&ws);
+    agent.prompt(1, &id, "!touch never-made");
     let ask = agent.wait(|v| v["method"] == "session/request_permission");
     assert_eq!(ask["params"]["sessionId"], id.as_str());
     let started = Instant::now();
@@ -233,23 +249,15 @@ fn a_call_allowed_after_the_mode_became_read_only_does_not_run() {
     let ws = Workspace::new(300);
     let mut agent = Agent::spawn(&ws);
     agent.initialize();
-    let session = agent.call("session/new", json!({"cwd": cwd(&ws), "mcpServers": []}));
-    let id = session["result"]["sessionId"]
-        .as_str()
-        .expect("id")
-        .to_string();
-    agent.send(
-        &json!({"jsonrpc": "2.0", "id": 1, "method": "session/prompt",
-        "params": {"sessionId": id, "prompt": [{"type": "text", "text": "!touch made-in-read-only"}]}}),
-    );
+    let id = agent.new_session(&ws);
+    agent.prompt(1, &id, "!touch made-in-read-only");
     let ask = agent.wait(|v| v["method"] == "session/request_permission");
     let mode = agent.call(
         "session/set_mode",
         json!({"sessionId": id, "modeId": "read-only"}),
     );
     assert!(mode.get("error").is_none(), "{mode}");
-    agent.send(&json!({"jsonrpc": "2.0", "id": ask["id"], "result":
-        {"outcome": {"outcome": "selected", "optionId": "allow_once"}}}));
+    agent.select(&ask, "allow_once");
     let failed = agent
         .wait(|v| v["method"] == "session/update" && v["params"]["update"]["status"] == "failed");
     let text = failed["params"]["update"]["rawOutput"]["content"]
@@ -308,10 +316,7 @@ fn an_editor_server_named_like_a_configured_one_keeps_its_default_action() {
         "{session}"
     );
     let id = session["result"]["sessionId"].as_str().expect("id");
-    agent.send(
-        &json!({"jsonrpc": "2.0", "id": 1, "method": "session/prompt",
-        "params": {"sessionId": id, "prompt": [{"type": "text", "text": "@mcp__db__drop {}"}]}}),
-    );
+    agent.prompt(1, id, "@mcp__db__drop {}");
     let result = agent.wait(|v| {
         v["method"] == "session/update"
             && matches!(
@@ -333,18 +338,10 @@ fn an_allow_always_is_not_restored_in_another_project() {
     let there = Workspace::new(300);
     let mut agent = Agent::spawn(&here);
     agent.initialize();
-    let session = agent.call("session/new", json!({"cwd": cwd(&here), "mcpServers": []}));
-    let id = session["result"]["sessionId"]
-        .as_str()
-        .expect("id")
-        .to_string();
-    agent.send(
-        &json!({"jsonrpc": "2.0", "id": 1, "method": "session/prompt",
-        "params": {"sessionId": id, "prompt": [{"type": "text", "text": "!touch granted"}]}}),
-    );
+    let id = agent.new_session(&here);
+    agent.prompt(1, &id, "!touch granted");
     let ask = agent.wait(|v| v["method"] == "session/request_permission");
-    agent.send(&json!({"jsonrpc": "2.0", "id": ask["id"], "result":
-        {"outcome": {"outcome": "selected", "optionId": "allow_always"}}}));
+    agent.select(&ask, "allow_always");
     agent.wait(|v| v["id"] == 1 && v.get("method").is_none());
     assert!(Path::new(&cwd(&here)).join("granted").exists());
     drop(agent.stdin.take());
@@ -360,16 +357,12 @@ fn an_allow_always_is_not_restored_in_another_project() {
         loaded["result"]["_meta"]["pod"]["droppedGrants"], 1,
         "{loaded}"
     );
-    agent.send(
-        &json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
-        "params": {"sessionId": id, "prompt": [{"type": "text", "text": "!touch granted"}]}}),
-    );
+    agent.prompt(2, &id, "!touch granted");
     let ask = agent.wait(|v| {
         v["method"] == "session/request_permission" || (v["id"] == 2 && v.get("method").is_none())
     });
     assert_eq!(ask["method"], "session/request_permission", "{ask}");
-    agent.send(&json!({"jsonrpc": "2.0", "id": ask["id"], "result":
-        {"outcome": {"outcome": "selected", "optionId": "reject_once"}}}));
+    agent.select(&ask, "reject_once");
     agent.wait(|v| v["id"] == 2 && v.get("method").is_none());
     assert!(!Path::new(&cwd(&there)).join("granted").exists());
     drop(agent.stdin.take());
@@ -397,18 +390,12 @@ fn a_call_waiting_for_a_slot_when_the_mode_became_read_only_does_not_run() {
     );
     let mut agent = Agent::spawn(&ws);
     agent.initialize();
-    let session = agent.call("session/new", json!({"cwd": cwd(&ws), "mcpServers": []}));
-    let id = session["result"]["sessionId"]
-        .as_str()
-        .expect("id")
-        .to_string();
-    agent.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "session/prompt",
-        "params": {"sessionId": id, "prompt": [{"type": "text", "text": "!sleep 2\n!touch waited"}]}}));
+    let id = agent.new_session(&ws);
+    agent.prompt(1, &id, "!sleep 2\n!touch waited");
     let mut asked = 0;
     while asked < 2 {
         let ask = agent.wait(|v| v["method"] == "session/request_permission");
-        agent.send(&json!({"jsonrpc": "2.0", "id": ask["id"], "result":
-            {"outcome": {"outcome": "selected", "optionId": "allow_once"}}}));
+        agent.select(&ask, "allow_once");
         asked += 1;
     }
     agent.wait(|v| v["params"]["update"]["status"] == "in_progress");

@@ -28,9 +28,9 @@ use agent_client_protocol_schema::v1 as acp;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::protocol::{ErrorCode, ErrorObject, ResolvedBy};
+use crate::protocol::{ErrorObject, ResolvedBy};
 use crate::server::dispatch::Dispatcher;
-use crate::server::transport::{self, Frame};
+use crate::server::transport;
 use agent::{Agent, AgentService};
 use peer::Peer;
 
@@ -142,19 +142,7 @@ where
         let Some(frame) = frames.recv().await else {
             break;
         };
-        match frame {
-            Frame::Message(text) => dispatcher.handle(&text).await,
-            Frame::TooLarge => dispatcher.reject(
-                ErrorCode::InvalidRequest,
-                &format!("invalid request: message larger than {max_message_bytes} bytes"),
-            ),
-            Frame::InvalidUtf8 => {
-                dispatcher.reject(ErrorCode::ParseError, "parse error: message is not UTF-8")
-            }
-            Frame::BadHeader(why) => {
-                dispatcher.reject(ErrorCode::ParseError, &format!("parse error: {why}"))
-            }
-        }
+        crate::server::handle(&dispatcher, frame, max_message_bytes).await;
     }
     tracing::info!("client disconnected");
     agent.close(ResolvedBy::Disconnect);

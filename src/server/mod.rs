@@ -205,7 +205,9 @@ where
     u8::from(conn.cannot_open())
 }
 
-async fn handle(dispatcher: &Dispatcher, frame: Frame, max: usize) {
+/// Hands one frame to the dispatcher: a message is dispatched, a frame that is not one (too
+/// large, not UTF-8, a bad header) is answered with its error. Shared with `pod acp`.
+pub async fn handle(dispatcher: &Dispatcher, frame: Frame, max: usize) {
     match frame {
         Frame::Message(text) => dispatcher.handle(&text).await,
         Frame::TooLarge => dispatcher.reject(
