@@ -140,6 +140,7 @@ pub fn dispatch(data: &[u8]) {
             server_write,
             manifest,
             None,
+            None,
             1 << 16,
         ));
         let (mut client_read, mut client_write) = tokio::io::split(client);

@@ -44,7 +44,8 @@ use tokio::sync::mpsc;
 use crate::client::{connect, events, JsonParams};
 use crate::protocol::{
     Action, CallResult, CancelResult, EmptyResult, Event, InitializeResult, NetworkAccess,
-    PermissionRequest, ReplyDecision, RuleAt, RunResult, SandboxKind, StopReason,
+    PermissionRequest, ReplyDecision, RuleAt, RunResult, SandboxKind, StopReason, TrustStatus,
+    WorkspaceTrust,
 };
 
 /// How the bundled example is named where a rule is cited (its line numbers are kept).
@@ -223,10 +224,13 @@ async fn chat(manifest: Option<&Path>) -> Result<(), ChatError> {
         }
     };
     let exe = std::env::current_exe().map_err(ChatError::CurrentExe)?;
-    let mut child = tokio::process::Command::new(exe)
-        .arg("serve")
-        .arg("--manifest")
-        .arg(&manifest)
+    let mut command = tokio::process::Command::new(exe);
+    command.arg("serve").arg("--manifest").arg(&manifest);
+    // The bundled example is pod's own file: the chat vouches for it.
+    if _example.is_some() {
+        command.arg("--trust");
+    }
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -283,6 +287,9 @@ impl Chat {
             .await?;
         self.default_action = init.permissions.default_action;
         self.banner(&init);
+        if !self.decide_trust(&init.workspace_trust).await? {
+            return Ok(());
+        }
         let mut ctrl_c = Box::pin(tokio::signal::ctrl_c());
         loop {
             if self.tty {
@@ -359,10 +366,76 @@ impl Chat {
             c.files.join(" over ")
         };
         self.say(&format!("configuration: {files}; model: {model}"));
+        if let Some(warning) = &p.warning {
+            self.say(&format!("WARNING: {warning}"));
+        }
         self.say(
             "One message per line (with the offline model, `!cmd` runs a shell command). \
              Ctrl-C cancels a turn, Ctrl-D quits.",
         );
+    }
+
+    /// When the project's folder is untrusted and its configuration would run or widen
+    /// something, names exactly what, and asks once: trust it (kept), for this session only,
+    /// or not (kept, so the next chat does not ask again). False when input ended meanwhile.
+    async fn decide_trust(&mut self, trust: &WorkspaceTrust) -> Result<bool, ChatError> {
+        let folder = trust.folder.clone().unwrap_or_default();
+        if trust.available_decisions.is_empty() {
+            return Ok(true);
+        }
+        if trust.declined {
+            self.say(&format!(
+                "{folder} is not trusted (you declined): {} settings of its configuration are \
+                 ignored (`pod trust {folder}` to trust it)",
+                trust.ignored.len()
+            ));
+            return Ok(true);
+        }
+        let why = if trust.changed.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " (changed since you trusted it: {})",
+                trust.changed.join(", ")
+            )
+        };
+        self.say(&format!(
+            "{folder} is not trusted{why}. Its configuration would:"
+        ));
+        for ignored in &trust.ignored {
+            self.say(&format!("  {} ({})", ignored.what, ignored.place));
+        }
+        loop {
+            self.say("Trust this folder? [y]es / [s]ession only / [n]o (its restrictions apply either way): ");
+            let Some(Input::Line(line)) = self.input.recv().await else {
+                return Ok(false);
+            };
+            let decision = match line.trim().to_ascii_lowercase().as_str() {
+                "y" | "yes" => "trust_cwd",
+                "s" | "session" => "trust_session",
+                "n" | "no" | "" => "decline",
+                _ => continue,
+            };
+            let result: InitializeResult = self
+                .request(
+                    "trust/apply",
+                    json!({ "decision": decision, "cwd": folder }),
+                )
+                .await?;
+            self.default_action = result.permissions.default_action;
+            let now = &result.workspace_trust;
+            let state = match now.status {
+                TrustStatus::Trusted => "trusted",
+                TrustStatus::Session => "trusted for this session",
+                TrustStatus::Untrusted => "not trusted",
+            };
+            self.say(&format!(
+                "{folder}: {state}; {} tools, permissions: {} rules",
+                result.tools.len(),
+                result.permissions.rules
+            ));
+            return Ok(true);
+        }
     }
 
     /// Runs one turn: starts `run`, renders its events, answers permission requests.

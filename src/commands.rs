@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use crate::builtin::{Builtin, SubjectKind};
-use crate::manifest::{did_you_mean, Manifest};
+use crate::manifest::{did_you_mean, Manifest, TrustStore, Vouch};
 use crate::permission::lint::{self, Severity};
 use crate::protocol::{Decision, RuleAt, ToolAnnotations};
 
@@ -28,9 +28,57 @@ pub fn sources_text(manifest: &Manifest) -> String {
     format!("configuration: {}", files.join(", then "))
 }
 
+/// The trust state of a configuration, for `check`, `config` and `explain`: one line, then
+/// each ignored setting on its own line, each line starting with `prefix`. Empty without a
+/// project manifest.
+pub fn trust_text(manifest: &Manifest, prefix: &str) -> String {
+    use crate::protocol::TrustStatus;
+    let trust = &manifest.trust;
+    let Some(folder) = &trust.folder else {
+        return String::new();
+    };
+    let folder = folder.display();
+    let mut out = match trust.status {
+        TrustStatus::Trusted => format!("{prefix}trust: {folder} is trusted\n"),
+        TrustStatus::Session => format!("{prefix}trust: {folder} is trusted for this run\n"),
+        TrustStatus::Untrusted if trust.ignored.is_empty() => format!(
+            "{prefix}trust: {folder} is not trusted; nothing of its configuration needs trust\n"
+        ),
+        TrustStatus::Untrusted => {
+            let why = if trust.declined {
+                " (you declined)".to_string()
+            } else if !trust.changed.is_empty() {
+                format!(
+                    " (changed since you trusted it: {})",
+                    trust.changed.join(", ")
+                )
+            } else {
+                String::new()
+            };
+            format!(
+                "{prefix}trust: {folder} is not trusted{why}; until `pod trust {folder}`, pod \
+                 ignores:\n"
+            )
+        }
+    };
+    for ignored in &trust.ignored {
+        out.push_str(&format!("{prefix}  {}: {}\n", ignored.place, ignored.what));
+    }
+    out
+}
+
 /// `pod check`: validate as `pod serve` does, then lint. Exit 1 when anything is an error.
+/// Everything the files say is checked, as if trusted; what an untrusted project's
+/// configuration loses is listed after.
 pub fn check(path: Option<&Path>) -> u8 {
-    let manifest = match Manifest::open(path) {
+    let manifest = match Manifest::open(path, Vouch::Session) {
+        Ok(m) => m,
+        Err(e) => {
+            println!("{e}");
+            return 1;
+        }
+    };
+    let in_force = match Manifest::open(path, Vouch::Store) {
         Ok(m) => m,
         Err(e) => {
             println!("{e}");
@@ -38,6 +86,10 @@ pub fn check(path: Option<&Path>) -> u8 {
         }
     };
     println!("{}", sources_text(&manifest));
+    print!("{}", trust_text(&in_force, ""));
+    if let Some(off) = in_force.permissions_off() {
+        println!("WARNING: {off}");
+    }
     let findings = check_findings(&manifest);
     let file = manifest.path.display().to_string();
     for f in &findings {
@@ -66,7 +118,19 @@ pub fn check(path: Option<&Path>) -> u8 {
         };
         println!("{file}: ok ({permissions})");
     }
-    print!("{}", sandbox_text(&manifest));
+    print!("{}", sandbox_text(&in_force));
+    let env = crate::sandbox::ChildEnv::new(&in_force.sandbox.env);
+    println!(
+        "  environment: commands, hooks and MCP servers get {} of pod's variables ({}); \
+         left out: {}",
+        env.passed.len(),
+        env.passed.join(", "),
+        if env.filtered.is_empty() {
+            "none".to_string()
+        } else {
+            env.filtered.join(", ")
+        }
+    );
     u8::from(errors > 0)
 }
 
@@ -282,9 +346,11 @@ pub fn explain(
     tool: &str,
     input: &str,
     annotations: Option<&str>,
+    trust: bool,
     json: bool,
 ) -> u8 {
-    let manifest = match Manifest::open(path) {
+    let vouch = if trust { Vouch::Session } else { Vouch::Store };
+    let manifest = match Manifest::open(path, vouch) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("{e}");
@@ -339,6 +405,10 @@ pub fn explain(
         let (first, rest) = text.split_once('\n').unwrap_or((&text, ""));
         let mcp = mcp_explain_text(&manifest, tool, annotations.as_ref());
         print!("{first}\n{mcp}{rest}");
+        if !manifest.trust.ignored.is_empty() {
+            print!("{}", trust_text(&manifest, "note: "));
+            println!("note: `pod explain --trust` decides as if you trusted it");
+        }
     }
     0
 }
@@ -430,7 +500,7 @@ pub fn explain_text(manifest: &Manifest, decision: &Decision) -> String {
 /// `pod sessions`: the folder holding a pod's session logs, then one line per session (id, last
 /// change, size), oldest first. A session is removed by deleting its file.
 pub fn sessions(path: Option<&Path>, state_dir: Option<&Path>) -> u8 {
-    let mut manifest = match Manifest::open(path) {
+    let mut manifest = match Manifest::open(path, Vouch::Store) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("{e}");
@@ -501,7 +571,7 @@ pub fn schema(dir: &Path, check: bool) -> u8 {
 /// `pod config`: the configuration in effect, section by section, each with the file it came
 /// from (or "built-in default"), and every rule with its file and line.
 pub fn config(path: Option<&Path>) -> u8 {
-    match Manifest::open(path) {
+    match Manifest::open(path, Vouch::Store) {
         Ok(manifest) => {
             print!("{}", config_text(&manifest));
             0
@@ -527,6 +597,7 @@ pub fn config_text(m: &Manifest) -> String {
     };
     let quote = |s: &str| toml_string(s);
     let mut out = format!("# {}\n", sources_text(m));
+    out.push_str(&trust_text(m, "# "));
     out.push_str(&format!("# workspace: {}\n\n", m.workspace.display()));
 
     out.push_str(&format!("[pod] {}\n", origin("pod")));
@@ -673,4 +744,126 @@ pub fn config_text(m: &Manifest) -> String {
 /// A TOML basic string.
 fn toml_string(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
+}
+
+/// `pod trust [DIR]`: trusts the folder's `pod.toml` as it is now, saying what that lets it do.
+pub fn trust(dir: Option<&Path>) -> u8 {
+    use crate::manifest::trust::Decision;
+    let dir = dir.unwrap_or(Path::new("."));
+    if !dir.join(crate::manifest::PROJECT_FILE).is_file() {
+        eprintln!(
+            "{}: nothing to trust: no {} there",
+            dir.display(),
+            crate::manifest::PROJECT_FILE
+        );
+        return 1;
+    }
+    let manifest = match Manifest::discover(dir, Vouch::Store) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("{e}");
+            return 1;
+        }
+    };
+    let (Some(folder), Some(print)) = (&manifest.trust.folder, &manifest.trust.fingerprint) else {
+        eprintln!("{}: nothing to trust", dir.display());
+        return 1;
+    };
+    let store = match TrustStore::default_location() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return 1;
+        }
+    };
+    if let Err(e) = store.record(folder, print, Decision::Trusted) {
+        eprintln!("{e}");
+        return 1;
+    }
+    println!(
+        "trusted {} ({} files pinned)",
+        folder.display(),
+        print.0.len()
+    );
+    if manifest.trust.ignored.is_empty() {
+        println!("  nothing of its configuration was ignored before");
+    } else {
+        println!("  its configuration now also:");
+        for ignored in &manifest.trust.ignored {
+            println!("  {}: {}", ignored.place, ignored.what);
+        }
+    }
+    println!("  a change to any of them makes it untrusted again (`pod trust --list` shows them)");
+    0
+}
+
+/// `pod trust --list`: every folder the store knows, its decision, and whether its files
+/// changed since.
+pub fn trust_list() -> u8 {
+    let store = match TrustStore::default_location() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return 1;
+        }
+    };
+    let entries = match store.list() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("{e}");
+            return 1;
+        }
+    };
+    println!("{} ({} folders)", store.path().display(), entries.len());
+    for (folder, entry) in entries {
+        let decision = match entry.decision {
+            crate::manifest::trust::Decision::Trusted => "trusted",
+            crate::manifest::trust::Decision::Declined => "declined",
+        };
+        let path = Path::new(&folder);
+        let now = if !path.join(crate::manifest::PROJECT_FILE).is_file() {
+            "no pod.toml there now".to_string()
+        } else {
+            match Manifest::discover(path, Vouch::Store)
+                .ok()
+                .and_then(|m| m.trust.fingerprint)
+            {
+                Some(print) if print == entry.files => "unchanged".to_string(),
+                Some(print) => format!("changed: {}", entry.files.differences(&print).join(", ")),
+                None => "cannot be read now".to_string(),
+            }
+        };
+        println!("{folder}  {decision}  {}  {now}", entry.at);
+    }
+    0
+}
+
+/// `pod trust --revoke DIR`: forgets the decision about `dir`. Exit 1 when there was none.
+pub fn trust_revoke(dir: &Path) -> u8 {
+    let folder = match dir.canonicalize() {
+        Ok(f) => f,
+        Err(_) => crate::permission::path::normalize(
+            &std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()),
+        ),
+    };
+    let revoked =
+        TrustStore::default_location().and_then(|store| store.revoke(&folder).map(|r| (r, store)));
+    match revoked {
+        Ok((true, _)) => {
+            println!("{}: no longer trusted", folder.display());
+            0
+        }
+        Ok((false, store)) => {
+            eprintln!(
+                "{}: not in the trust store ({})",
+                folder.display(),
+                store.path().display()
+            );
+            1
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            1
+        }
+    }
 }

@@ -38,6 +38,11 @@ enum Command {
         /// `$XDG_STATE_HOME/pod/<workspace>-<hash>`).
         #[arg(long)]
         state_dir: Option<PathBuf>,
+        /// Trust the project's configuration for this run (its MCP servers, hooks, model,
+        /// allow rules...), as if its user had trusted the folder: for scripts and CI that
+        /// vouch for the manifest they start pod with (docs/permissions.md, "Trust").
+        #[arg(long)]
+        trust: bool,
         /// Largest accepted message in bytes.
         #[arg(long, default_value_t = pod::server::DEFAULT_MAX_MESSAGE)]
         max_message_bytes: usize,
@@ -112,6 +117,18 @@ enum Command {
         /// The project's manifest (default: as `pod serve` finds it).
         manifest: Option<PathBuf>,
     },
+    /// Trust a folder's pod.toml (its MCP servers, hooks, model, allow rules... then take
+    /// effect), list the folders you trusted, or revoke one (docs/permissions.md, "Trust").
+    Trust {
+        /// The folder holding the pod.toml (default: the current folder).
+        dir: Option<PathBuf>,
+        /// List the trusted (and declined) folders, each with whether it changed since.
+        #[arg(long, conflicts_with_all = ["dir", "revoke"])]
+        list: bool,
+        /// Forget the decision about this folder.
+        #[arg(long, value_name = "DIR", conflicts_with = "dir")]
+        revoke: Option<PathBuf>,
+    },
     /// Print the configuration in effect, each section with the file it came from.
     Config {
         /// The project's manifest (default: as `pod serve` finds it).
@@ -130,6 +147,9 @@ enum Command {
         /// '{"readOnlyHint":true}'); without them it counts as destructive.
         #[arg(long)]
         annotations: Option<String>,
+        /// Decide as if the project's folder were trusted (its allow rules and default count).
+        #[arg(long)]
+        trust: bool,
         /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
@@ -190,11 +210,13 @@ fn main() -> ExitCode {
             manifest,
             resume,
             state_dir,
+            trust,
             max_message_bytes,
         } => pod::server::main(
             manifest.as_deref(),
             resume,
             state_dir.as_deref(),
+            trust,
             max_message_bytes,
         ),
         Command::Acp {
@@ -229,17 +251,28 @@ fn main() -> ExitCode {
         }),
         Command::Check { manifest } => pod::commands::check(manifest.as_deref()),
         Command::Config { manifest } => pod::commands::config(manifest.as_deref()),
+        Command::Trust { dir, list, revoke } => {
+            if list {
+                pod::commands::trust_list()
+            } else if let Some(dir) = revoke {
+                pod::commands::trust_revoke(&dir)
+            } else {
+                pod::commands::trust(dir.as_deref())
+            }
+        }
         Command::Explain {
             manifest,
             tool,
             input,
             annotations,
+            trust,
             json,
         } => pod::commands::explain(
             manifest.as_deref(),
             &tool,
             &input,
             annotations.as_deref(),
+            trust,
             json,
         ),
         Command::Schema { check, dir } => pod::commands::schema(&dir, check),

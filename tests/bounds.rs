@@ -578,7 +578,7 @@ fn a_stalled_client_holds_the_stream_back_and_cancel_still_works() {
     let provider = Provider::start(vec![body]);
     let ws = workspace(api, &provider, "max_response_bytes = 4000000000", "");
     let mut child = Command::new(env!("CARGO_BIN_EXE_pod"))
-        .arg("serve")
+        .args(["serve", "--trust"])
         .arg("--manifest")
         .arg(ws.manifest())
         .current_dir(ws.dir.path())

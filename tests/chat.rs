@@ -13,6 +13,7 @@ use common::Workspace;
 
 /// Runs `pod chat --manifest <ws>/pod.toml` in the workspace with `input` on stdin, then EOF.
 fn chat(ws: &Workspace, input: &str) -> Output {
+    ws.trust();
     let mut child = Command::new(env!("CARGO_BIN_EXE_pod"))
         .args(["chat", "--manifest"])
         .arg(ws.manifest())
@@ -241,6 +242,7 @@ fn chat_on_a_terminal(ws: &Workspace, input: &str) -> Output {
     assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
     // SAFETY: both descriptors were just opened and are owned here.
     let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    ws.trust();
     let child = Command::new(env!("CARGO_BIN_EXE_pod"))
         .args(["chat", "--manifest"])
         .arg(ws.manifest())
@@ -289,6 +291,7 @@ fn on_a_terminal_no_blank_line_follows_an_answer() {
 #[test]
 fn ctrl_c_during_a_turn_cancels_it() {
     let ws = Workspace::new(300);
+    ws.trust();
     let mut child = Command::new(env!("CARGO_BIN_EXE_pod"))
         .args(["chat", "--manifest"])
         .arg(ws.manifest())

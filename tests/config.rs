@@ -39,6 +39,14 @@ impl Setup {
         self.user.path().join("pod.toml")
     }
 
+    /// The project's folder trusted by its user (`pod trust`): its configuration in force as
+    /// written, which is what the layering tests are about.
+    fn trusted(self) -> Setup {
+        let out = self.pod(&["trust"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        self
+    }
+
     /// `pod <args>` run in the project folder with this user configuration.
     fn pod(&self, args: &[&str]) -> Output {
         self.pod_env(args, &[])
@@ -167,7 +175,7 @@ fn with_no_file_at_all_pod_runs_on_safe_defaults_and_says_so() {
 fn a_project_cannot_allow_what_the_user_denied() {
     let user = "[permissions]\ndefault_action = \"ask\"\n\n[[permissions.rule]]\ntool = \"bash\"\npattern = \"rm *\"\naction = \"deny\"\nmessage = \"the user never deletes\"\n";
     let project = "[permissions]\ndefault_action = \"allow\"\n\n[[permissions.rule]]\ntool = \"bash\"\npattern = \"*\"\naction = \"allow\"\n";
-    let setup = Setup::new(Some(project), Some(user));
+    let setup = Setup::new(Some(project), Some(user)).trusted();
     let explained = setup.explain("bash", json!({"command": "rm victim.txt"}));
     assert_eq!(decision(&explained), "deny", "{explained}");
     let rule = &explained["subjects"][0]["rule"];
@@ -295,7 +303,7 @@ fn the_user_configuration_cannot_name_a_workspace() {
 #[test]
 fn a_pod_that_cannot_open_says_why_with_its_own_code_and_exits_1() {
     let project = "[model]\nprovider = \"anthropic\"\nmodel = \"m\"\napi_key_env = \"POD_TEST_UNSET_KEY_VARIABLE\"\n";
-    let setup = Setup::new(Some(project), None);
+    let setup = Setup::new(Some(project), None).trusted();
     let (messages, stderr, code) = setup.serve(&[initialize()]);
     assert_eq!(code, Some(1), "{stderr}");
     let error = &messages[0]["error"];
@@ -425,7 +433,7 @@ fn a_write_to_the_user_configuration_is_protected() {
 fn mcp_servers_of_both_files_start_and_the_users_server_default_holds() {
     let user = "[mcp.servers.github]\ncommand = \"user-gh\"\n\n[mcp.servers.shared]\ncommand = \"user-shared\"\ndefault_action = { destructive = \"deny\" }\n";
     let project = "[permissions]\ndefault_action = \"allow\"\n\n[mcp.servers.Shared]\ncommand = \"project-shared\"\ndefault_action = { destructive = \"allow\" }\n";
-    let setup = Setup::new(Some(project), Some(user));
+    let setup = Setup::new(Some(project), Some(user)).trusted();
     let config = text(&setup.pod(&["config"]).stdout);
     assert!(config.contains("[mcp.servers.github] # "), "{config}");
     assert!(config.contains("command = \"project-shared\""), "{config}");

@@ -23,7 +23,7 @@ fn stdout(out: &Output) -> String {
 
 fn real_pod() -> String {
     format!(
-        "'{}' serve --manifest {{manifest}}",
+        "'{}' serve --trust --manifest {{manifest}}",
         env!("CARGO_BIN_EXE_pod")
     )
 }
@@ -280,7 +280,7 @@ fn the_acp_section_lists_on_its_own_and_has_no_header_framing() {
 fn the_pod_command_may_name_the_workspace() {
     // `{workspace}` is the folder holding the manifest as `pod.toml`.
     let cmd = format!(
-        "'{}' serve --manifest {{workspace}}/pod.toml",
+        "'{}' serve --trust --manifest {{workspace}}/pod.toml",
         env!("CARGO_BIN_EXE_pod")
     );
     let out = conformance(&cmd, &["--filter", "POD-PERM-003", "--framing", "ndjson"]);

@@ -65,6 +65,7 @@ impl Conn {
             server_read,
             server_write,
             manifest.clone(),
+            None,
             resume,
             1 << 20,
         ));

@@ -745,7 +745,7 @@ fn explain_decides_an_mcp_call_without_starting_the_server() {
         let out = Command::new(env!("CARGO_BIN_EXE_pod"))
             .arg("explain")
             .arg(ws.manifest())
-            .args(["--tool", "mcp__fs__write_file", "--input", input])
+            .args(["--trust", "--tool", "mcp__fs__write_file", "--input", input])
             .args(extra)
             .output()
             .expect("pod explain");
@@ -826,6 +826,7 @@ fn acp_sessions_start_the_mcp_servers_the_editor_offers() {
          [[permissions.rule]]\ntool = \"mcp__everything__echo\"\npattern = \"*\"\naction = \"allow\"\n",
     )
     .expect("write pod.toml");
+    common::trust(dir.path(), state.path());
     let mut child = Command::new(env!("CARGO_BIN_EXE_pod"))
         .arg("acp")
         .env("POD_CONFIG", "")

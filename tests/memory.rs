@@ -114,9 +114,7 @@ fn config(api: Api, provider: &Provider, key: &std::path::Path) -> ModelConfig {
         scenario: None,
         timeout: Duration::from_secs(10),
         max_retries: 0,
-        max_response_bytes: pod::manifest::DEFAULT_MAX_RESPONSE_BYTES,
-        max_tool_calls: pod::manifest::DEFAULT_MAX_TOOL_CALLS,
-        response_timeout: pod::manifest::DEFAULT_RESPONSE_TIMEOUT,
+        ..ModelConfig::default()
     }
 }
 
@@ -191,6 +189,7 @@ async fn a_client_that_stops_reading_keeps_the_pod_flat() {
         server_read,
         server_write,
         manifest,
+        None,
         None,
         1 << 20,
     ));

@@ -24,7 +24,7 @@ async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
 async fn a_jsonrpsee_client_runs_an_ask_flow() {
     let ws = common::Workspace::new(300);
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_pod"))
-        .arg("serve")
+        .args(["serve", "--trust"])
         .arg("--manifest")
         .arg(ws.manifest())
         .env("XDG_STATE_HOME", ws.state_home())

@@ -289,7 +289,7 @@ fn explain(ws: &Workspace, command: &str) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_pod"))
         .arg("explain")
         .arg(ws.manifest())
-        .args(["--tool", "bash", "--json", "--input"])
+        .args(["--trust", "--tool", "bash", "--json", "--input"])
         .arg(json!({ "command": command }).to_string())
         .output()
         .expect("pod explain");

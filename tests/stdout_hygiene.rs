@@ -25,7 +25,7 @@ struct Raw {
 impl Raw {
     fn spawn(ws: &Workspace) -> Raw {
         let mut child = Command::new(env!("CARGO_BIN_EXE_pod"))
-            .args(["serve", "--manifest"])
+            .args(["serve", "--trust", "--manifest"])
             .arg(ws.manifest())
             .env("POD_TEST_PANIC", "1")
             .env("RUST_BACKTRACE", "0")

@@ -19,21 +19,23 @@ use agent_client_protocol_schema::v1 as acp;
 use futures::future::BoxFuture;
 use serde::Serialize;
 use serde_json::value::RawValue;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::peer::Peer;
 use super::session::{Mode, Session};
 use super::updates;
 use super::AcpError;
-use crate::manifest::{Manifest, McpServerConfig, McpTransport};
+use crate::manifest::trust::Decision;
+use crate::manifest::{Manifest, McpServerConfig, McpTransport, Trust, TrustStore, Vouch};
 use crate::permission::mcp::check_server_name;
-use crate::protocol::{InputItem, ResolvedBy};
+use crate::protocol::{InputItem, ResolvedBy, TrustDecision};
 use crate::runtime::PodError;
 use crate::server::dispatch::{Detach, Reply, Service};
 use crate::session::SessionError;
 
-/// The methods pod answers, as the schema names them.
-const METHODS: [&str; 7] = [
+/// The methods pod answers, as the schema names them (and `trust/apply` of the ACP
+/// workspace-trust proposal, which the schema does not have yet).
+const METHODS: [&str; 8] = [
     "initialize",
     "session/new",
     "session/load",
@@ -41,7 +43,18 @@ const METHODS: [&str; 7] = [
     "session/prompt",
     "session/set_mode",
     "session/cancel",
+    "trust/apply",
 ];
+
+/// `trust/apply`'s params (ACP workspace-trust proposal).
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ApplyTrust {
+    cwd: PathBuf,
+    decision: TrustDecision,
+    #[serde(default)]
+    session_id: Option<String>,
+}
 
 /// One connection's state.
 pub struct Agent {
@@ -51,6 +64,8 @@ pub struct Agent {
     /// Set by `initialize`.
     client: Mutex<Option<acp::ClientCapabilities>>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// Folders trusted for this process only (`trust_session`).
+    session_trust: Mutex<Vec<PathBuf>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -99,6 +114,7 @@ impl Agent {
             state_dir,
             client: Mutex::new(None),
             sessions: Mutex::new(HashMap::new()),
+            session_trust: Mutex::new(Vec::new()),
         })
     }
 
@@ -120,6 +136,16 @@ impl Agent {
             }
             return raw(&Value::Null);
         }
+        if method == "trust/apply" {
+            if lock(&self.client).is_none() {
+                return Err(AcpError::invalid_request(
+                    "trust/apply before initialize: call initialize first".into(),
+                ));
+            }
+            let params: ApplyTrust = serde_json::from_value(params)
+                .map_err(|e| AcpError::invalid_params(format!("trust/apply: {e}")))?;
+            return raw(&self.apply_trust(params).await?);
+        }
         let request = acp::ClientRequest::from_method_and_params(method, &params)
             .map_err(|e| AcpError::invalid_params(e.to_string()))?;
         if !matches!(request, acp::ClientRequest::InitializeRequest(_))
@@ -130,7 +156,10 @@ impl Agent {
             )));
         }
         match request {
-            acp::ClientRequest::InitializeRequest(r) => raw(&self.initialize(r)?),
+            acp::ClientRequest::InitializeRequest(r) => raw(&with_trust_capability(
+                serde_json::to_value(self.initialize(r)?)
+                    .map_err(|e| AcpError::internal(format!("cannot serialize the result: {e}")))?,
+            )),
             acp::ClientRequest::NewSessionRequest(r) => raw(&self.new_session(r).await?),
             acp::ClientRequest::LoadSessionRequest(r) => raw(&self.load_session(r).await?),
             acp::ClientRequest::ListSessionsRequest(r) => raw(&self.list_sessions(r)?),
@@ -188,7 +217,15 @@ impl Agent {
                 cwd.display()
             )));
         }
-        let mut manifest = Manifest::discover(cwd).map_err(|e| {
+        let trusted_here = cwd
+            .canonicalize()
+            .is_ok_and(|real| lock(&self.session_trust).contains(&real));
+        let vouch = if trusted_here {
+            Vouch::Session
+        } else {
+            Vouch::Store
+        };
+        let mut manifest = Manifest::discover(cwd, vouch).map_err(|e| {
             AcpError::internal(format!(
                 "cannot configure a session in {}: {e}",
                 cwd.display()
@@ -257,10 +294,7 @@ impl Agent {
         Ok(out)
     }
 
-    async fn new_session(
-        &self,
-        request: acp::NewSessionRequest,
-    ) -> Result<acp::NewSessionResponse, AcpError> {
+    async fn new_session(&self, request: acp::NewSessionRequest) -> Result<Value, AcpError> {
         let manifest = self.manifest(&request.cwd)?;
         let servers = Self::mcp_servers(&request.mcp_servers, &manifest)?;
         let session = Session::open(manifest, None, servers, self.peer.clone(), &self.fs())
@@ -269,14 +303,12 @@ impl Agent {
         let response = acp::NewSessionResponse::new(session.id.clone())
             .modes(session.modes())
             .meta(updates::meta(session.info()));
+        let response = with_workspace_trust(response, &session, &request.cwd)?;
         lock(&self.sessions).insert(session.id.clone(), session);
         Ok(response)
     }
 
-    async fn load_session(
-        &self,
-        request: acp::LoadSessionRequest,
-    ) -> Result<acp::LoadSessionResponse, AcpError> {
+    async fn load_session(&self, request: acp::LoadSessionRequest) -> Result<Value, AcpError> {
         let id = request.session_id.0.to_string();
         if lock(&self.sessions).contains_key(&id) {
             return Err(AcpError::invalid_request(format!(
@@ -303,8 +335,91 @@ impl Agent {
         let response = acp::LoadSessionResponse::new()
             .modes(session.modes())
             .meta(updates::meta(session.info()));
+        let response = with_workspace_trust(response, &session, &request.cwd)?;
         lock(&self.sessions).insert(id, session);
         Ok(response)
+    }
+
+    /// `trust/apply`: records the user's decision about `cwd`'s project (or, `trust_session`,
+    /// keeps it for this process) and, given a session, reopens it with the configuration now
+    /// in force. Refused for a decision not offered, a session of another folder or one running
+    /// a prompt.
+    async fn apply_trust(&self, request: ApplyTrust) -> Result<Value, AcpError> {
+        let manifest = self.manifest(&request.cwd)?;
+        let trust = manifest.trust.clone();
+        let Some(folder) = trust.folder.clone() else {
+            return Err(AcpError::invalid_params(format!(
+                "cwd: nothing to trust in {}: it has no pod.toml",
+                request.cwd.display()
+            )));
+        };
+        let offered = crate::runtime::workspace_trust(&trust).available_decisions;
+        if !offered.contains(&request.decision) {
+            return Err(AcpError::invalid_params(format!(
+                "decision: {:?} is not available for {} (available: {:?})",
+                request.decision,
+                folder.display(),
+                offered
+            )));
+        }
+        let session = match &request.session_id {
+            Some(id) => {
+                let session = self.session(&acp::SessionId::new(id.clone()))?;
+                if session.pod.manifest().trust.folder.as_ref() != Some(&folder) {
+                    return Err(AcpError::invalid_params(format!(
+                        "sessionId: session {id} does not work in {}",
+                        folder.display()
+                    )));
+                }
+                if session.busy() {
+                    return Err(AcpError::invalid_request(format!(
+                        "session {id} is running a prompt; apply trust when it ends"
+                    )));
+                }
+                Some(session)
+            }
+            None if request.decision == TrustDecision::TrustSession => {
+                return Err(AcpError::invalid_params(
+                    "sessionId: trust_session needs the session it applies to".into(),
+                ))
+            }
+            None => None,
+        };
+        let record = |decision: Decision| {
+            let print = trust.fingerprint.clone().unwrap_or_default();
+            TrustStore::default_location()
+                .and_then(|store| store.record(&folder, &print, decision))
+                .map_err(|e| AcpError::internal(e.to_string()))
+        };
+        match request.decision {
+            TrustDecision::TrustCwd => record(Decision::Trusted)?,
+            TrustDecision::TrustSession => lock(&self.session_trust).push(folder.clone()),
+            TrustDecision::Decline => record(Decision::Declined)?,
+        }
+        let now = self.manifest(&request.cwd)?;
+        if let (Some(old), true) = (session, request.decision != TrustDecision::Decline) {
+            let mode = old.pod.restriction();
+            old.retire().await;
+            let mut manifest = now.clone();
+            manifest.state_dir = old.pod.manifest().state_dir.clone();
+            manifest.state_root = old.pod.manifest().state_root.clone();
+            let reopened = Session::open(
+                manifest,
+                Some(old.id.clone()),
+                old.mcp_servers.clone(),
+                self.peer.clone(),
+                &self.fs(),
+            )
+            .await
+            .map_err(|e| AcpError::internal(format!("cannot reopen session {}: {e}", old.id)))?;
+            reopened.pod.restrict(mode);
+            tracing::info!(session = %old.id, "trust applied: the session reopened");
+            lock(&self.sessions).insert(old.id.clone(), reopened);
+        }
+        Ok(json!({
+            "workspaceTrust": rfd_trust(&now.trust, &request.cwd),
+            "_meta": { "pod": { "workspaceTrust": crate::runtime::workspace_trust(&now.trust) } },
+        }))
     }
 
     fn list_sessions(
@@ -380,6 +495,61 @@ impl Agent {
             session.flush();
         }
     }
+}
+
+/// `initialize`'s result with `agentCapabilities.sessionCapabilities.workspaceTrust: {}` (the
+/// ACP workspace-trust proposal's capability, which the schema does not have yet).
+fn with_trust_capability(mut result: Value) -> Value {
+    if let Some(caps) = result
+        .get_mut("agentCapabilities")
+        .and_then(Value::as_object_mut)
+    {
+        let session = caps
+            .entry("sessionCapabilities")
+            .or_insert_with(|| json!({}));
+        if let Some(session) = session.as_object_mut() {
+            session.insert("workspaceTrust".into(), json!({}));
+        }
+    }
+    result
+}
+
+/// A lifecycle response with the session's `workspaceTrust` in the proposal's shape.
+fn with_workspace_trust<T: Serialize>(
+    response: T,
+    session: &Session,
+    cwd: &Path,
+) -> Result<Value, AcpError> {
+    let mut value = serde_json::to_value(response)
+        .map_err(|e| AcpError::internal(format!("cannot serialize the result: {e}")))?;
+    if let Some(object) = value.as_object_mut() {
+        object.insert(
+            "workspaceTrust".into(),
+            rfd_trust(&session.pod.manifest().trust, cwd),
+        );
+    }
+    Ok(value)
+}
+
+/// The ACP proposal's `WorkspaceTrustState`: the status and, when there is a decision to make,
+/// the folder, the files whose settings are ignored, and the decisions `trust/apply` accepts.
+fn rfd_trust(trust: &Trust, cwd: &Path) -> Value {
+    let wire = crate::runtime::workspace_trust(trust);
+    let mut state = json!({ "status": wire.status });
+    if !wire.available_decisions.is_empty() {
+        let mut paths: Vec<String> = trust
+            .ignored
+            .iter()
+            .map(|i| i.file.display().to_string())
+            .collect();
+        paths.dedup();
+        state["details"] = json!({
+            "cwd": cwd,
+            "ignoredPaths": paths,
+            "availableDecisions": wire.available_decisions,
+        });
+    }
+    state
 }
 
 /// A prompt block as pod's input: text as is; an embedded text resource as text naming its

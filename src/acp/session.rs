@@ -127,6 +127,8 @@ impl EventSink for Sink {
 pub struct Session {
     pub id: String,
     pub pod: Arc<Pod>,
+    /// The editor's MCP servers (`mcpServers`), kept for reopening the session.
+    pub mcp_servers: Vec<McpServerConfig>,
     approvals: Approvals,
     workspace: PathBuf,
     peer: Arc<Peer>,
@@ -158,7 +160,7 @@ impl Session {
             // ACP's permission request is a baseline client method: every client approves.
             approver: Approver::Client(approvals.clone()),
             editor,
-            mcp_servers,
+            mcp_servers: mcp_servers.clone(),
         };
         let pod = Pod::start(manifest, options).await?;
         let id = pod.session_id().to_string();
@@ -166,6 +168,7 @@ impl Session {
         Ok(Arc::new(Session {
             id,
             pod,
+            mcp_servers,
             approvals,
             workspace,
             peer,
@@ -202,7 +205,21 @@ impl Session {
             "tools": self.pod.tools().iter().map(|t| &t.name).collect::<Vec<_>>(),
             "resumed": self.pod.resumed(),
             "droppedGrants": self.pod.dropped_grants(),
+            "workspaceTrust": self.pod.workspace_trust(),
+            "environment": self.pod.environment(),
         })
+    }
+
+    /// True while a prompt runs.
+    pub fn busy(&self) -> bool {
+        lock(&self.turn).is_some()
+    }
+
+    /// Ends the session's pod before it is reopened (`trust/apply`): its MCP servers stop and
+    /// its log is flushed.
+    pub async fn retire(&self) {
+        self.pod.stop_mcp().await;
+        self.flush();
     }
 
     async fn update(&self, update: acp::SessionUpdate) {

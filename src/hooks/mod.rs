@@ -183,6 +183,8 @@ impl UserHook {
             return Err(HookFailure::Spawn("the command is empty".into()));
         };
         let mut command = tokio::process::Command::new(program);
+        // First: it replaces the environment with the session's.
+        self.sandbox.prepare(&mut command);
         command
             .args(args)
             .stdin(Stdio::piped())
@@ -192,7 +194,6 @@ impl UserHook {
         if self.config.dir.is_dir() {
             command.current_dir(&self.config.dir);
         }
-        self.sandbox.prepare(&mut command);
         // ETXTBSY: the script was just written and another thread's fork still holds it open
         // for writing; that clears within milliseconds.
         let mut attempts = 0;

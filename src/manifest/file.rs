@@ -192,6 +192,21 @@ pub struct SandboxSection {
     /// `$TMPDIR`: relative to the workspace, absolute, or under `~` (the home folder).
     #[schemars(with = "Option<Vec<String>>")]
     pub writable: Option<Vec<Spanned<String>>>,
+    /// The environment of commands, hooks and MCP servers beyond pod's base set (PATH, HOME,
+    /// USER, LANG, LC_*, TERM, TZ, ...): variables of the pod's environment to pass, and values
+    /// to set. Names that look like secrets (`*KEY*`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`,
+    /// `*CREDENTIAL*`, `AWS_*`, ...) pass only when the user's configuration names them exactly.
+    pub env: Option<EnvSection>,
+}
+
+/// `[sandbox] env`.
+#[derive(Debug, Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct EnvSection {
+    /// Names (wildmatch, case-insensitive) of the pod's variables to pass, such as `CARGO_*`.
+    pub pass: Option<Vec<String>>,
+    /// Variables to set, whatever the pod's environment holds.
+    pub set: Option<BTreeMap<String, String>>,
 }
 
 /// How processes started by tool calls and hooks are confined.

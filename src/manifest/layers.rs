@@ -15,9 +15,14 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Manifest, ManifestError, McpConfig, SandboxConfig, SandboxMode};
+use super::trust::{Fingerprint, Lookup};
+use super::{
+    default_state_root, workspace_key, EnvConfig, Ignored, Manifest, ManifestError, McpConfig,
+    McpServerConfig, McpTransport, Provider, Role, SandboxConfig, SandboxMode, Trust, TrustStore,
+    Vouch,
+};
 use crate::permission::{RuleError, RuleSpec, Rules};
-use crate::protocol::{Action, NetworkAccess};
+use crate::protocol::{Action, NetworkAccess, TrustStatus};
 
 /// The environment variable naming the user's configuration file; empty: none.
 pub const CONFIG_ENV: &str = "POD_CONFIG";
@@ -49,27 +54,36 @@ pub fn user_config_path() -> Option<PathBuf> {
 impl Manifest {
     /// The configuration a command works on: `manifest` (given on the command line) layered
     /// over the user's configuration, or, without one, what [`Manifest::discover`] finds in the
-    /// current folder.
-    pub fn open(manifest: Option<&Path>) -> Result<Manifest, ManifestError> {
+    /// current folder. `vouch` says who decides whether the project is trusted.
+    pub fn open(manifest: Option<&Path>, vouch: Vouch) -> Result<Manifest, ManifestError> {
         match manifest {
-            Some(path) => Manifest::layered(Some(path), Path::new(".")),
-            None => Manifest::discover(Path::new(".")),
+            Some(path) => Manifest::layered(Some(path), Path::new("."), vouch),
+            None => Manifest::discover(Path::new("."), vouch),
         }
     }
 
     /// The configuration for a pod working in `folder`: `folder/pod.toml` (when it exists)
     /// layered over the user's configuration (when it exists), or built-in defaults.
-    pub fn discover(folder: &Path) -> Result<Manifest, ManifestError> {
+    pub fn discover(folder: &Path, vouch: Vouch) -> Result<Manifest, ManifestError> {
         let project = folder.join(PROJECT_FILE);
         let project = project.is_file().then_some(project);
-        Manifest::layered(project.as_deref(), folder)
+        Manifest::layered(project.as_deref(), folder, vouch)
     }
 
     /// `project` (a manifest file that must exist) or, when `None`, nothing, layered over the
-    /// user's configuration. `folder` is the workspace when there is no project file.
-    pub fn layered(project: Option<&Path>, folder: &Path) -> Result<Manifest, ManifestError> {
+    /// user's configuration. `folder` is the workspace when there is no project file. An
+    /// untrusted project keeps only what restricts (docs/permissions.md, "Trust").
+    pub fn layered(
+        project: Option<&Path>,
+        folder: &Path,
+        vouch: Vouch,
+    ) -> Result<Manifest, ManifestError> {
         let user = user_config_path().filter(|p| p.is_file());
-        let project = project.map(Manifest::load).transpose()?;
+        let mut ignored = Vec::new();
+        let project = match project {
+            Some(path) => Some(project_layer(path, vouch, &mut ignored)?),
+            None => None,
+        };
         let workspace = match &project {
             Some(p) => p.workspace.clone(),
             None => folder
@@ -86,20 +100,358 @@ impl Manifest {
                         path: path.clone(),
                         source,
                     })?;
-                Manifest::parse_layer(&text, &path, Some(&workspace))
+                Manifest::parse_layer(&text, &path, Role::User(&workspace))
             })
             .transpose()?;
-        match (project, user) {
-            (Some(project), Some(user)) => merge(project, user),
-            (Some(only), None) | (None, Some(only)) => Ok(only),
-            (None, None) => defaults(&workspace),
-        }
+        let mut manifest = match (project, user) {
+            (Some(mut project), user) => {
+                if !project.trust.is_trusted() {
+                    project.extra_protected = project.protected_paths();
+                    ignored.extend(restrict(&mut project, user.as_ref())?);
+                }
+                // Whatever [model] a project names its endpoint in, it names the key too.
+                let project_endpoint =
+                    project.origins.contains_key("model") && project.model.base_url.is_some();
+                let mut merged = match user {
+                    Some(user) => merge(project, user)?,
+                    None => project,
+                };
+                if project_endpoint {
+                    merged.model.default_key = false;
+                }
+                merged
+            }
+            (None, Some(mut user)) => {
+                // A layer without [permissions] has no opinion about them: the defaults hold.
+                if user.permissions.is_none() {
+                    user.permissions = Some(default_rules(&workspace)?);
+                }
+                user.trust = Trust::no_project();
+                user
+            }
+            (None, None) => defaults(&workspace)?,
+        };
+        manifest.trust.ignored = ignored;
+        Ok(manifest.with_key_variables())
     }
 
     /// True when no configuration file was found and pod runs on its built-in defaults.
     pub fn is_defaults(&self) -> bool {
         self.files.is_empty()
     }
+
+    /// Why the permission layer is off, when it is: a trusted project manifest without
+    /// `[permissions]`, and none in the user's configuration.
+    pub fn permissions_off(&self) -> Option<String> {
+        self.permissions.is_none().then(|| {
+            format!(
+                "the permission layer is off: {} has no [permissions] and neither has your \
+                 configuration, so every tool call runs unasked; add [permissions] (for example \
+                 default_action = \"ask\") to turn it on",
+                self.path.display()
+            )
+        })
+    }
+}
+
+/// The project's manifest at `path`, with its trust decided: the file as written when trusted;
+/// when not, with `[pod] workspace` kept only beneath its folder (`ignored` says when it was
+/// not). What else an untrusted project loses is [`restrict`]'s.
+fn project_layer(
+    path: &Path,
+    vouch: Vouch,
+    ignored: &mut Vec<Ignored>,
+) -> Result<Manifest, ManifestError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut project = Manifest::parse_layer(&text, path, Role::Project)?;
+    let print = Fingerprint::of(&project);
+    let folder = project.dir.clone();
+    let mut trust = Trust {
+        folder: Some(folder.clone()),
+        fingerprint: Some(print.clone()),
+        ..Trust::no_project()
+    };
+    match vouch {
+        Vouch::Session => trust.status = TrustStatus::Session,
+        Vouch::Store => {
+            match TrustStore::default_location().and_then(|s| s.lookup(&folder, &print)) {
+                Ok(Lookup::Trusted) => trust.status = TrustStatus::Trusted,
+                Ok(Lookup::Declined) => trust.declined = true,
+                Ok(Lookup::Changed(files)) => trust.changed = files,
+                Ok(Lookup::Unknown) => {}
+                // Fail closed: a store pod cannot read trusts nothing.
+                Err(e) => tracing::warn!("{e}: {} is treated as untrusted", folder.display()),
+            }
+        }
+    }
+    if !trust.is_trusted() && !project.workspace.starts_with(&folder) {
+        ignored.push(Ignored::new(
+            format!("makes {} the workspace", project.workspace.display()),
+            path,
+            project.lines.get("pod.workspace").copied(),
+        ));
+        project = Manifest::parse_layer(&text, path, Role::ProjectIn(&folder))?;
+    }
+    project.trust = trust;
+    Ok(project)
+}
+
+/// Makes an untrusted `project` inert wherever it would run code, send data, or widen what
+/// `user` (or, without it, the built-in defaults) allows, and says what it ignored. What only
+/// restricts stays: deny and ask rules, a stricter default, a narrower tool list or sandbox,
+/// the `default_action`s of MCP servers the user configured.
+fn restrict(
+    project: &mut Manifest,
+    user: Option<&Manifest>,
+) -> Result<Vec<Ignored>, ManifestError> {
+    let file = project.path.clone();
+    let at = |line: Option<usize>| (file.as_path(), line);
+    let shown = |p: &Path| crate::permission::path::display(p, &project.dir);
+    let mut out = Vec::new();
+    let mut ignore = |what: String, (file, line): (&Path, Option<usize>)| {
+        out.push(Ignored::new(what, file, line));
+    };
+
+    let servers = std::mem::take(&mut project.mcp.servers);
+    for mut server in servers {
+        let McpTransport::Stdio { command, args, .. } = &server.transport;
+        if server.enabled {
+            ignore(
+                format!(
+                    "starts MCP server \"{}\": {}",
+                    server.name,
+                    shorten(
+                        &std::iter::once(command)
+                            .chain(args)
+                            .cloned()
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    )
+                ),
+                at(server.line),
+            );
+        }
+        let defaults = &mut server.defaults;
+        for (kind, action) in [
+            ("read-only", &mut defaults.read_only),
+            ("additive", &mut defaults.additive),
+            ("destructive", &mut defaults.destructive),
+        ] {
+            if *action == Some(Action::Allow) {
+                ignore(
+                    format!(
+                        "allows the {kind} tools of MCP server \"{}\" unasked",
+                        server.name
+                    ),
+                    at(server.line),
+                );
+                *action = None;
+            }
+        }
+        // Its restricting defaults still hold: for the user's server of that name (which keeps
+        // the user's program; merge_mcp takes the stricter of each default), or for one an
+        // editor offers; the project's own program never starts.
+        match user.and_then(|u| {
+            u.mcp
+                .servers
+                .iter()
+                .find(|s| s.name.eq_ignore_ascii_case(&server.name))
+        }) {
+            Some(theirs) => project.mcp.servers.push(McpServerConfig {
+                defaults: server.defaults,
+                ..theirs.clone()
+            }),
+            None => project.mcp.servers.push(McpServerConfig {
+                enabled: false,
+                ..server
+            }),
+        }
+    }
+    for hook in std::mem::take(&mut project.hooks) {
+        ignore(
+            format!(
+                "runs the hook `{}` before tool calls",
+                shorten(&hook.command.join(" "))
+            ),
+            at(Some(hook.line)),
+        );
+    }
+    for dir in std::mem::take(&mut project.skill_dirs) {
+        ignore(
+            format!("loads the skills in {}", shown(&dir)),
+            at(project.lines.get("skills").copied()),
+        );
+    }
+    if project.origins.contains_key("model") && project.model.provider != Provider::Offline {
+        let model = &project.model;
+        let endpoint = model
+            .base_url
+            .clone()
+            .unwrap_or_else(|| format!("{}'s public API", model.provider.as_str()));
+        let key = match (&model.api_key_env, &model.api_key_file) {
+            (Some(var), _) => format!(", with the key in ${var}"),
+            (None, Some(f)) => format!(", with the key in {}", shown(f)),
+            (None, None) => String::new(),
+        };
+        ignore(
+            format!(
+                "sends the conversation to {endpoint} ({}{key})",
+                model.provider.as_str()
+            ),
+            at(project.lines.get("model").copied()),
+        );
+        project.origins.remove("model");
+        project.model = user.map(|u| u.model.clone()).unwrap_or_default();
+    }
+    if let Some(&line) = project.lines.get("pod.state_dir") {
+        ignore(
+            format!("keeps session logs in {}", shown(&project.state_dir)),
+            at(Some(line)),
+        );
+        match user.filter(|u| u.lines.contains_key("pod.state_dir")) {
+            Some(u) => {
+                project.state_dir = u.state_dir.clone();
+                project.state_root = u.state_root.clone();
+            }
+            None => {
+                let root = default_state_root().map_err(|problem| ManifestError::Invalid {
+                    path: file.clone(),
+                    line,
+                    column: 1,
+                    message: problem.to_string(),
+                })?;
+                project.state_dir = root.join(workspace_key(&project.workspace));
+                project.state_root = root;
+            }
+        }
+    }
+    let sandbox_line = project.sandbox.line;
+    if project.sandbox.mode == SandboxMode::Off {
+        ignore(
+            "runs commands, hooks and MCP servers without the sandbox (mode = \"off\")".into(),
+            at(sandbox_line),
+        );
+        project.sandbox.mode = SandboxMode::Landlock;
+    }
+    let extra = std::mem::take(&mut project.sandbox.writable);
+    if !extra.is_empty() {
+        let list: Vec<String> = extra.iter().map(|p| shown(p)).collect();
+        ignore(
+            format!("lets commands write in {}", list.join(", ")),
+            at(sandbox_line),
+        );
+    }
+    let env = std::mem::take(&mut project.sandbox.env);
+    if !env.pass.is_empty() {
+        ignore(
+            format!(
+                "passes {} of pod's environment to commands",
+                env.pass.join(", ")
+            ),
+            at(sandbox_line),
+        );
+    }
+    if !env.set.is_empty() {
+        let names: Vec<&str> = env.set.iter().map(|(k, _)| k.as_str()).collect();
+        ignore(
+            format!("sets {} for commands", names.join(", ")),
+            at(sandbox_line),
+        );
+    }
+    if project.origins.contains_key("scope") {
+        let base: Vec<PathBuf> = match user.filter(|u| u.origins.contains_key("scope")) {
+            Some(u) => u.writable.clone(),
+            None => vec![project.workspace.clone()],
+        };
+        let (kept, widening): (Vec<PathBuf>, Vec<PathBuf>) = std::mem::take(&mut project.writable)
+            .into_iter()
+            .partition(|w| base.iter().any(|b| w.starts_with(b)));
+        for w in widening {
+            ignore(
+                format!("lets file_write, edit and commands write in {}", shown(&w)),
+                at(project.lines.get("scope").copied()),
+            );
+        }
+        project.writable = kept;
+    }
+    let base_default = user
+        .and_then(|u| u.permissions.as_ref())
+        .map_or(Action::Ask, Rules::default_action);
+    let rules = match project.permissions.take() {
+        Some(rules) => {
+            let mut specs = Vec::new();
+            for (i, spec) in rules.specs().enumerate() {
+                if spec.action == Action::Allow {
+                    ignore(
+                        format!("allows {} \"{}\" (rule {})", spec.tool, spec.pattern, i + 1),
+                        at(spec.line),
+                    );
+                } else {
+                    specs.push(spec.clone());
+                }
+            }
+            let default = stricter(rules.default_action(), base_default);
+            if default != rules.default_action() {
+                ignore(
+                    format!(
+                        "makes {} what no rule matches (default_action = \"{}\")",
+                        action_word(rules.default_action()),
+                        action_word(rules.default_action())
+                    ),
+                    at(project.lines.get("permissions.default_action").copied()),
+                );
+            }
+            Some(
+                Rules::compile(default, specs, rules.ask_timeout()).map_err(|(i, e)| {
+                    ManifestError::Invalid {
+                        path: file.clone(),
+                        line: 1,
+                        column: 1,
+                        message: format!("the untrusted project's rules (rule {}): {e}", i + 1),
+                    }
+                })?,
+            )
+        }
+        None => {
+            if user.is_none_or(|u| u.permissions.is_none()) {
+                ignore(
+                    "turns the permission layer off (no [permissions]: every tool call would \
+                     run unasked)"
+                        .into(),
+                    at(None),
+                );
+            }
+            // With the user's rules, merge takes them; without, the built-in defaults hold.
+            match user.and_then(|u| u.permissions.as_ref()) {
+                Some(_) => None,
+                None => Some(default_rules(&project.workspace)?),
+            }
+        }
+    };
+    project.permissions = rules;
+    Ok(out)
+}
+
+/// `allow`, `deny` or `ask`.
+fn action_word(action: Action) -> &'static str {
+    match action {
+        Action::Allow => "allow",
+        Action::Deny => "deny",
+        Action::Ask => "ask",
+    }
+}
+
+/// A command line cut to a length a prompt can show.
+fn shorten(text: &str) -> String {
+    const MAX: usize = 160;
+    if text.chars().count() <= MAX {
+        return text.to_string();
+    }
+    let cut: String = text.chars().take(MAX).collect();
+    format!("{cut}…")
 }
 
 /// The stricter of two actions: deny, then ask, then allow.
@@ -225,7 +577,33 @@ fn stricter_sandbox(
                 user.writable.clone()
             },
             line: project.line,
+            env: merge_env(&project.env, &user.env),
         },
+    }
+}
+
+/// The variables both pass and set (the project's value of a name both set), and the user's
+/// exact names, which alone may pass a secret.
+fn merge_env(project: &EnvConfig, user: &EnvConfig) -> EnvConfig {
+    let mut pass = user.pass.clone();
+    pass.extend(
+        project
+            .pass
+            .iter()
+            .filter(|p| !pass.contains(p))
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
+    let mut set = user.set.clone();
+    for (name, value) in &project.set {
+        set.retain(|(n, _)| n != name);
+        set.push((name.clone(), value.clone()));
+    }
+    EnvConfig {
+        pass,
+        set,
+        exact: user.exact.clone(),
+        secret: Vec::new(),
     }
 }
 
@@ -260,11 +638,21 @@ fn merge_rules(
 /// The built-in configuration when no file exists: the offline model, reads (and searches)
 /// inside the workspace allowed, everything else asks.
 fn defaults(workspace: &Path) -> Result<Manifest, ManifestError> {
-    let text = DEFAULTS;
     let path = workspace.join(PROJECT_FILE);
-    let mut manifest = Manifest::parse_layer(text, &path, Some(workspace))?;
+    let mut manifest = Manifest::parse_layer(DEFAULTS, &path, Role::User(workspace))?;
     manifest.files.clear();
     manifest.origins.clear();
+    manifest.lines.clear();
+    manifest.trust = Trust::no_project();
+    manifest.permissions = Some(default_rules(workspace)?);
+    Ok(manifest)
+}
+
+/// The built-in rules for `workspace`: reads and searches inside it allowed, everything else
+/// asks; in a folder holding the home folder, everything asks.
+fn default_rules(workspace: &Path) -> Result<Rules, ManifestError> {
+    let path = workspace.join(PROJECT_FILE);
+    let manifest = Manifest::parse_layer(DEFAULTS, &path, Role::User(workspace))?;
     // A home folder or the root holds keys and credentials of every project: there the
     // defaults allow nothing, and every read asks.
     let broad = holds_home(workspace);
@@ -276,26 +664,32 @@ fn defaults(workspace: &Path) -> Result<Manifest, ManifestError> {
         );
     }
     // The rules came from no file: they are pod's.
-    if let Some(rules) = manifest.permissions.take() {
-        let specs: Vec<RuleSpec> = rules
-            .specs()
-            .filter(|s| !(broad && s.action == Action::Allow))
-            .cloned()
-            .map(|s| RuleSpec {
-                line: None,
-                file: Some("pod's built-in defaults".into()),
-                ..s
-            })
-            .collect();
-        let compiled = Rules::compile(rules.default_action(), specs, rules.ask_timeout());
-        manifest.permissions = Some(compiled.map_err(|(i, e)| ManifestError::Invalid {
+    let Some(rules) = manifest.permissions else {
+        return Err(ManifestError::Invalid {
+            path,
+            line: 1,
+            column: 1,
+            message: "built-in defaults without [permissions]".into(),
+        });
+    };
+    let specs: Vec<RuleSpec> = rules
+        .specs()
+        .filter(|s| !(broad && s.action == Action::Allow))
+        .cloned()
+        .map(|s| RuleSpec {
+            line: None,
+            file: Some("pod's built-in defaults".into()),
+            ..s
+        })
+        .collect();
+    Rules::compile(rules.default_action(), specs, rules.ask_timeout()).map_err(|(i, e)| {
+        ManifestError::Invalid {
             path: path.clone(),
             line: 1,
             column: 1,
             message: format!("built-in defaults, rule {}: {e}", i + 1),
-        })?);
-    }
-    Ok(manifest)
+        }
+    })
 }
 
 /// Whether `folder` is the file system's root or the user's home folder or one of its

@@ -11,6 +11,7 @@ mod error;
 pub mod file;
 mod layers;
 pub mod mcp;
+pub mod trust;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,6 +21,7 @@ pub use error::{line_col, ManifestError};
 pub use file::{Provider, SandboxMode};
 pub use layers::{user_config_path, CONFIG_ENV, DEFAULTS, PROJECT_FILE};
 pub use mcp::{McpConfig, McpServerConfig, McpTransport};
+pub use trust::{Ignored, Trust, TrustStore, Vouch};
 
 use crate::builtin::Builtin;
 use crate::permission::{Policy, Protected, ProtectedPath, RuleSpec, Rules};
@@ -83,6 +85,31 @@ pub struct Manifest {
     /// Every configuration file in effect, the project's first (docs/manifest.md, "Layered
     /// configuration"). Empty when pod runs on its built-in defaults.
     pub files: Vec<PathBuf>,
+    /// Whether the project's configuration is trusted, and what of it was ignored
+    /// (docs/permissions.md, "Trust"). A manifest loaded on its own (`Manifest::load`) is
+    /// trusted: its caller vouches for it.
+    pub trust: Trust,
+    /// Pod's own files named by parts of the configuration that were ignored (an untrusted
+    /// project's hook programs): still protected, so nothing changes them unasked before the
+    /// user decides.
+    pub extra_protected: Vec<ProtectedPath>,
+    /// Lines of the settings that trust may ignore (`model`, `pod.state_dir`, `pod.workspace`,
+    /// `sandbox`, `scope`, `skills`, `permissions.default_action`), for naming them.
+    pub lines: BTreeMap<&'static str, usize>,
+}
+
+/// `[sandbox] env`, resolved and layered.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EnvConfig {
+    /// Patterns of the pod's variables to pass (besides the base set).
+    pub pass: Vec<String>,
+    /// Values to set.
+    pub set: Vec<(String, String)>,
+    /// Names the user's configuration passes exactly: they pass even when they look secret.
+    pub exact: Vec<String>,
+    /// Variables pod itself reads a key from (`[model] api_key_env`): never passed unless
+    /// named exactly.
+    pub secret: Vec<String>,
 }
 
 /// `[sandbox]`, resolved.
@@ -96,6 +123,8 @@ pub struct SandboxConfig {
     pub writable: Vec<PathBuf>,
     /// Line of the `[sandbox]` header, when the section is present.
     pub line: Option<usize>,
+    /// The environment of commands, hooks and MCP servers.
+    pub env: EnvConfig,
 }
 
 #[derive(Debug, Clone)]
@@ -113,6 +142,33 @@ pub struct ModelConfig {
     pub max_response_bytes: usize,
     pub max_tool_calls: usize,
     pub response_timeout: Duration,
+    /// Whether the provider's default key variable (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`) may
+    /// be read. False when the `[model]` in force came from a project and names its own
+    /// `base_url`: pod never sends the user's key to an endpoint another layer chose, so such a
+    /// project names its key itself (`api_key_env` / `api_key_file`).
+    pub default_key: bool,
+}
+
+impl Default for ModelConfig {
+    /// `[model]` as an empty section reads: the offline model and the default limits.
+    fn default() -> ModelConfig {
+        ModelConfig {
+            provider: Provider::Offline,
+            model: None,
+            base_url: None,
+            api_key_env: None,
+            api_key_file: None,
+            max_tokens: 4096,
+            system: None,
+            scenario: None,
+            timeout: Duration::from_secs(300),
+            max_retries: 3,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
+            response_timeout: DEFAULT_RESPONSE_TIMEOUT,
+            default_key: true,
+        }
+    }
 }
 
 /// A user `pre_tool_call` hook.
@@ -141,17 +197,13 @@ impl Manifest {
     }
 
     /// Validates manifest `text` as if read from `path` (whose folder anchors relative paths).
+    /// The result is the file as written: its caller vouches for it (`trust` says `session`).
     pub fn parse(text: &str, path: &Path) -> Result<Manifest, ManifestError> {
-        Manifest::parse_layer(text, path, None)
+        Manifest::parse_layer(text, path, Role::Project)
     }
 
-    /// Validates one configuration file. `workspace` is given for the user's configuration,
-    /// which works on the project's workspace and may not name one itself.
-    fn parse_layer(
-        text: &str,
-        path: &Path,
-        workspace: Option<&Path>,
-    ) -> Result<Manifest, ManifestError> {
+    /// Validates one configuration file in its `role`.
+    fn parse_layer(text: &str, path: &Path, role: Role<'_>) -> Result<Manifest, ManifestError> {
         let raw: file::ManifestFile =
             toml::from_str(text).map_err(|e| toml_error(path, text, &e))?;
         let mut origins: BTreeMap<&'static str, Vec<PathBuf>> = BTreeMap::new();
@@ -179,7 +231,26 @@ impl Manifest {
         };
         let dir = dir.canonicalize().unwrap_or(dir);
         let pod = raw.pod.unwrap_or_default();
-        if let (Some(_), Some(_)) = (workspace, &pod.workspace) {
+        let mut lines = BTreeMap::new();
+        for (name, section, key) in [
+            ("pod.state_dir", "pod", "state_dir"),
+            ("pod.workspace", "pod", "workspace"),
+            (
+                "permissions.default_action",
+                "permissions",
+                "default_action",
+            ),
+        ] {
+            if let Some(offset) = find_key(text, section, key) {
+                lines.insert(name, line_of(offset));
+            }
+        }
+        for section in ["model", "sandbox", "scope", "skills"] {
+            if let Some(offset) = header_offset(text, section) {
+                lines.insert(section, line_of(offset));
+            }
+        }
+        if let (Role::User(_), Some(_)) = (role, &pod.workspace) {
             return Err(at(
                 key_offset(text, "pod", "workspace"),
                 "pod.workspace: only a project's pod.toml names the workspace (the user's \
@@ -188,9 +259,9 @@ impl Manifest {
             ));
         }
         let workspace_raw = pod.workspace.unwrap_or_else(|| ".".into());
-        let workspace = match workspace {
-            Some(given) => given.to_path_buf(),
-            None => dir.join(&workspace_raw),
+        let workspace = match role {
+            Role::User(given) | Role::ProjectIn(given) => given.to_path_buf(),
+            Role::Project => dir.join(&workspace_raw),
         };
         let workspace = workspace.canonicalize().map_err(|e| {
             at(
@@ -363,6 +434,26 @@ impl Manifest {
                     })
                     .collect::<Result<_, _>>()?,
                 line: header_offset(text, "sandbox").map(line_of),
+                env: section
+                    .env
+                    .map(|env| {
+                        let pass = env.pass.unwrap_or_default();
+                        EnvConfig {
+                            // Only the user's configuration may pass a secret, by its name.
+                            exact: match role {
+                                Role::User(_) => pass
+                                    .iter()
+                                    .filter(|p| !p.contains(['*', '?', '[']))
+                                    .cloned()
+                                    .collect(),
+                                _ => Vec::new(),
+                            },
+                            pass,
+                            set: env.set.unwrap_or_default().into_iter().collect(),
+                            secret: Vec::new(),
+                        }
+                    })
+                    .unwrap_or_default(),
             },
         };
 
@@ -402,8 +493,10 @@ impl Manifest {
             response_timeout: model
                 .response_timeout_secs
                 .map_or(DEFAULT_RESPONSE_TIMEOUT, Duration::from_secs),
+            default_key: true,
         };
 
+        let trust = Trust::vouched(&dir);
         Ok(Manifest {
             path: path.to_path_buf(),
             name: pod.name.unwrap_or_else(|| "pod".into()),
@@ -424,7 +517,18 @@ impl Manifest {
             mcp,
             files: vec![path.to_path_buf()],
             origins,
-        })
+            trust,
+            extra_protected: Vec::new(),
+            lines,
+        }
+        .with_key_variables())
+    }
+
+    /// Marks the variable `[model]` reads its key from as a secret of the sandbox's
+    /// environment (after any layering changed either).
+    fn with_key_variables(mut self) -> Manifest {
+        self.sandbox.env.secret = self.model.api_key_env.iter().cloned().collect();
+        self
     }
 
     /// Puts the session logs in `folder` (`pod serve --state-dir`); relative to the current
@@ -497,6 +601,10 @@ impl Manifest {
             out.push(entry(dir.clone(), "a skill folder"));
         }
         out.push(entry(self.state_root.clone(), "pod's state folder"));
+        if let Ok(store) = TrustStore::default_location() {
+            out.push(entry(store.path().to_path_buf(), "pod's trust store"));
+        }
+        out.extend(self.extra_protected.iter().cloned());
         out
     }
 
@@ -521,6 +629,17 @@ impl Manifest {
     pub fn default_action(&self) -> Option<Action> {
         self.permissions.as_ref().map(|r| r.default_action())
     }
+}
+
+/// What a configuration file is to the pod reading it.
+#[derive(Debug, Clone, Copy)]
+enum Role<'a> {
+    /// A project's manifest: it names the workspace (`[pod] workspace`, default its folder).
+    Project,
+    /// A project's manifest whose `[pod] workspace` is not taken: the workspace is this.
+    ProjectIn(&'a Path),
+    /// The user's configuration, working on this (the project's) workspace.
+    User(&'a Path),
 }
 
 /// Why no default state folder can be found.
@@ -728,6 +847,13 @@ fn header_offset(text: &str, name: &str) -> Option<usize> {
 
 /// Byte offset of `key = ...` inside `[section]`, or of the section header, or 0.
 fn key_offset(text: &str, section: &str, key: &str) -> usize {
+    find_key(text, section, key)
+        .or_else(|| header_offset(text, section))
+        .unwrap_or(0)
+}
+
+/// Byte offset of `key = ...` inside `[section]`, when it is written there.
+fn find_key(text: &str, section: &str, key: &str) -> Option<usize> {
     let mut offset = 0;
     let mut current: Option<String> = None;
     for line in text.split_inclusive('\n') {
@@ -736,11 +862,11 @@ fn key_offset(text: &str, section: &str, key: &str) -> usize {
         } else if current.as_deref() == Some(section)
             && line.split_once('=').map(|(k, _)| k.trim()) == Some(key)
         {
-            return offset + (line.len() - line.trim_start().len());
+            return Some(offset + (line.len() - line.trim_start().len()));
         }
         offset += line.len();
     }
-    header_offset(text, section).unwrap_or(0)
+    None
 }
 
 #[cfg(test)]
@@ -760,7 +886,10 @@ mod tests {
         let paths: Vec<(String, String)> = m
             .protected_paths()
             .into_iter()
-            .map(|p| (path_text(&p.path, &ws), p.what))
+            .map(|p| match p.path.file_name() {
+                Some(name) if name == trust::STORE_FILE => ("trust.json".into(), p.what),
+                _ => (path_text(&p.path, &ws), p.what),
+            })
             .collect();
         let want = [
             ("pod.toml", "the manifest"),
@@ -768,6 +897,7 @@ mod tests {
             ("hooks/check.sh", "a hook program"),
             ("skills", "a skill folder"),
             ("state", "pod's state folder"),
+            ("trust.json", "pod's trust store"),
         ];
         let want: Vec<(String, String)> = want
             .iter()

@@ -301,6 +301,8 @@ async fn connect(
         cwd,
     } = &config.transport;
     let mut cmd = tokio::process::Command::new(command);
+    // First: it replaces the environment with the session's; the server's own `env` goes on top.
+    sandbox.prepare(&mut cmd);
     cmd.args(args)
         .envs(env.iter().map(|(k, v)| (k, v)))
         .current_dir(cwd)
@@ -308,7 +310,6 @@ async fn connect(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    sandbox.prepare(&mut cmd);
     let mut process =
         CallProcess::spawn(&mut cmd).map_err(|e| (format!("cannot start {command}: {e}"), None))?;
     let pipes = process

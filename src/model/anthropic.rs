@@ -62,7 +62,12 @@ impl std::fmt::Debug for Anthropic {
 impl Anthropic {
     pub fn from_config(config: &ModelConfig) -> Result<Anthropic, ModelError> {
         let model = http::model_name(config, PROVIDER)?;
-        let key = http::api_key(config, PROVIDER, DefaultKey::Env(DEFAULT_KEY_ENV))?
+        let default_key = if config.default_key {
+            DefaultKey::Env(DEFAULT_KEY_ENV)
+        } else {
+            DefaultKey::Withheld
+        };
+        let key = http::api_key(config, PROVIDER, default_key)?
             .ok_or_else(|| ModelError::Config(format!("{PROVIDER}: an API key is required")))?;
         Ok(Anthropic {
             http: Http::new(config, PROVIDER)?,

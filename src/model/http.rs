@@ -53,6 +53,10 @@ pub(crate) enum DefaultKey {
     Env(&'static str),
     /// No key: requests go without authentication (local servers).
     None,
+    /// The default variable may not be read: the `[model]` in force came from a project and
+    /// names its own `base_url` (pod never sends the user's key to an endpoint another layer
+    /// chose). An error saying so.
+    Withheld,
 }
 
 /// The API key: `api_key_env` first, then `api_key_file`, then the provider's default.
@@ -90,6 +94,11 @@ pub(crate) fn api_key(
         )
         .map(Some),
         DefaultKey::None => Ok(None),
+        DefaultKey::Withheld => Err(ModelError::Config(format!(
+            "{provider}: model.base_url comes from the project's pod.toml, so pod does not send \
+             it your key from the environment; name the key for that endpoint in the same \
+             [model] (api_key_env or api_key_file), or move [model] to your user configuration"
+        ))),
     }
 }
 
@@ -157,6 +166,9 @@ impl Http {
             config.timeout
         };
         let client = reqwest::Client::builder()
+            // A redirect would carry the conversation (and the key header) to wherever the
+            // endpoint points: none is followed; `send` names the new location in its error.
+            .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(timeout.min(CONNECT_TIMEOUT_CAP))
             .read_timeout(timeout)
             .user_agent(concat!("pod/", env!("CARGO_PKG_VERSION")))
@@ -242,6 +254,27 @@ impl Http {
                     let status = response.status();
                     if status.is_success() {
                         return Ok(response);
+                    }
+                    if status.is_redirection() {
+                        let to = response
+                            .headers()
+                            .get(reqwest::header::LOCATION)
+                            .and_then(|v| v.to_str().ok())
+                            .unwrap_or("nowhere")
+                            .chars()
+                            .take(200)
+                            .collect::<String>();
+                        return Err(ModelError::Api {
+                            provider,
+                            status: status.as_u16(),
+                            message: format!(
+                                "the endpoint {} redirects to {to}; pod does not follow \
+                                 redirects of model requests (they would carry the \
+                                 conversation and the key elsewhere): set model.base_url to \
+                                 the address that answers",
+                                shown_url(response.url())
+                            ),
+                        });
                     }
                     let retryable =
                         status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error();

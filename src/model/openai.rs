@@ -72,8 +72,10 @@ impl OpenAi {
         let model = http::model_name(config, PROVIDER)?;
         let default_key = if config.base_url.is_some() {
             DefaultKey::None
-        } else {
+        } else if config.default_key {
             DefaultKey::Env(DEFAULT_KEY_ENV)
+        } else {
+            DefaultKey::Withheld
         };
         let key = http::api_key(config, PROVIDER, default_key)?;
         Ok(OpenAi {

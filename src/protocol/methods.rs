@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, Item, ReplyDecision};
+use super::{Action, EnvironmentInfo, Item, ReplyDecision, WorkspaceTrust};
 
 /// Name and version of a peer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
@@ -144,6 +144,11 @@ pub struct PermissionsInfo {
     pub default_action: Option<Action>,
     pub rules: usize,
     pub ask_mode: AskMode,
+    /// Set when the layer is off, saying why (a project manifest without `[permissions]`, in a
+    /// trusted folder, with no `[permissions]` in the user's configuration either): every tool
+    /// call runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
 }
 
 /// Which kernel boundary confines the processes that tool calls and hooks start.
@@ -214,6 +219,10 @@ pub struct InitializeResult {
     /// Where the configuration came from; absent from pods older than this field.
     #[serde(default)]
     pub configuration: ConfigurationInfo,
+    /// Whether the project's configuration is trusted, and what of it is ignored until it is.
+    pub workspace_trust: WorkspaceTrust,
+    /// What of the pod's environment its tools' processes get (names only).
+    pub environment: EnvironmentInfo,
 }
 
 /// One piece of user input to a turn.

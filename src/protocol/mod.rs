@@ -17,6 +17,7 @@ mod methods;
 mod open_calls;
 mod permission;
 mod request;
+mod trust;
 
 pub use error::*;
 pub use event::*;
@@ -25,6 +26,7 @@ pub use methods::*;
 pub use open_calls::OpenCalls;
 pub use permission::*;
 pub use request::*;
+pub use trust::*;
 
 /// The protocol version this pod speaks.
 pub const PROTOCOL_VERSION: u32 = 1;

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::{
     CancelResult, EmptyParams, EmptyResult, HistoryResult, InitializeParams, InitializeResult,
-    PermissionReplyParams, RunParams, RunResult,
+    PermissionReplyParams, RunParams, RunResult, TrustApplyParams,
 };
 
 /// One method: its wire name and the types of its params and result.
@@ -31,6 +31,7 @@ pub trait Params: Serialize + DeserializeOwned + JsonSchema {
 impl Params for InitializeParams {}
 impl Params for RunParams {}
 impl Params for PermissionReplyParams {}
+impl Params for TrustApplyParams {}
 impl Params for EmptyParams {
     const IGNORED: bool = true;
 }
@@ -123,6 +124,10 @@ methods! {
     History = "history" (EmptyParams) -> HistoryResult;
     /// Ends the connection: pending requests resolve, the turn is cancelled, the pod exits.
     Shutdown = "shutdown" (EmptyParams) -> EmptyResult;
+    /// Applies the user's decision about the project's trust; a trusted project's
+    /// configuration is reloaded into the session, and the result is the session as
+    /// `initialize` now reports it.
+    TrustApply = "trust/apply" (TrustApplyParams) -> InitializeResult;
 }
 
 /// Deserializes params into `P`; an error names the member at fault, as

@@ -28,12 +28,14 @@ pub use approval::{Answer, Approvals, Approver, ReplyError};
 pub use turn::TURN_FAILED_TEXT;
 
 use crate::hooks::UserHook;
+use crate::manifest::Trust;
 use crate::manifest::{Manifest, McpServerConfig};
 use crate::mcp::McpServers;
 use crate::model::{self, Message, Model, ModelError};
 use crate::permission::{DroppedGrant, FileRules, Policy, SessionGrants};
 use crate::protocol::{
-    AskMode, ConfigurationInfo, Event, Item, McpServerInfo, PermissionsInfo, SandboxInfo, ToolInfo,
+    AskMode, ConfigurationInfo, EnvironmentInfo, Event, IgnoredSetting, Item, McpServerInfo,
+    PermissionsInfo, SandboxInfo, ToolInfo, TrustDecision, TrustStatus, WorkspaceTrust,
 };
 use crate::sandbox::{Sandbox, SandboxError};
 use crate::scope::Scope;
@@ -135,6 +137,35 @@ pub enum RunError {
     UnknownSkill { name: String, known: Vec<String> },
     #[error("run needs at least one input item")]
     EmptyInput,
+}
+
+/// The wire's view of a configuration's trust: the decisions a client may apply are offered
+/// only when the project is untrusted and something of it is ignored.
+pub fn workspace_trust(trust: &Trust) -> WorkspaceTrust {
+    let decide = trust.status == TrustStatus::Untrusted && !trust.ignored.is_empty();
+    WorkspaceTrust {
+        status: trust.status,
+        folder: trust.folder.as_ref().map(|f| f.display().to_string()),
+        ignored: trust
+            .ignored
+            .iter()
+            .map(|i| IgnoredSetting {
+                what: i.what.clone(),
+                place: i.place.clone(),
+            })
+            .collect(),
+        changed: trust.changed.clone(),
+        declined: trust.declined,
+        available_decisions: if decide {
+            vec![
+                TrustDecision::TrustCwd,
+                TrustDecision::TrustSession,
+                TrustDecision::Decline,
+            ]
+        } else {
+            Vec::new()
+        },
+    }
 }
 
 /// Session state shared by the turn and the methods served while it runs.
@@ -397,7 +428,18 @@ impl Pod {
                 Approver::Client(_) => AskMode::Client,
                 Approver::FailClosed => AskMode::FailClosed,
             },
+            warning: self.manifest.permissions_off(),
         }
+    }
+
+    /// Whether the project's configuration is trusted, and what of it is ignored.
+    pub fn workspace_trust(&self) -> WorkspaceTrust {
+        workspace_trust(&self.manifest.trust)
+    }
+
+    /// What of the pod's environment the tools' processes get (names only).
+    pub fn environment(&self) -> EnvironmentInfo {
+        self.sandbox.environment()
     }
 
     /// The session's items in order.

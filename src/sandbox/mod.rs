@@ -14,6 +14,7 @@
 //! never sandboxed: `file_write` and `edit` are bounded by `scope`, not here.
 
 pub mod domain;
+pub mod env;
 pub mod reaper;
 
 use std::os::fd::OwnedFd;
@@ -22,8 +23,9 @@ use std::sync::Arc;
 
 use crate::manifest::{SandboxConfig, SandboxMode};
 use crate::permission::path;
-use crate::protocol::{NetworkAccess, SandboxInfo, SandboxKind};
+use crate::protocol::{EnvironmentInfo, NetworkAccess, SandboxInfo, SandboxKind};
 
+pub use env::ChildEnv;
 pub use reaper::CallProcess;
 
 /// The oldest ABI that holds the whole write boundary (ABI 3 added truncation).
@@ -154,6 +156,8 @@ pub struct Sandbox {
     /// Writable folders that did not exist at open and so could not be granted.
     missing: Vec<PathBuf>,
     workspace: PathBuf,
+    /// The environment every process starts with.
+    env: ChildEnv,
 }
 
 impl Sandbox {
@@ -173,6 +177,7 @@ impl Sandbox {
             writable: Vec::new(),
             missing: Vec::new(),
             workspace: PathBuf::new(),
+            env: ChildEnv::new(&crate::manifest::EnvConfig::default()),
         }
     }
 
@@ -188,6 +193,7 @@ impl Sandbox {
         if config.mode == SandboxMode::Off {
             return Ok(Sandbox {
                 info: plan.info,
+                env: ChildEnv::new(&config.env),
                 ..Sandbox::off()
             });
         }
@@ -252,6 +258,7 @@ impl Sandbox {
             writable,
             missing,
             workspace: workspace.to_path_buf(),
+            env: ChildEnv::new(&config.env),
         })
     }
 
@@ -285,9 +292,19 @@ impl Sandbox {
         }
     }
 
-    /// Sets `$TMPDIR` and installs [`Sandbox::pre_exec`] on `cmd`. Spawn it with
-    /// [`CallProcess::spawn`] so that its processes die with the call.
+    /// What of the pod's environment the session's processes get (names only).
+    pub fn environment(&self) -> EnvironmentInfo {
+        EnvironmentInfo {
+            passed: self.env.passed.clone(),
+            filtered: self.env.filtered.clone(),
+        }
+    }
+
+    /// Gives `cmd` the session's environment (nothing else of the pod's) and `$TMPDIR`, and
+    /// installs [`Sandbox::pre_exec`]. Call it first, then set the caller's own variables; spawn
+    /// with [`CallProcess::spawn`] so that its processes die with the call.
     pub fn prepare(&self, cmd: &mut tokio::process::Command) {
+        self.env.apply(cmd);
         if let Some(tmp) = self.tmpdir() {
             cmd.env("TMPDIR", tmp);
         }

@@ -5,6 +5,7 @@
 //! one, `-32003` while a turn runs, `-32005` after `shutdown`) and closing everything down on
 //! shutdown or disconnect.
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -12,9 +13,33 @@ use tokio_util::sync::CancellationToken;
 
 use super::error::MethodError;
 use super::transport::Outbox;
-use crate::manifest::Manifest;
-use crate::protocol::{MethodName, ResolvedBy};
+use crate::manifest::trust::Decision;
+use crate::manifest::{Manifest, TrustStore, Vouch};
+use crate::protocol::{MethodName, ResolvedBy, TrustDecision, WorkspaceTrust};
 use crate::runtime::{Approvals, Approver, Pod, PodOptions};
+
+/// Where the connection's configuration comes from, so that `trust/apply` can read it again:
+/// `pod serve`'s `--manifest`, `--state-dir` and `--trust`.
+#[derive(Debug, Clone, Default)]
+pub struct Source {
+    pub manifest: Option<PathBuf>,
+    pub state_dir: Option<PathBuf>,
+    pub vouch: Vouch,
+}
+
+impl Source {
+    /// The configuration as `pod serve` reads it, `--state-dir` applied and `required` checked.
+    pub fn load(&self) -> Result<Manifest, String> {
+        let mut manifest =
+            Manifest::open(self.manifest.as_deref(), self.vouch).map_err(|e| e.to_string())?;
+        if let Some(folder) = &self.state_dir {
+            manifest.set_state_dir(folder);
+        }
+        crate::sandbox::check_required(&manifest.sandbox)
+            .map_err(|e| format!("{}: {e}", manifest.path.display()))?;
+        Ok(manifest)
+    }
+}
 
 /// The pod of an initialized connection and, when the client approves, its pending requests.
 #[derive(Clone)]
@@ -25,6 +50,8 @@ pub struct Opened {
 
 pub struct Connection {
     manifest: Manifest,
+    /// `None`: the configuration cannot be read again (a library caller's manifest).
+    source: Option<Mutex<Source>>,
     resume: Option<String>,
     out: Outbox,
     opened: Mutex<Option<Opened>>,
@@ -43,9 +70,15 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Connection {
-    pub fn new(manifest: Manifest, resume: Option<String>, out: Outbox) -> Arc<Connection> {
+    pub fn new(
+        manifest: Manifest,
+        source: Option<Source>,
+        resume: Option<String>,
+        out: Outbox,
+    ) -> Arc<Connection> {
         Arc::new(Connection {
             manifest,
+            source: source.map(Mutex::new),
             resume,
             out,
             opened: Mutex::new(None),
@@ -130,6 +163,115 @@ impl Connection {
         Ok(opened)
     }
 
+    /// Applies the user's trust `decision` (`trust/apply`) to the session's project: a trust
+    /// is recorded (or, `trust_session`, kept for this process), the configuration read again,
+    /// and the pod reopened on the same session with it; a decline is recorded and changes
+    /// nothing else. Refused while a turn runs (the turn slot is held meanwhile), for a folder
+    /// other than the session's, and for a decision not offered.
+    pub async fn apply_trust(
+        &self,
+        decision: TrustDecision,
+        cwd: Option<&str>,
+    ) -> Result<(Opened, Option<WorkspaceTrust>), MethodError> {
+        let opened = self.opened()?;
+        let trust = opened.pod.manifest().trust.clone();
+        let Some(folder) = trust.folder.clone() else {
+            return Err(MethodError::InvalidParams(
+                "nothing to trust: the session has no project configuration (pod.toml)".into(),
+            ));
+        };
+        if let Some(cwd) = cwd {
+            let given = std::path::Path::new(cwd);
+            let same = given.canonicalize().map(|c| c == folder).unwrap_or(false);
+            if !same {
+                return Err(MethodError::InvalidParams(format!(
+                    "`cwd`: {cwd} is not the session's project folder ({})",
+                    folder.display()
+                )));
+            }
+        }
+        let offered = crate::runtime::workspace_trust(&trust).available_decisions;
+        if !offered.contains(&decision) {
+            return Err(MethodError::InvalidParams(format!(
+                "`decision`: {} is not available for {} (available: {})",
+                decision_name(decision),
+                folder.display(),
+                if offered.is_empty() {
+                    "none: nothing of its configuration is ignored".to_string()
+                } else {
+                    offered
+                        .iter()
+                        .map(|d| decision_name(*d))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            )));
+        }
+        let Some(source) = &self.source else {
+            return Err(MethodError::Internal(
+                "this pod cannot read its configuration again".into(),
+            ));
+        };
+        let record = |d: Decision| {
+            let print = trust.fingerprint.clone().unwrap_or_default();
+            TrustStore::default_location()
+                .and_then(|store| store.record(&folder, &print, d))
+                .map_err(|e| MethodError::Internal(e.to_string()))
+        };
+        let mut source = lock(source).clone();
+        match decision {
+            TrustDecision::Decline => {
+                record(Decision::Declined)?;
+                let fresh = source.load().map_err(MethodError::Internal)?;
+                return Ok((opened, Some(crate::runtime::workspace_trust(&fresh.trust))));
+            }
+            TrustDecision::TrustCwd => record(Decision::Trusted)?,
+            TrustDecision::TrustSession => source.vouch = Vouch::Session,
+        }
+        let _turn = self.begin_turn()?;
+        let reopened = self.reopen(&opened, &source).await;
+        self.end_turn();
+        let reopened = reopened?;
+        if let Some(kept) = &self.source {
+            *lock(kept) = source;
+        }
+        Ok((reopened, None))
+    }
+
+    /// The pod of `opened` closed, and a new one on the same session with the configuration
+    /// `source` reads now (the session's log stays in its state folder).
+    async fn reopen(&self, opened: &Opened, source: &Source) -> Result<Opened, MethodError> {
+        let old = opened.pod.manifest();
+        let mut manifest = source.load().map_err(MethodError::Internal)?;
+        manifest.state_dir = old.state_dir.clone();
+        manifest.state_root = old.state_root.clone();
+        let approver = match &opened.approvals {
+            Some(a) => Approver::Client(a.clone()),
+            None => Approver::FailClosed,
+        };
+        let id = opened.pod.session_id().to_string();
+        opened.pod.stop_mcp().await;
+        if let Err(e) = opened.pod.flush() {
+            tracing::error!("session log: {e}");
+        }
+        let options = PodOptions {
+            resume: Some(id),
+            approver,
+            mcp_servers: Vec::new(),
+            editor: None,
+        };
+        let pod = Pod::start(manifest, options)
+            .await
+            .map_err(|e| MethodError::Internal(format!("cannot reopen the session: {e}")))?;
+        let reopened = Opened {
+            pod,
+            approvals: opened.approvals.clone(),
+        };
+        *lock(&self.opened) = Some(reopened.clone());
+        tracing::info!("trust applied: the session reopened with the project's configuration");
+        Ok(reopened)
+    }
+
     /// Claims the turn slot; the token cancels the turn.
     pub fn begin_turn(&self) -> Result<CancellationToken, MethodError> {
         let mut turn = lock(&self.turn);
@@ -199,4 +341,12 @@ impl Connection {
             }
         }
     }
+}
+
+/// A decision as the wire names it.
+fn decision_name(d: TrustDecision) -> String {
+    serde_json::to_value(d)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default()
 }

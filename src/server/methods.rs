@@ -18,9 +18,9 @@ use super::stream;
 use crate::protocol::{
     method, CancelResult, EmptyResult, ErrorCode, ErrorObject, HistoryResult, InitializeParams,
     InitializeResult, Method, MethodName, PeerInfo, PermissionReplyParams, ReplyDecision, Request,
-    RunParams, RunResult, SessionInfo, PROTOCOL_VERSION,
+    RunParams, RunResult, SessionInfo, TrustApplyParams, PROTOCOL_VERSION,
 };
-use crate::runtime::ReplyError;
+use crate::runtime::{Pod, ReplyError};
 
 type Result<T> = std::result::Result<T, MethodError>;
 
@@ -64,6 +64,7 @@ impl Service for Methods {
                 }
                 Request::History(_) => reply::<method::History>(history(&conn)),
                 Request::Shutdown(_) => reply::<method::Shutdown>(shutdown(&conn)),
+                Request::TrustApply(p) => reply::<method::TrustApply>(trust_apply(p, &conn).await),
             }
         }))
     }
@@ -94,8 +95,12 @@ async fn initialize(params: InitializeParams, conn: &Connection) -> Result<Initi
     if let Some(client) = params.client_info {
         tracing::info!(name = %client.name, version = %client.version, "client connected");
     }
-    let pod = &opened.pod;
-    Ok(InitializeResult {
+    Ok(describe(&opened.pod))
+}
+
+/// The session as `initialize` reports it.
+fn describe(pod: &Pod) -> InitializeResult {
+    InitializeResult {
         protocol_version: PROTOCOL_VERSION,
         pod_info: PeerInfo {
             // `[pod] name` (default "pod"): lets a client tell its pods apart.
@@ -112,7 +117,20 @@ async fn initialize(params: InitializeParams, conn: &Connection) -> Result<Initi
         sandbox: pod.sandbox_info(),
         mcp_servers: pod.mcp_servers(),
         configuration: pod.configuration_info(),
-    })
+        workspace_trust: pod.workspace_trust(),
+        environment: pod.environment(),
+    }
+}
+
+async fn trust_apply(params: TrustApplyParams, conn: &Connection) -> Result<InitializeResult> {
+    let (opened, trust) = conn
+        .apply_trust(params.decision, params.cwd.as_deref())
+        .await?;
+    let mut result = describe(&opened.pod);
+    if let Some(trust) = trust {
+        result.workspace_trust = trust;
+    }
+    Ok(result)
 }
 
 async fn run(params: RunParams, conn: &Connection, detach: Detach) -> Result<RunResult> {

@@ -24,9 +24,9 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::manifest::Manifest;
+use crate::manifest::{Manifest, Vouch};
 use crate::protocol::{ErrorCode, ResolvedBy};
-use connection::Connection;
+use connection::{Connection, Source};
 use dispatch::Dispatcher;
 use transport::Frame;
 
@@ -45,15 +45,22 @@ pub fn main(
     manifest: Option<&Path>,
     resume: Option<String>,
     state_dir: Option<&Path>,
+    trust: bool,
     max_message_bytes: usize,
 ) -> u8 {
-    let mut manifest = match Manifest::open(manifest) {
+    let source = Source {
+        manifest: manifest.map(Path::to_path_buf),
+        state_dir: state_dir.map(Path::to_path_buf),
+        vouch: if trust { Vouch::Session } else { Vouch::Store },
+    };
+    let mut manifest = match Manifest::open(manifest, source.vouch) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("{e}");
             return 1;
         }
     };
+    report_configuration(&manifest);
     for finding in manifest.lint() {
         let file = finding
             .file
@@ -85,8 +92,44 @@ pub fn main(
         return 1;
     }
     run_on_stdio("pod serve", move |input, output| {
-        serve(input, output, manifest, resume, max_message_bytes)
+        serve(
+            input,
+            output,
+            manifest,
+            Some(source),
+            resume,
+            max_message_bytes,
+        )
     })
+}
+
+/// Says on stderr what of the configuration is not in force: an untrusted project's ignored
+/// settings, a permission layer that is off, the environment variables tools do not get.
+fn report_configuration(manifest: &Manifest) {
+    let trust = &manifest.trust;
+    if !trust.ignored.is_empty() {
+        let folder = trust
+            .folder
+            .as_ref()
+            .map_or_else(String::new, |f| f.display().to_string());
+        let why = if trust.declined {
+            "you declined to trust it"
+        } else if !trust.changed.is_empty() {
+            "it changed since you trusted it"
+        } else {
+            "it is not trusted"
+        };
+        eprintln!(
+            "pod: {folder}: {why}, so pod ignores what its configuration would run or widen \
+             (`pod trust {folder}` to trust it, or `pod serve --trust` for this run):"
+        );
+        for ignored in &trust.ignored {
+            eprintln!("  {}: {}", ignored.place, ignored.what);
+        }
+    }
+    if let Some(off) = manifest.permissions_off() {
+        eprintln!("pod: WARNING: {off}");
+    }
 }
 
 /// Runs a front-end's `serve` on stdin and stdout until it ends; returns its exit code. Shared
@@ -139,6 +182,7 @@ pub async fn serve<R, W>(
     input: R,
     output: W,
     manifest: Manifest,
+    source: Option<Source>,
     resume: Option<String>,
     max_message_bytes: usize,
 ) -> u8
@@ -147,7 +191,7 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let transport = transport::start(input, output, max_message_bytes);
-    let conn = Connection::new(manifest, resume, transport.outbox.clone());
+    let conn = Connection::new(manifest, source, resume, transport.outbox.clone());
     let service = Arc::new(methods::Methods::new(conn.clone()));
     let dispatcher = Dispatcher::new(service, transport.outbox.clone());
     let mut frames = transport.frames;
@@ -241,7 +285,7 @@ mod tests {
         let manifest = Manifest::load(&path).unwrap();
         let (client, server) = tokio::io::duplex(64 * 1024);
         let (server_read, server_write) = tokio::io::split(server);
-        let served = tokio::spawn(serve(server_read, server_write, manifest, None, 4096));
+        let served = tokio::spawn(serve(server_read, server_write, manifest, None, None, 4096));
         let (client_read, mut client_write) = tokio::io::split(client);
         client_write
             .write_all(

@@ -116,6 +116,8 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
         Err(e) => return ToolOutput::error(format!("cannot create output pipe: {e}")),
     };
     let mut cmd = tokio::process::Command::new("bash");
+    // First: it replaces the environment with the session's.
+    ctx.sandbox.prepare(&mut cmd);
     cmd.arg("-c")
         .arg(command)
         .current_dir(&ctx.workspace)
@@ -125,7 +127,6 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
         .env("PAGER", "cat")
         .env("GIT_PAGER", "cat")
         .kill_on_drop(true);
-    ctx.sandbox.prepare(&mut cmd);
     let spawned = CallProcess::spawn(&mut cmd);
     // The Command still holds the write ends; drop it so EOF comes when the processes end.
     drop(cmd);

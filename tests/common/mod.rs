@@ -54,6 +54,24 @@ action = "deny"
     )
 }
 
+/// `pod trust DIR` with `state_home` as `XDG_STATE_HOME`: the folder trusted as its user would
+/// trust it, in that state folder's trust store.
+pub fn trust(dir: &Path, state_home: &Path) {
+    let out = Command::new(env!("CARGO_BIN_EXE_pod"))
+        .arg("trust")
+        .arg(dir)
+        .env("XDG_STATE_HOME", state_home)
+        .env("POD_CONFIG", "")
+        .output()
+        .expect("run pod trust");
+    assert!(
+        out.status.success(),
+        "pod trust failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// A temporary workspace holding `pod.toml`, and a temporary per-user state folder (the pods
 /// it spawns get it as `XDG_STATE_HOME`, so session logs never land in the real home).
 pub struct Workspace {
@@ -73,6 +91,11 @@ impl Workspace {
             dir,
             state: tempfile::tempdir().expect("tempdir"),
         }
+    }
+
+    /// Trusts this workspace's folder in its state folder's trust store (`pod trust`).
+    pub fn trust(&self) {
+        trust(self.dir.path(), self.state_home());
     }
 
     /// The value the pods of this workspace get as `XDG_STATE_HOME`.
@@ -164,6 +187,18 @@ impl PodProcess {
         PodProcess::spawn_full(ws, framing, args, env, Stdio::inherit())
     }
 
+    /// [`PodProcess::spawn_env`] without `--trust`: the project's folder is trusted only if
+    /// the workspace's trust store says so (the trust tests). Every other spawn vouches for the
+    /// test's own manifest, as a script that starts pod with its own configuration does.
+    pub fn spawn_untrusted(
+        ws: &Workspace,
+        framing: Framing,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> PodProcess {
+        PodProcess::spawn_from(ws, framing, args, env, Stdio::inherit(), false)
+    }
+
     fn spawn_full(
         ws: &Workspace,
         framing: Framing,
@@ -171,10 +206,22 @@ impl PodProcess {
         env: &[(&str, &str)],
         stderr: Stdio,
     ) -> PodProcess {
+        PodProcess::spawn_from(ws, framing, args, env, stderr, true)
+    }
+
+    fn spawn_from(
+        ws: &Workspace,
+        framing: Framing,
+        args: &[&str],
+        env: &[(&str, &str)],
+        stderr: Stdio,
+        trust: bool,
+    ) -> PodProcess {
         let mut child = Command::new(env!("CARGO_BIN_EXE_pod"))
             .arg("serve")
             .arg("--manifest")
             .arg(ws.manifest())
+            .args(trust.then_some("--trust"))
             .args(args)
             // No user configuration unless a test gives one: the developer's own
             // ~/.config/pod/pod.toml must not change what a test sees.

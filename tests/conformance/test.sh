@@ -6,6 +6,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 timeout 300 target/debug/pod conformance --strict --kit tests/conformance \
-  --pod-cmd 'target/debug/pod serve --manifest {manifest}'
+  --pod-cmd 'target/debug/pod serve --trust --manifest {manifest}'
 timeout 120 target/debug/pod conformance --strict --kit tests/conformance --protocol acp \
   --pod-cmd 'target/debug/pod acp'

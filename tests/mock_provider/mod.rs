@@ -195,9 +195,7 @@ pub fn config(provider: Provider, base: &str, key: &tempfile::NamedTempFile) -> 
         scenario: None,
         timeout: Duration::from_secs(10),
         max_retries: 2,
-        max_response_bytes: pod::manifest::DEFAULT_MAX_RESPONSE_BYTES,
-        max_tool_calls: pod::manifest::DEFAULT_MAX_TOOL_CALLS,
-        response_timeout: pod::manifest::DEFAULT_RESPONSE_TIMEOUT,
+        ..ModelConfig::default()
     }
 }
 

@@ -52,7 +52,7 @@ def conformance(pod, args):
 
 def pod_cmd(pod, fault, protocol):
     """The real pod (`pod serve` for the pod protocol, `pod acp` for ACP) behind the proxy."""
-    serve = "serve --manifest {manifest}" if protocol == "pod" else "acp"
+    serve = "serve --trust --manifest {manifest}" if protocol == "pod" else "acp"
     return "python3 %s %s %s %s" % (
         shlex.quote(PLANT),
         shlex.quote(fault),
