@@ -238,6 +238,44 @@ fn a_read_tool_allowed_by_a_rule_runs_and_the_reapers_sweep_spares_the_server() 
 }
 
 #[test]
+fn a_server_gets_no_secret_of_pods_environment_only_its_own_env() {
+    let Some(servers) = servers() else { return };
+    let ws = Workspace::with_manifest(&manifest(&format!(
+        "[permissions]\ndefault_action = \"deny\"\n\
+         [[permissions.rule]]\ntool = \"mcp__everything__get-env\"\naction = \"allow\"\n{}\
+         env = {{ SERVER_SETTING = \"from-the-manifest\" }}\n",
+        everything_server(servers)
+    )));
+    let secrets = [
+        ("ANTHROPIC_API_KEY", "sk-ant-secret-one"),
+        ("AWS_SECRET_ACCESS_KEY", "aws-secret-two"),
+        ("GITHUB_TOKEN", "ghp-secret-three"),
+        ("MY_DB_PASSWORD", "db-secret-four"),
+    ];
+    let mut pod = PodProcess::spawn_env(&ws, Framing::Lines, &[], &secrets);
+    let init = pod.initialize(false);
+    assert_eq!(
+        server_state(&init, "everything")["state"],
+        "running",
+        "{init}"
+    );
+    let turn = pod.call(
+        "run",
+        text(&call_line("mcp__everything__get-env", json!({}))),
+    );
+    let result = &results(&pod, &turn)[0];
+    assert_eq!(result["isError"], false, "{result}");
+    let env = result["content"].as_str().unwrap_or_default();
+    // The real server prints its whole environment: the base set and its own `env` are there,
+    // no secret is.
+    assert!(env.contains("\"PATH\""), "{env}");
+    assert!(env.contains("from-the-manifest"), "{env}");
+    for (name, value) in secrets {
+        assert!(!env.contains(value), "{name} reached the MCP server: {env}");
+    }
+}
+
+#[test]
 fn a_write_denied_by_a_path_pattern_writes_nothing() {
     let Some(servers) = servers() else { return };
     let ws = Workspace::with_manifest(&manifest(&format!(

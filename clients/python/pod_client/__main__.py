@@ -72,7 +72,13 @@ class Printer:
 async def run_command(args: argparse.Namespace, out: TextIO) -> int:
     policy = Policy.load(args.policy) if args.policy else None
     printer = Printer(out, policy)
-    client = PodClient(args.manifest, pod_bin=args.pod_bin, on_event=printer, approver=policy)
+    client = PodClient(
+        args.manifest,
+        pod_bin=args.pod_bin,
+        args=["--trust"] if args.trust else [],
+        on_event=printer,
+        approver=policy,
+    )
     async with client:
         await client.initialize(approval=policy is not None)
         result = await client.run(" ".join(args.prompt))
@@ -95,6 +101,12 @@ def main(argv: list[str] | None = None, out: TextIO = sys.stdout) -> int:
         "--pod-bin",
         help="the pod binary (default: $POD_BIN, else `pod` on PATH, else target/release/pod or "
         "target/debug/pod of the pod repository holding the current directory)",
+    )
+    run.add_argument(
+        "--trust",
+        action="store_true",
+        help="vouch for the manifest's folder for this run (`pod serve --trust`): its MCP servers, "
+        "hooks, model and allow rules apply even if you never ran `pod trust` on it",
     )
     run.add_argument("prompt", nargs="+", help="the user message (several words are joined by spaces)")
     args = parser.parse_args(argv)

@@ -23,7 +23,15 @@ class PodTestCase(unittest.IsolatedAsyncioTestCase):
     async def client(self, *, approval: bool = True, approver=None) -> tuple[PodClient, list]:
         """A started, initialized client and the list every event is appended to."""
         events: list = []
-        pod = PodClient(self.ws.manifest, pod_bin=POD_BIN, cwd=self.ws.dir, on_event=events.append, approver=approver)
+        # The test's own manifest: it vouches for it, as a script does (`pod serve --trust`).
+        pod = PodClient(
+            self.ws.manifest,
+            pod_bin=POD_BIN,
+            args=["--trust"],
+            cwd=self.ws.dir,
+            on_event=events.append,
+            approver=approver,
+        )
         await pod.start()
         self.addAsyncCleanup(pod.close)
         self.init = await asyncio.wait_for(pod.initialize(approval=approval), TIMEOUT)

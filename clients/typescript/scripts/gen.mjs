@@ -59,7 +59,7 @@ export function methodTable(methods) {
     "",
     "/** The methods a client calls (schema/methods.json): the params and result of each. */",
     "export interface PodMethods {",
-    ...methods.methods.map((m) => `  ${m.name}: { params: ${def(m.params)}; result: ${def(m.result)} };`),
+    ...methods.methods.map((m) => `  ${JSON.stringify(m.name)}: { params: ${def(m.params)}; result: ${def(m.result)} };`),
     "}",
     "",
     "/** Every method name, in the order of the protocol's list. */",

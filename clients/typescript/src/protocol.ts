@@ -210,6 +210,20 @@ export type SandboxKind = "landlock" | "none";
  */
 export type NetworkAccess = "allow" | "deny";
 /**
+ * A decision a client may apply with `trust/apply`.
+ *
+ * This interface was referenced by `PodProtocolV1`'s JSON-Schema
+ * via the `definition` "TrustDecision".
+ */
+export type TrustDecision = "trust_cwd" | "trust_session" | "decline";
+/**
+ * Whether the project's configuration is in force.
+ *
+ * This interface was referenced by `PodProtocolV1`'s JSON-Schema
+ * via the `definition` "TrustStatus".
+ */
+export type TrustStatus = "trusted" | "session" | "untrusted";
+/**
  * One piece of user input to a turn.
  *
  * This interface was referenced by `PodProtocolV1`'s JSON-Schema
@@ -309,6 +323,22 @@ export interface EmptyParams {}
  * via the `definition` "EmptyResult".
  */
 export interface EmptyResult {}
+/**
+ * The environment tool processes start with (docs/permissions.md, "Secrets"): names only.
+ *
+ * This interface was referenced by `PodProtocolV1`'s JSON-Schema
+ * via the `definition` "EnvironmentInfo".
+ */
+export interface EnvironmentInfo {
+  /**
+   * Variables of the pod's environment they do not get.
+   */
+  filtered: string[];
+  /**
+   * Variables of the pod's environment that commands, hooks and MCP servers get.
+   */
+  passed: string[];
+}
 /**
  * A call waiting for the client's approval.
  *
@@ -447,6 +477,22 @@ export interface HistoryResult {
   items: Item[];
 }
 /**
+ * One setting of the project's configuration that is ignored while the folder is untrusted.
+ *
+ * This interface was referenced by `PodProtocolV1`'s JSON-Schema
+ * via the `definition` "IgnoredSetting".
+ */
+export interface IgnoredSetting {
+  /**
+   * What it would do, in words: `starts MCP server "helper": sh -c …`.
+   */
+  what: string;
+  /**
+   * Where it is written: `file:line`.
+   */
+  where: string;
+}
+/**
  * This interface was referenced by `PodProtocolV1`'s JSON-Schema
  * via the `definition` "InitializeParams".
  */
@@ -471,6 +517,7 @@ export interface PeerInfo {
  */
 export interface InitializeResult {
   configuration?: ConfigurationInfo;
+  environment: EnvironmentInfo;
   /**
    * The MCP servers of the session (omitted when there are none).
    */
@@ -481,6 +528,7 @@ export interface InitializeResult {
   sandbox: SandboxInfo;
   session: SessionInfo;
   tools: ToolInfo[];
+  workspaceTrust: WorkspaceTrust;
 }
 /**
  * One MCP server of the session (`[mcp.servers.NAME]`), as `initialize` reports it.
@@ -509,6 +557,12 @@ export interface PermissionsInfo {
   defaultAction?: Action | null;
   enabled: boolean;
   rules: number;
+  /**
+   * Set when the layer is off, saying why (a project manifest without `[permissions]`, in a
+   * trusted folder, with no `[permissions]` in the user's configuration either): every tool
+   * call runs.
+   */
+  warning?: string | null;
 }
 /**
  * What the sandbox holds on this machine (docs/permissions.md, "The sandbox").
@@ -557,6 +611,38 @@ export interface ToolInfo {
   name: string;
 }
 /**
+ * The trust state of the session's project (`initialize`, `trust/apply`).
+ *
+ * This interface was referenced by `PodProtocolV1`'s JSON-Schema
+ * via the `definition` "WorkspaceTrust".
+ */
+export interface WorkspaceTrust {
+  /**
+   * The decisions `trust/apply` accepts now; empty when there is nothing to decide.
+   */
+  availableDecisions?: TrustDecision[];
+  /**
+   * Files that changed since the folder was trusted (relative to it), which is why it is
+   * untrusted again.
+   */
+  changed?: string[];
+  /**
+   * True when its user declined to trust this content (a client need not ask again).
+   */
+  declined?: boolean;
+  /**
+   * The folder whose trust this is (the project manifest's folder); absent when there is no
+   * project configuration.
+   */
+  folder?: string | null;
+  /**
+   * What is ignored because the folder is untrusted; empty when nothing is (a project that
+   * only restricts needs no trust).
+   */
+  ignored?: IgnoredSetting[];
+  status: TrustStatus;
+}
+/**
  * This interface was referenced by `PodProtocolV1`'s JSON-Schema
  * via the `definition` "PermissionReplyParams".
  */
@@ -582,19 +668,32 @@ export interface RunResult {
   turnId: string;
   usage?: Usage;
 }
+/**
+ * This interface was referenced by `PodProtocolV1`'s JSON-Schema
+ * via the `definition` "TrustApplyParams".
+ */
+export interface TrustApplyParams {
+  /**
+   * The folder the client asked its user about; when given, it must be the session's
+   * (`workspaceTrust.folder`), so a decision about another folder is refused.
+   */
+  cwd?: string | null;
+  decision: TrustDecision;
+}
 
 /** The methods a client calls (schema/methods.json): the params and result of each. */
 export interface PodMethods {
-  initialize: { params: InitializeParams; result: InitializeResult };
-  run: { params: RunParams; result: RunResult };
-  cancel: { params: EmptyParams; result: CancelResult };
-  permissionReply: { params: PermissionReplyParams; result: EmptyResult };
-  history: { params: EmptyParams; result: HistoryResult };
-  shutdown: { params: EmptyParams; result: EmptyResult };
+  "initialize": { params: InitializeParams; result: InitializeResult };
+  "run": { params: RunParams; result: RunResult };
+  "cancel": { params: EmptyParams; result: CancelResult };
+  "permissionReply": { params: PermissionReplyParams; result: EmptyResult };
+  "history": { params: EmptyParams; result: HistoryResult };
+  "shutdown": { params: EmptyParams; result: EmptyResult };
+  "trust/apply": { params: TrustApplyParams; result: InitializeResult };
 }
 
 /** Every method name, in the order of the protocol's list. */
-export const METHOD_NAMES = ["initialize", "run", "cancel", "permissionReply", "history", "shutdown"] as const;
+export const METHOD_NAMES = ["initialize", "run", "cancel", "permissionReply", "history", "shutdown", "trust/apply"] as const;
 
 /** The error codes a pod answers with (schema/methods.json). */
 export const ErrorCodes = {

@@ -55,7 +55,8 @@ test("the method table, error codes and event types follow methods.json", (t) =>
   for (const m of methods.methods) {
     const params = m.params.replace("#/$defs/", "");
     const result = m.result.replace("#/$defs/", "");
-    assert.match(generated, new RegExp(`  ${m.name}: \\{ params: ${params}; result: ${result} \\};`), m.name);
+    const name = JSON.stringify(m.name).replace(/[/]/g, "\\/");
+    assert.match(generated, new RegExp(`  ${name}: \\{ params: ${params}; result: ${result} \\};`), m.name);
   }
   for (const e of methods.errors) assert.match(generated, new RegExp(`  ${e.name}: ${e.code},`), e.name);
   // A method added to the list makes the file stale.

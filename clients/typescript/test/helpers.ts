@@ -53,7 +53,8 @@ export function startPod(
   ws: { dir: string; manifest: string },
   approver?: Approver,
 ): { pod: PodClient; events: Event[] } {
-  const pod = PodClient.spawn({ podBin: POD_BIN, manifest: ws.manifest, cwd: ws.dir, approver });
+  // The test's own manifest: it vouches for it, as a script does (`pod serve --trust`).
+  const pod = PodClient.spawn({ podBin: POD_BIN, manifest: ws.manifest, args: ["--trust"], cwd: ws.dir, approver });
   const events: Event[] = [];
   pod.onEvent((e) => events.push(e));
   t.after(() => pod.dispose());

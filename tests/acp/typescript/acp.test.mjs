@@ -6,7 +6,7 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { Readable, Writable } from "node:stream";
 import fs from "node:fs";
 import os from "node:os";
@@ -16,8 +16,12 @@ import * as acp from "@agentclientprotocol/sdk";
 const POD = process.env.POD_BIN;
 assert.ok(POD, "POD_BIN must name the pod binary");
 
-/** A workspace folder with a pod.toml: `rules` are [tool, pattern, action, message?]. */
-function workspace(rules, { timeout } = {}) {
+/**
+ * A workspace folder with a pod.toml: `rules` are [tool, pattern, action, message?]. Its user
+ * trusts it (`pod trust`), so its allow rules are in force, unless `trusted` is false; `extra`
+ * is appended to the manifest.
+ */
+function workspace(rules, { timeout, trusted = true, extra = "" } = {}) {
   const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "pod-acp-")));
   const lines = [
     "[pod]",
@@ -32,7 +36,11 @@ function workspace(rules, { timeout } = {}) {
     lines.push("[[permissions.rule]]", `tool = "${tool}"`, `pattern = "${pattern}"`, `action = "${action}"`);
     if (message) lines.push(`message = "${message}"`);
   }
-  fs.writeFileSync(path.join(dir, "pod.toml"), lines.join("\n") + "\n");
+  fs.writeFileSync(path.join(dir, "pod.toml"), lines.join("\n") + "\n" + extra);
+  if (trusted) {
+    const out = spawnSync(POD, ["trust", dir], { encoding: "utf8" });
+    assert.equal(out.status, 0, out.stderr);
+  }
   return dir;
 }
 
@@ -43,7 +51,7 @@ const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), "pod-acp-state-"));
  * permission request; `buffers` are the editor's unsaved texts by absolute path.
  */
 class Editor {
-  constructor({ answer, readFiles = false, writeFiles = false, buffers = {} } = {}) {
+  constructor({ answer, readFiles = false, writeFiles = false, buffers = {}, env = {} } = {}) {
     this.answer = answer ?? (() => ({ outcome: { outcome: "selected", optionId: "allow_once" } }));
     this.updates = [];
     this.requests = [];
@@ -51,7 +59,10 @@ class Editor {
     this.writes = [];
     this.buffers = buffers;
     this.capabilities = { fs: { readTextFile: readFiles, writeTextFile: writeFiles } };
-    this.child = spawn(POD, ["acp", "--state-dir", stateDir], { stdio: ["pipe", "pipe", "pipe"] });
+    this.child = spawn(POD, ["acp", "--state-dir", stateDir], {
+      stdio: ["pipe", "pipe", "pipe"],
+      env: { ...process.env, ...env },
+    });
     this.stderr = "";
     this.child.stderr.on("data", (d) => (this.stderr += d));
     this.exited = new Promise((resolve) => this.child.on("exit", (code) => resolve(code)));
@@ -454,5 +465,66 @@ test("read-only mode denies commands and writes, and default restores the rules"
   editor.updates.length = 0;
   await editor.prompt(sessionId, "!touch ro");
   assert.ok(fs.existsSync(path.join(ws, "ro")));
+  await editor.close();
+});
+
+// An MCP server (stdio) that writes MCP_STARTED in its folder when it starts, with one tool,
+// `env`, answering with its environment.
+const MARKER_SERVER = `import json, os, sys
+open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "MCP_STARTED"), "w").write("x")
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    method = m.get("method")
+    if method == "initialize":
+        r = {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}},
+             "serverInfo": {"name": "helper", "version": "1"}}
+    elif method == "tools/list":
+        r = {"tools": [{"name": "env", "inputSchema": {"type": "object"},
+                        "annotations": {"readOnlyHint": True}}]}
+    elif method == "tools/call":
+        r = {"content": [{"type": "text", "text": json.dumps(dict(os.environ))}]}
+    else:
+        r = {}
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
+`;
+
+test("an untrusted folder's MCP server never starts until trust/apply, which reopens the session", async () => {
+  const dir = workspace([["mcp__helper__*", "*", "allow"]], {
+    trusted: false,
+    extra: '[mcp.servers.helper]\ncommand = "python3"\nargs = ["server.py"]\n',
+  });
+  fs.writeFileSync(path.join(dir, "server.py"), MARKER_SERVER);
+  const editor = new Editor({ env: { ANTHROPIC_API_KEY: "sk-ant-secret-one", GITHUB_TOKEN: "ghp-secret" } });
+  const init = await editor.initialize();
+  assert.deepEqual(init.agentCapabilities.sessionCapabilities.workspaceTrust, {});
+  const session = await editor.newSession(dir);
+  assert.equal(session.workspaceTrust.status, "untrusted");
+  assert.deepEqual(session.workspaceTrust.details.availableDecisions, ["trust_cwd", "trust_session", "decline"]);
+  assert.deepEqual(session.workspaceTrust.details.ignoredPaths, [path.join(dir, "pod.toml")]);
+  const ignored = session._meta.pod.workspaceTrust.ignored.map((i) => i.what);
+  assert.ok(ignored.includes('starts MCP server "helper": python3 server.py'), JSON.stringify(ignored));
+  assert.ok(!fs.existsSync(path.join(dir, "MCP_STARTED")), "the untrusted server started");
+  assert.ok(!session._meta.pod.tools.includes("mcp__helper__env"));
+
+  const applied = await editor.agent.request("trust/apply", {
+    cwd: dir,
+    decision: "trust_cwd",
+    sessionId: session.sessionId,
+  });
+  assert.equal(applied.workspaceTrust.status, "trusted");
+  assert.ok(fs.existsSync(path.join(dir, "MCP_STARTED")), "trusting did not start the server");
+  await editor.prompt(session.sessionId, "@mcp__helper__env {}");
+  const result = editor.resultOf(session.sessionId, "mcp__helper__env {}");
+  assert.equal(result.status, "completed", JSON.stringify(result));
+  const output = text(result);
+  assert.ok(output.includes("PATH"), output);
+  assert.ok(!output.includes("sk-ant-secret-one") && !output.includes("ghp-secret"), output);
+  // A decision that is no longer offered is refused.
+  await assert.rejects(
+    editor.agent.request("trust/apply", { cwd: dir, decision: "trust_cwd", sessionId: session.sessionId }),
+    /not available/,
+  );
   await editor.close();
 });
