@@ -345,3 +345,77 @@ fn ctrl_c_during_a_turn_cancels_it() {
     assert!(status.success(), "{status:?}");
     assert!(!ws.path("c.txt").exists());
 }
+
+#[test]
+fn an_untrusted_folder_is_asked_about_once_naming_what_it_would_do() {
+    let ws = Workspace::with_manifest(
+        "[pod]\nname = \"t\"\n[permissions]\ndefault_action = \"ask\"\n\
+         [[permissions.rule]]\ntool = \"bash\"\npattern = \"touch *\"\naction = \"allow\"\n",
+    );
+    let run = |input: &str| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_pod"))
+            .args(["chat", "--manifest"])
+            .arg(ws.manifest())
+            .current_dir(ws.dir.path())
+            .env("XDG_STATE_HOME", ws.state_home())
+            .env("POD_CONFIG", "")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn pod chat");
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin.write_all(input.as_bytes()).expect("write input");
+        drop(stdin);
+        child.wait_with_output().expect("chat output")
+    };
+    // Declined: the allow rule stays out, so `touch` asks, and EOF at the prompt denies it.
+    let out = run("n\n!touch declined.txt\n");
+    let text = stdout(&out);
+    assert!(
+        text.contains("is not trusted. Its configuration would:"),
+        "{text}"
+    );
+    assert!(text.contains("allows bash \"touch *\" (rule 1)"), "{text}");
+    assert!(!ws.path("declined.txt").exists(), "{text}");
+    // The next chat does not ask again; trusting it with `pod trust` lets the rule in.
+    let out = run("!touch still_declined.txt\n");
+    let text = stdout(&out);
+    assert!(text.contains("(you declined)"), "{text}");
+    assert!(!ws.path("still_declined.txt").exists(), "{text}");
+    ws.trust();
+    let out = run("!touch trusted.txt\n");
+    let text = stdout(&out);
+    assert!(!text.contains("Trust this folder?"), "{text}");
+    assert!(ws.path("trusted.txt").exists(), "{text}");
+}
+
+#[test]
+fn answering_yes_trusts_the_folder_and_applies_its_rules_at_once() {
+    let ws = Workspace::with_manifest(
+        "[pod]\nname = \"t\"\n[permissions]\ndefault_action = \"ask\"\n\
+         [[permissions.rule]]\ntool = \"bash\"\npattern = \"touch *\"\naction = \"allow\"\n",
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pod"))
+        .args(["chat", "--manifest"])
+        .arg(ws.manifest())
+        .current_dir(ws.dir.path())
+        .env("XDG_STATE_HOME", ws.state_home())
+        .env("POD_CONFIG", "")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn pod chat");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin
+        .write_all(b"y\n!touch after_yes.txt\n")
+        .expect("write input");
+    drop(stdin);
+    let out = child.wait_with_output().expect("chat output");
+    let text = stdout(&out);
+    assert!(
+        text.contains(": trusted; 6 tools, permissions: 1 rules"),
+        "{text}"
+    );
+    assert!(ws.path("after_yes.txt").exists(), "{text}");
+}

@@ -542,6 +542,7 @@ fn rfd_trust(trust: &Trust, cwd: &Path) -> Value {
             .iter()
             .map(|i| i.file.display().to_string())
             .collect();
+        paths.sort();
         paths.dedup();
         state["details"] = json!({
             "cwd": cwd,
