@@ -9,7 +9,6 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod acp;
-pub mod builtin;
 pub mod chat;
 pub mod client;
 pub mod commands;
@@ -19,8 +18,6 @@ pub mod logging;
 pub mod manifest;
 pub mod mcp;
 pub mod model;
-pub mod permission;
-pub mod protocol;
 pub mod runtime;
 pub mod sandbox;
 pub mod schema;
@@ -30,4 +27,9 @@ pub mod session;
 pub mod skills;
 pub mod testing;
 pub mod tools;
+/// The permission engine (the `pod-permission` crate).
+pub use pod_permission as permission;
+pub use pod_permission::builtin;
+/// The wire types of pod protocol v1 (the `pod-protocol` crate).
+pub use pod_protocol as protocol;
 pub use runtime::{Pod, PodOptions};

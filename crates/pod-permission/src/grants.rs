@@ -10,7 +10,7 @@
 use std::collections::HashSet;
 
 use super::{Policy, SubjectKind};
-use crate::protocol::{Action, Decision, SubjectDecision};
+use pod_protocol::{Action, Decision, SubjectDecision};
 
 /// A grant of a session log that resume did not restore, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use super::{Pattern, RuleSpec, Rules, SubjectKind};
 use crate::builtin::Builtin;
-use crate::protocol::Action;
+use pod_protocol::Action;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {

@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use super::{path, Policy};
-use crate::protocol::RuleRef;
+use pod_protocol::RuleRef;
 
 /// At most this many entries are visited by one walk for hard links.
 pub const WALK_LIMIT: usize = 1_000_000;
@@ -216,7 +216,7 @@ fn literal_root(pattern: &str) -> Option<PathBuf> {
 mod tests {
     use super::super::{RuleSpec, Rules};
     use super::*;
-    use crate::protocol::Action;
+    use pod_protocol::Action;
 
     fn rules(ws: &Path, denied: &[&str]) -> FileRules {
         let specs = denied

@@ -10,6 +10,9 @@
 //! symlinks of path subjects and, for hard links, to find read-denied files by identity
 //! (`links.rs`).
 
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod builtin;
 mod grants;
 pub mod kinds;
 pub mod links;
@@ -30,7 +33,7 @@ pub use protected::{Protected, ProtectedPath};
 
 use crate::builtin::Builtin;
 pub use crate::builtin::SubjectKind;
-use crate::protocol::{Action, Decision, RuleRef, SubjectDecision, ToolAnnotations};
+use pod_protocol::{Action, Decision, RuleRef, SubjectDecision, ToolAnnotations};
 
 /// One rule as written in the manifest, before compilation.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -168,7 +168,7 @@ fn parse_params<P: Params>(text: Option<&str>) -> Result<P, InvalidParams> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::InputItem;
+    use crate::InputItem;
 
     fn run(text: &str) -> Result<Request, InvalidParams> {
         Request::parse(MethodName::Run, Some(text))

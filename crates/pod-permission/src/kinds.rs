@@ -17,7 +17,7 @@
 
 use super::{Policy, Rule, Rules, Subject};
 use crate::builtin::Builtin;
-use crate::protocol::{Action, RuleRef, SubjectDecision};
+use pod_protocol::{Action, RuleRef, SubjectDecision};
 
 /// The tools whose rules govern `tool`'s path subjects besides its own rules
 /// ([`Builtin::governed_by`]); none for a tool that is not built in.

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use super::{path, sorted_json, Problem, Protected, Rules, Subject};
 pub use crate::builtin::MCP_PREFIX;
-use crate::protocol::{Action, SubjectDecision, ToolAnnotations};
+use pod_protocol::{Action, SubjectDecision, ToolAnnotations};
 
 /// Between the server's name and the tool's: `mcp__SERVER__TOOL`.
 pub const SEPARATOR: &str = "__";

@@ -10,6 +10,8 @@
 //! Must not touch: anything of the engine. This module depends on the serde family, schemars and
 //! thiserror only; the engine (permission, pod, server) depends on it, never the reverse.
 
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 mod error;
 mod event;
 mod item;

@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 
 use super::path;
-use crate::protocol::{Action, SubjectDecision};
+use pod_protocol::{Action, SubjectDecision};
 
 /// Tools whose subjects write the file they name.
 const WRITE_KINDS: [&str; 2] = ["file_write", "edit"];
