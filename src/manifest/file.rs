@@ -99,6 +99,9 @@ pub struct ModelSection {
     /// (retries included, time spent waiting for a slow client excluded), in seconds.
     /// Default 1800.
     pub response_timeout_secs: Option<u64>,
+    /// Longest a response's stream may go without an event (bytes that are not events, such as
+    /// keep-alive comments, do not count as progress), in seconds. Default 300.
+    pub idle_timeout_secs: Option<u64>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -29,12 +29,16 @@ use crate::protocol::{Action, NetworkAccess};
 
 /// Default model requests per turn.
 pub const DEFAULT_MAX_STEPS: u32 = 50;
+/// The most model requests a turn may be configured to make.
+pub const MAX_STEPS: u32 = 1000;
 /// Default `[model] max_response_bytes`.
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
 /// Default `[model] max_tool_calls`.
 pub const DEFAULT_MAX_TOOL_CALLS: usize = 128;
 /// Default `[model] response_timeout_secs`.
 pub const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(1800);
+/// Default `[model] idle_timeout_secs`.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Default `[tools] max_parallel`: twice the cores this process may use, between 4 and 64
 /// (tool calls mostly wait on processes and files, not on a core).
@@ -142,6 +146,8 @@ pub struct ModelConfig {
     pub max_response_bytes: usize,
     pub max_tool_calls: usize,
     pub response_timeout: Duration,
+    /// Longest a response's stream may go without an event.
+    pub idle_timeout: Duration,
     /// Whether the provider's default key variable (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`) may
     /// be read. False when the `[model]` in force came from a project and names its own
     /// `base_url`: pod never sends the user's key to an endpoint another layer chose, so such a
@@ -166,6 +172,7 @@ impl Default for ModelConfig {
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
             response_timeout: DEFAULT_RESPONSE_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
             default_key: true,
         }
     }
@@ -279,6 +286,14 @@ impl Manifest {
             ));
         }
 
+        if pod.max_steps.is_some_and(|n| n == 0 || n > MAX_STEPS) {
+            return Err(at(
+                key_offset(text, "pod", "max_steps"),
+                format!(
+                    "pod.max_steps: must be between 1 and {MAX_STEPS} (model requests per turn)"
+                ),
+            ));
+        }
         let (enabled, max_parallel) = match raw.tools {
             None => (None, None),
             Some(section) => (section.enabled, section.max_parallel),
@@ -471,6 +486,7 @@ impl Manifest {
             "response_timeout_secs",
             model.response_timeout_secs,
         )?;
+        at_least_one("model", "idle_timeout_secs", model.idle_timeout_secs)?;
         let model = ModelConfig {
             provider: model.provider,
             model: model.model,
@@ -493,6 +509,9 @@ impl Manifest {
             response_timeout: model
                 .response_timeout_secs
                 .map_or(DEFAULT_RESPONSE_TIMEOUT, Duration::from_secs),
+            idle_timeout: model
+                .idle_timeout_secs
+                .map_or(DEFAULT_IDLE_TIMEOUT, Duration::from_secs),
             default_key: true,
         };
 

@@ -474,6 +474,7 @@ mod tests {
             max_response_bytes: bytes,
             max_tool_calls: calls,
             response_timeout: std::time::Duration::from_secs(10),
+            idle_timeout: std::time::Duration::from_secs(10),
         }
     }
 

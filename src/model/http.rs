@@ -574,6 +574,8 @@ async fn read_sse(
 ) -> Result<bool, ModelError> {
     let mut stream = response.bytes_stream();
     let mut parser = SseParser::new(limits.max_event_bytes());
+    // Progress is an event: keep-alives and comments keep the connection up, not the turn.
+    let mut idle_until = later(Instant::now(), limits.idle_timeout);
     let refused = |e: super::sse::SseError| ModelError::Limit {
         provider,
         message: format!("{e} (twice model.max_response_bytes, plus 64 KiB)"),
@@ -587,15 +589,24 @@ async fn read_sse(
             () = deltas.room() => {}
         }
         *deadline = later(*deadline, paused.elapsed());
+        idle_until = later(idle_until, paused.elapsed());
         let chunk = tokio::select! {
             biased;
             _ = cancel.cancelled() => return Err(ModelError::Cancelled),
             () = tokio::time::sleep_until(*deadline) => return Err(limits.timed_out(provider)),
+            () = tokio::time::sleep_until(idle_until) => return Err(limits.idle(provider)),
             chunk = stream.next() => chunk,
         };
         match chunk {
             Some(Ok(bytes)) => {
-                for event in parser.push(&bytes).map_err(refused)? {
+                let events = parser.push(&bytes).map_err(refused)?;
+                if parser.idle_bytes() > limits.max_response_bytes as u64 {
+                    return Err(limits.chatter(provider));
+                }
+                if !events.is_empty() {
+                    idle_until = later(Instant::now(), limits.idle_timeout);
+                }
+                for event in events {
                     if let Flow::Done = on_event(event)? {
                         return Ok(true);
                     }

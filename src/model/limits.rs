@@ -20,6 +20,8 @@ pub(crate) struct Limits {
     /// From sending the request to the last event, retries included, not counting the time
     /// the pod waits for a slow client to read.
     pub response_timeout: Duration,
+    /// Longest the stream may go without an event.
+    pub idle_timeout: Duration,
 }
 
 impl Limits {
@@ -28,6 +30,30 @@ impl Limits {
             max_response_bytes: config.max_response_bytes,
             max_tool_calls: config.max_tool_calls,
             response_timeout: config.response_timeout,
+            idle_timeout: config.idle_timeout,
+        }
+    }
+
+    /// The stream went `idle_timeout` without an event.
+    pub(crate) fn idle(&self, provider: &'static str) -> ModelError {
+        ModelError::Limit {
+            provider,
+            message: format!(
+                "its stream sent no event for {} s (model.idle_timeout_secs)",
+                self.idle_timeout.as_secs()
+            ),
+        }
+    }
+
+    /// The stream sent more than `max_response_bytes` of bytes that are not events.
+    pub(crate) fn chatter(&self, provider: &'static str) -> ModelError {
+        ModelError::Limit {
+            provider,
+            message: format!(
+                "its stream sent more than {} bytes that are not events (keep-alives, comments; \
+                 model.max_response_bytes)",
+                self.max_response_bytes
+            ),
         }
     }
 
@@ -109,6 +135,7 @@ mod tests {
             max_response_bytes: bytes,
             max_tool_calls: calls,
             response_timeout: Duration::from_secs(1),
+            idle_timeout: Duration::from_secs(1),
         }
     }
 

@@ -414,6 +414,7 @@ mod tests {
             max_response_bytes: 1 << 20,
             max_tool_calls: 8,
             response_timeout: std::time::Duration::from_secs(10),
+            idle_timeout: std::time::Duration::from_secs(10),
         }
     }
 

@@ -33,6 +33,8 @@ struct Fields {
     has_data: bool,
     /// A field line was seen since the last dispatch.
     pending: bool,
+    /// Bytes of lines that carried no event data.
+    idle_bytes: u64,
 }
 
 /// An incremental parser; see the module header.
@@ -45,6 +47,14 @@ pub(crate) struct SseParser {
     fields: Fields,
     /// Longest line, and most data in one event.
     max: usize,
+}
+
+impl SseParser {
+    /// Bytes of lines that carried no event data so far (comments, other fields, blank lines
+    /// that ended no event): what a stream sends without making progress.
+    pub(crate) fn idle_bytes(&self) -> u64 {
+        self.fields.idle_bytes
+    }
 }
 
 impl SseParser {
@@ -125,6 +135,8 @@ impl Fields {
                 events.push(SseEvent {
                     data: std::mem::take(&mut self.data),
                 });
+            } else {
+                self.idle_bytes += 1;
             }
             self.data.clear();
             self.has_data = false;
@@ -132,6 +144,7 @@ impl Fields {
             return Ok(());
         }
         if line.first() == Some(&b':') {
+            self.idle_bytes += line.len() as u64 + 1;
             return Ok(());
         }
         let line = String::from_utf8_lossy(line);

@@ -110,6 +110,10 @@ struct RawRequest<'a> {
     error: Option<&'a RawValue>,
 }
 
+/// The most messages one batch may hold (docs/protocol.md, "Transport"): a batch is answered
+/// all at once, so what it holds waits in memory until its last call ends.
+pub const MAX_BATCH: usize = 1024;
+
 /// One message (or batch element), classified.
 enum Entry<'a> {
     Invalid {
@@ -279,6 +283,16 @@ impl Dispatcher {
         };
         if elements.is_empty() {
             return self.reject(ErrorCode::InvalidRequest, "invalid request: empty batch");
+        }
+        if elements.len() > MAX_BATCH {
+            return self.reject(
+                ErrorCode::InvalidRequest,
+                &format!(
+                    "invalid request: a batch of {} messages; pod takes at most {MAX_BATCH} in one \
+                     batch (send the rest in another)",
+                    elements.len()
+                ),
+            );
         }
         let mut answers: Vec<Answer> = Vec::new();
         let mut detached = false;
@@ -561,6 +575,21 @@ mod tests {
             .await
             .is_empty());
         assert!(exchange(r#"[{"jsonrpc":"2.0","method":"subtract","params":[1,2]},{"jsonrpc":"2.0","method":"nope"}]"#).await.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_batch_past_the_cap_is_one_error_and_runs_nothing() {
+        let one = r#"{"jsonrpc":"2.0","method":"subtract","params":[5,1],"id":1}"#;
+        let batch = format!("[{}]", vec![one; MAX_BATCH + 1].join(","));
+        let out = exchange(&batch).await;
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(out[0]["error"]["code"], -32600, "{}", out[0]);
+        assert!(out[0]["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("at most 1024")));
+        let full = format!("[{}]", vec![one; MAX_BATCH].join(","));
+        let out = exchange(&full).await;
+        assert_eq!(out[0].as_array().map(Vec::len), Some(MAX_BATCH));
     }
 
     #[tokio::test]

@@ -15,6 +15,11 @@ use serde::Deserialize;
 use std::io::Read as _;
 
 use super::common::{display, parse_input, resolve, schema_of};
+
+/// The largest file `edit` reads, and the largest it writes (docs/manifest.md, "Limits"): an
+/// edit holds the text and its result, so its memory is a small multiple of this, whatever
+/// `replace_all` multiplies.
+pub const MAX_EDIT_BYTES: u64 = 16 * 1024 * 1024;
 use super::{confined, Target, Tool, ToolContext, ToolOutput};
 use crate::permission::FileRules;
 
@@ -169,7 +174,7 @@ fn read_text(target: &Target, shown: &str, files: &FileRules) -> Result<String, 
         std::io::ErrorKind::NotFound => format!("file not found: {shown}"),
         _ => format!("cannot read {shown}: {}", confined::describe(&e)),
     };
-    let mut file = confined::open_read(&target.path).map_err(cannot_read)?;
+    let file = confined::open_read(&target.path).map_err(cannot_read)?;
     let meta = file.metadata().map_err(cannot_read)?;
     if meta.is_dir() {
         return Err(format!("{shown} is a directory, not a file"));
@@ -177,15 +182,43 @@ fn read_text(target: &Target, shown: &str, files: &FileRules) -> Result<String, 
     files
         .check_links(&target.path, &meta)
         .map_err(|denial| format!("permission denied: {denial}"))?;
+    if meta.len() > MAX_EDIT_BYTES {
+        return Err(too_large(shown, meta.len(), "is"));
+    }
     let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).map_err(cannot_read)?;
+    // The size can grow after the check: read at most one byte past the limit.
+    file.take(MAX_EDIT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot_read)?;
+    if bytes.len() as u64 > MAX_EDIT_BYTES {
+        return Err(too_large(shown, bytes.len() as u64, "is"));
+    }
     String::from_utf8(bytes)
         .map_err(|_| format!("{shown} is not valid UTF-8 text; edit works on text files only"))
 }
 
-/// `text` with `old` replaced by `new`, and how many times.
+/// Why a file is not edited: it, or what the edit would make of it, passes the limit.
+fn too_large(shown: &str, bytes: u64, what: &str) -> String {
+    format!(
+        "{shown} {what} {bytes} bytes, more than edit handles ({MAX_EDIT_BYTES} bytes); nothing \
+         changed (for larger changes, write the file with a command)"
+    )
+}
+
+/// `text` with `old` replaced by `new`, and how many times; refused before anything is built
+/// when the result would pass [`MAX_EDIT_BYTES`].
 fn replace(text: &str, shown: &str, input: &EditInput) -> Result<(String, usize), String> {
     let count = text.matches(input.old.as_str()).count();
+    let replaced_count = if input.replace_all {
+        count
+    } else {
+        count.min(1)
+    };
+    let grows = (input.new.len() as u64).saturating_sub(input.old.len() as u64);
+    let result = (text.len() as u64).saturating_add(grows.saturating_mul(replaced_count as u64));
+    if result > MAX_EDIT_BYTES {
+        return Err(too_large(shown, result, "would become"));
+    }
     let updated = match count {
         0 => {
             return Err(format!(
@@ -210,6 +243,41 @@ mod tests {
     use super::*;
     use serde_json::json;
     use std::fs;
+
+    #[tokio::test]
+    async fn an_edit_that_would_pass_the_limit_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f.txt");
+        // 100 KB of `a`, each replaced by 10 KB: a 1 GB result, refused before it is built.
+        fs::write(&p, "a".repeat(100_000)).unwrap();
+        let ctx = ToolContext::new(dir.path());
+        let out = Edit
+            .run(
+                json!({"path": "f.txt", "old": "a", "new": "b".repeat(10_000), "replace_all": true}),
+                &ctx,
+            )
+            .await;
+        assert!(out.is_error, "{out:?}");
+        assert!(
+            out.content.contains("would become 1000000000 bytes"),
+            "{}",
+            out.content
+        );
+        assert_eq!(fs::metadata(&p).unwrap().len(), 100_000);
+        // A file over the limit is not read at all.
+        let big = dir.path().join("big.txt");
+        fs::File::create(&big)
+            .unwrap()
+            .set_len(MAX_EDIT_BYTES + 1)
+            .unwrap();
+        let out = Edit
+            .run(json!({"path": "big.txt", "old": "x", "new": "y"}), &ctx)
+            .await;
+        assert!(
+            out.is_error && out.content.contains("more than edit handles"),
+            "{out:?}"
+        );
+    }
 
     #[tokio::test]
     async fn single_replacement() {
