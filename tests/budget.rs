@@ -86,3 +86,42 @@ fn max_steps_has_a_ceiling() {
         "{text}"
     );
 }
+
+/// `{"command": "true", "x": [[…1…]]}` nesting `levels` deep in all.
+fn deep_input(levels: usize) -> String {
+    let arrays = levels - 1;
+    format!(
+        "{{\"command\":\"true\",\"x\":{}1{}}}",
+        "[".repeat(arrays),
+        "]".repeat(arrays)
+    )
+}
+
+#[test]
+fn the_deepest_accepted_input_resumes_and_a_deeper_one_is_refused() {
+    let ws = Workspace::with_manifest(
+        "[model]\nprovider = \"offline\"\n[permissions]\ndefault_action = \"allow\"\n",
+    );
+    let mut pod = PodProcess::spawn(&ws, Framing::Lines);
+    let init = pod.initialize(false);
+    let session = init["session"]["id"].as_str().expect("id").to_string();
+    let line = format!("@bash {}", deep_input(64));
+    let accepted: Value = pod.call("run", json!({"input": [{"type": "text", "text": line}]}));
+    assert_eq!(accepted["stopReason"], "end_turn", "{accepted}");
+    let line = format!("@bash {}", deep_input(65));
+    let refused: Value = pod.call("run", json!({"input": [{"type": "text", "text": line}]}));
+    assert_eq!(refused["stopReason"], "error", "{refused}");
+    assert!(
+        refused["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("nests deeper than 64 levels")),
+        "{refused}"
+    );
+    drop(pod);
+    // The log holds the 64-deep call one level deeper, and reads back whole.
+    let mut resumed = PodProcess::spawn_with(&ws, Framing::Lines, &["--resume", &session]);
+    let init = resumed.initialize(false);
+    assert_eq!(init["session"]["resumed"], true, "{init}");
+    let history = resumed.call("history", json!({}));
+    assert_eq!(common::items_of(&history, "toolCall").len(), 1, "{history}");
+}

@@ -154,11 +154,85 @@ pub trait Model: Send + Sync {
     ) -> Result<ModelResponse, ModelError>;
 }
 
+/// How deep a tool call's input may nest (objects and arrays): deeper, the whole response is
+/// refused when it is read. The session log writes each input one level deeper inside its item,
+/// and reads lines back up to serde_json's limit of 128 levels, so whatever pod accepts it can
+/// read back.
+pub const MAX_INPUT_DEPTH: usize = 64;
+
+/// `response`, unless a tool call's input nests deeper than [`MAX_INPUT_DEPTH`]: then a limit
+/// error naming it, and nothing of the response is kept.
+pub fn within_depth(response: ModelResponse) -> Result<ModelResponse, ModelError> {
+    for call in &response.tool_calls {
+        if depth(&call.input) > MAX_INPUT_DEPTH {
+            return Err(ModelError::Limit {
+                provider: "model",
+                message: format!(
+                    "the input of tool call {} ({}) nests deeper than {MAX_INPUT_DEPTH} levels",
+                    call.id, call.name
+                ),
+            });
+        }
+    }
+    Ok(response)
+}
+
+/// How deep `value` nests, without recursion (a scalar is 0, `[]` and `{}` are 1).
+fn depth(value: &serde_json::Value) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(value, 0usize)];
+    while let Some((v, d)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &serde_json::Value>> = match v {
+            serde_json::Value::Array(items) => Box::new(items.iter()),
+            serde_json::Value::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        deepest = deepest.max(d + 1);
+        stack.extend(children.map(|c| (c, d + 1)));
+    }
+    deepest
+}
+
 /// The model a manifest asks for.
 pub fn from_config(config: &ModelConfig) -> Result<Box<dyn Model>, ModelError> {
     match config.provider {
         Provider::Offline => Ok(Box::new(offline::Offline::from_config(config)?)),
         Provider::Anthropic => Ok(Box::new(anthropic::Anthropic::from_config(config)?)),
         Provider::Openai => Ok(Box::new(openai::OpenAi::from_config(config)?)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nested(levels: usize) -> serde_json::Value {
+        let mut v = serde_json::json!(1);
+        for _ in 0..levels {
+            v = serde_json::json!([v]);
+        }
+        v
+    }
+
+    #[test]
+    fn inputs_deeper_than_the_limit_refuse_the_response() {
+        assert_eq!(depth(&serde_json::json!(1)), 0);
+        assert_eq!(depth(&serde_json::json!({"a": [1, {"b": []}]})), 4);
+        let response = |input| ModelResponse {
+            text: String::new(),
+            tool_calls: vec![ToolCall {
+                id: "c1".into(),
+                name: "bash".into(),
+                input,
+            }],
+            stop: ModelStop::ToolUse,
+            usage: Default::default(),
+        };
+        assert!(within_depth(response(nested(MAX_INPUT_DEPTH))).is_ok());
+        let refused = within_depth(response(nested(MAX_INPUT_DEPTH + 1))).unwrap_err();
+        assert!(
+            refused.to_string().contains("nests deeper than 64 levels"),
+            "{refused}"
+        );
     }
 }

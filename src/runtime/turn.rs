@@ -297,7 +297,7 @@ impl Pod {
         let respond = async {
             let result = self.model.respond(request, &deltas, &turn.cancel).await;
             deltas.close();
-            result
+            result.and_then(crate::model::within_depth)
         };
         let (result, ()) = tokio::join!(respond, forward);
         result

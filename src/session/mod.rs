@@ -39,12 +39,6 @@ pub enum SessionError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{}:{line}: not a session item: {message}", path.display())]
-    Corrupt {
-        path: PathBuf,
-        line: usize,
-        message: String,
-    },
 }
 
 /// The text of the synthetic result that closes a call a crash left open.
@@ -186,7 +180,18 @@ impl SessionLog {
             path: path.clone(),
             source,
         };
-        let (mut items, valid_len, needs_newline, warnings) = read_items(&path)?;
+        let (mut items, valid_len, needs_newline, mut warnings, unreadable) = read_items(&path)?;
+        // What cannot be read is kept beside the log, never lost; the session goes on from the
+        // last good item.
+        if let Some(line) = unreadable {
+            let kept = set_aside(&path, valid_len).map_err(io)?;
+            warnings.push(format!(
+                "{}:{line}: not a session item; the session resumes from the item before it, \
+                 and the log from there on is kept in {}",
+                path.display(),
+                kept.display()
+            ));
+        }
         let mut file = OpenOptions::new().append(true).open(&path).map_err(io)?;
         // Cut a torn tail so the next append starts on a fresh line.
         file.set_len(valid_len).map_err(io)?;
@@ -262,9 +267,36 @@ impl SessionLog {
     }
 }
 
-/// Reads every item; returns them, the byte length of the valid prefix, whether that prefix
-/// lacks its final newline, and warnings.
-fn read_items(path: &Path) -> Result<(Vec<Item>, u64, bool, Vec<String>), SessionError> {
+/// Copies the log from byte `from` on to `<id>.jsonl.unread-<n>` beside it (the first free
+/// `n`); returns that file's path. The log itself is cut there by the caller.
+fn set_aside(log: &Path, from: u64) -> std::io::Result<PathBuf> {
+    use std::io::{Seek, SeekFrom};
+    let mut source = File::open(log)?;
+    source.seek(SeekFrom::Start(from))?;
+    for n in 1.. {
+        let kept = log.with_extension(format!("jsonl.unread-{n}"));
+        match OpenOptions::new().write(true).create_new(true).open(&kept) {
+            Ok(mut out) => {
+                std::io::copy(&mut source, &mut out)?;
+                out.sync_all()?;
+                return Ok(kept);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other(
+        "no free name for the unreadable part",
+    ))
+}
+
+/// What [`read_items`] found: the items, the byte length of the valid prefix, whether that
+/// prefix lacks its final newline, warnings, and the line where an unreadable complete line
+/// stopped the reading.
+type Read = (Vec<Item>, u64, bool, Vec<String>, Option<usize>);
+
+/// Reads every item up to the first line that is not one.
+fn read_items(path: &Path) -> Result<Read, SessionError> {
     let file = File::open(path).map_err(|source| SessionError::Io {
         path: path.to_path_buf(),
         source,
@@ -309,21 +341,49 @@ fn read_items(path: &Path) -> Result<(Vec<Item>, u64, bool, Vec<String>), Sessio
                 break;
             }
             (Err(e), true) => {
-                return Err(SessionError::Corrupt {
-                    path: path.to_path_buf(),
-                    line: line_no,
-                    message: e.to_string(),
-                })
+                tracing::warn!("{}:{line_no}: not a session item: {e}", path.display());
+                return Ok((items, valid_len, needs_newline, warnings, Some(line_no)));
             }
         }
     }
-    Ok((items, valid_len, needs_newline, warnings))
+    Ok((items, valid_len, needs_newline, warnings, None))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::protocol::CallResult;
+
+    #[test]
+    fn a_log_that_does_not_read_whole_resumes_and_keeps_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = SessionLog::create(dir.path()).unwrap();
+        log.append(&call("turn_1", "call_1")).unwrap();
+        log.sync().unwrap();
+        let path = log.path().to_path_buf();
+        let id = log.id().to_string();
+        drop(log);
+        // A line nested past serde_json's limit, then one more good line.
+        let deep = format!("{}{}\n", "[".repeat(200), "]".repeat(200));
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str(&deep);
+        text.push_str(&serde_json::to_string(&call("turn_2", "call_2")).unwrap());
+        text.push('\n');
+        std::fs::write(&path, &text).unwrap();
+        let resumed = SessionLog::resume(dir.path(), &id, dir.path()).unwrap();
+        // The first call (closed as interrupted) survives; the rest is set aside, not lost.
+        assert_eq!(resumed.items.len(), 2);
+        assert!(resumed
+            .warnings
+            .iter()
+            .any(|w| w.contains(":2: not a session item")));
+        let kept = std::fs::read_to_string(path.with_extension("jsonl.unread-1")).unwrap();
+        assert!(kept.starts_with(&deep) && kept.contains("call_2"), "{kept}");
+        // The log goes on: the next resume reads it whole.
+        drop(resumed);
+        let again = SessionLog::resume(dir.path(), &id, dir.path()).unwrap();
+        assert!(again.warnings.is_empty(), "{:?}", again.warnings);
+    }
 
     #[test]
     fn only_what_was_written_is_synced() {
