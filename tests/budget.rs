@@ -125,3 +125,111 @@ fn the_deepest_accepted_input_resumes_and_a_deeper_one_is_refused() {
     let history = resumed.call("history", json!({}));
     assert_eq!(common::items_of(&history, "toolCall").len(), 1, "{history}");
 }
+
+/// A scripted reply: the SSE body of `text`.
+fn reply(body: String) -> Arc<Script> {
+    Arc::new(move |out: &mut Out| {
+        out.sse_head()?;
+        out.put(body.as_bytes())
+    })
+}
+
+#[test]
+fn older_tool_results_are_elided_to_fit_the_context_budget() {
+    let api = Api::Anthropic;
+    let read = |id: &str, file: &str| reply(api.calls(&[(id, "read", json!({"path": file}))]));
+    let provider = Provider::start(vec![
+        read("t1", "one.txt"),
+        read("t2", "two.txt"),
+        read("t3", "three.txt"),
+        reply(api.text("done")),
+    ]);
+    let ws = workspace(api, &provider, "max_context_bytes = 100000");
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(ws.manifest())
+        .and_then(|mut f| {
+            std::io::Write::write_all(&mut f, b"[permissions]\ndefault_action = \"allow\"\n")
+        })
+        .expect("rules");
+    for name in ["one.txt", "two.txt", "three.txt"] {
+        std::fs::write(ws.path(name), format!("{name}\n{}\n", "x".repeat(40_000))).expect("file");
+    }
+    let mut pod = PodProcess::spawn(&ws, Framing::Lines);
+    pod.initialize(false);
+    let result: Value = pod.call("run", json!({"input": [{"type": "text", "text": "read"}]}));
+    assert_eq!(result["stopReason"], "end_turn", "{result}");
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 4);
+    // The last request: the first result elided (with a note), the latest whole, under budget.
+    let last = requests[3]["messages"].to_string();
+    assert!(last.contains("was elided by pod"), "{last}");
+    assert!(
+        !last.contains("one.txt\\n"),
+        "the first result was still sent"
+    );
+    assert!(
+        last.contains("three.txt\\n"),
+        "the latest result was elided"
+    );
+    assert!(last.len() < 130_000, "{}", last.len());
+    // History keeps every result whole.
+    let history = pod.call("history", json!({}));
+    let results = common::items_of(&history, "toolResult");
+    assert!(results
+        .iter()
+        .all(|r| r["content"].as_str().is_some_and(|c| c.len() > 40_000)));
+}
+
+#[test]
+fn a_step_too_large_for_the_budget_ends_the_turn_with_max_context() {
+    let api = Api::Anthropic;
+    let provider = Provider::start(vec![
+        reply(api.calls(&[
+            ("t1", "read", json!({"path": "a.txt"})),
+            ("t2", "read", json!({"path": "b.txt"})),
+        ])),
+        reply(api.text("never asked")),
+    ]);
+    let ws = workspace(api, &provider, "max_context_bytes = 50000");
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(ws.manifest())
+        .and_then(|mut f| {
+            std::io::Write::write_all(&mut f, b"[permissions]\ndefault_action = \"allow\"\n")
+        })
+        .expect("rules");
+    for name in ["a.txt", "b.txt"] {
+        std::fs::write(ws.path(name), "y".repeat(40_000)).expect("file");
+    }
+    let mut pod = PodProcess::spawn(&ws, Framing::Lines);
+    pod.initialize(false);
+    let result: Value = pod.call("run", json!({"input": [{"type": "text", "text": "read"}]}));
+    assert_eq!(result["stopReason"], "max_context", "{result}");
+    let error = result["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("[model] max_context_bytes (50000)"),
+        "{error}"
+    );
+    assert_eq!(provider.requests().len(), 1, "no request past the budget");
+}
+
+#[test]
+fn a_session_whose_log_passed_its_budget_takes_no_more_steps() {
+    let ws = Workspace::with_manifest(
+        "[pod]\nmax_session_bytes = 2000\n[model]\nprovider = \"offline\"\n\
+         [permissions]\ndefault_action = \"allow\"\n",
+    );
+    let mut pod = PodProcess::spawn(&ws, Framing::Lines);
+    pod.initialize(false);
+    let first: Value = pod.call(
+        "run",
+        json!({"input": [{"type": "text", "text": format!("!echo {}", "z".repeat(3000))}]}),
+    );
+    // The step that wrote past the budget finished; the next one is not taken.
+    assert_eq!(first["stopReason"], "max_context", "{first}");
+    let error = first["error"].as_str().unwrap_or_default();
+    assert!(error.contains("[pod] max_session_bytes (2000)"), "{error}");
+    let second: Value = pod.call("run", json!({"input": [{"type": "text", "text": "hi"}]}));
+    assert_eq!(second["stopReason"], "max_context", "{second}");
+}

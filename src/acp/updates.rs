@@ -234,7 +234,7 @@ pub fn stop_reason(stop: StopReason) -> Option<acp::StopReason> {
         StopReason::EndTurn => Some(acp::StopReason::EndTurn),
         StopReason::Cancelled => Some(acp::StopReason::Cancelled),
         StopReason::MaxSteps => Some(acp::StopReason::MaxTurnRequests),
-        StopReason::MaxTokens => Some(acp::StopReason::MaxTokens),
+        StopReason::MaxTokens | StopReason::MaxContext => Some(acp::StopReason::MaxTokens),
         StopReason::Error => None,
     }
 }

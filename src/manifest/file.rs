@@ -35,8 +35,11 @@ pub struct PodSection {
     pub name: Option<String>,
     /// The tool root, relative to the manifest's folder. Default: the manifest's folder.
     pub workspace: Option<String>,
-    /// Model requests per turn before the turn ends with `max_steps`. Default 50.
+    /// Model requests per turn before the turn ends with `max_steps`. Default 50, at most 1000.
     pub max_steps: Option<u32>,
+    /// Largest the session's log may grow: past it, no further model request is made (the turn
+    /// ends with `max_context`). Default 536870912 (512 MiB).
+    pub max_session_bytes: Option<u64>,
     /// The folder holding this pod's session logs (`sessions/<id>.jsonl`), relative to the
     /// manifest's folder. Default: `$XDG_STATE_HOME/pod/<workspace>-<hash>` (or
     /// `~/.local/state/pod/...`), outside the workspace. `pod serve --state-dir` overrides it.
@@ -99,6 +102,10 @@ pub struct ModelSection {
     /// (retries included, time spent waiting for a slow client excluded), in seconds.
     /// Default 1800.
     pub response_timeout_secs: Option<u64>,
+    /// Most bytes of conversation sent to the model at each step; beyond it older tool results
+    /// are elided (the model is told), and a conversation that still does not fit ends the turn
+    /// with `max_context`. Default 8388608 (8 MiB).
+    pub max_context_bytes: Option<u64>,
     /// Longest a response's stream may go without an event (bytes that are not events, such as
     /// keep-alive comments, do not count as progress), in seconds. Default 300.
     pub idle_timeout_secs: Option<u64>,

@@ -478,6 +478,7 @@ fn merge(mut project: Manifest, user: Manifest) -> Result<Manifest, ManifestErro
     if !had(&project, "pod") && had(&user, "pod") {
         project.name = user.name.clone();
         project.max_steps = user.max_steps;
+        project.max_session_bytes = user.max_session_bytes;
         project.state_dir = user.state_dir.clone();
         project.state_root = user.state_root.clone();
     }

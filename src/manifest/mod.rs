@@ -37,6 +37,10 @@ pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
 pub const DEFAULT_MAX_TOOL_CALLS: usize = 128;
 /// Default `[model] response_timeout_secs`.
 pub const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(1800);
+/// Default `[model] max_context_bytes`.
+pub const DEFAULT_MAX_CONTEXT_BYTES: usize = 8 * 1024 * 1024;
+/// Default `[pod] max_session_bytes`.
+pub const DEFAULT_MAX_SESSION_BYTES: u64 = 512 * 1024 * 1024;
 /// Default `[model] idle_timeout_secs`.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -58,6 +62,8 @@ pub struct Manifest {
     /// The tool root (canonical).
     pub workspace: PathBuf,
     pub max_steps: u32,
+    /// `[pod] max_session_bytes`: the log's budget.
+    pub max_session_bytes: u64,
     pub model: ModelConfig,
     /// Enabled tools, in manifest order.
     pub tools: Vec<String>,
@@ -148,6 +154,8 @@ pub struct ModelConfig {
     pub response_timeout: Duration,
     /// Longest a response's stream may go without an event.
     pub idle_timeout: Duration,
+    /// Most bytes of conversation sent at each step (older tool results elided beyond).
+    pub max_context_bytes: usize,
     /// Whether the provider's default key variable (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`) may
     /// be read. False when the `[model]` in force came from a project and names its own
     /// `base_url`: pod never sends the user's key to an endpoint another layer chose, so such a
@@ -173,6 +181,7 @@ impl Default for ModelConfig {
             max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
             response_timeout: DEFAULT_RESPONSE_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            max_context_bytes: DEFAULT_MAX_CONTEXT_BYTES,
             default_key: true,
         }
     }
@@ -487,6 +496,7 @@ impl Manifest {
             model.response_timeout_secs,
         )?;
         at_least_one("model", "idle_timeout_secs", model.idle_timeout_secs)?;
+        at_least_one("model", "max_context_bytes", model.max_context_bytes)?;
         let model = ModelConfig {
             provider: model.provider,
             model: model.model,
@@ -512,6 +522,11 @@ impl Manifest {
             idle_timeout: model
                 .idle_timeout_secs
                 .map_or(DEFAULT_IDLE_TIMEOUT, Duration::from_secs),
+            max_context_bytes: model
+                .max_context_bytes
+                .map_or(DEFAULT_MAX_CONTEXT_BYTES, |n| {
+                    usize::try_from(n).unwrap_or(usize::MAX)
+                }),
             default_key: true,
         };
 
@@ -522,6 +537,7 @@ impl Manifest {
             dir,
             workspace,
             max_steps: pod.max_steps.unwrap_or(DEFAULT_MAX_STEPS),
+            max_session_bytes: pod.max_session_bytes.unwrap_or(DEFAULT_MAX_SESSION_BYTES),
             model,
             tools,
             max_parallel,

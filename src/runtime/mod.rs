@@ -14,6 +14,7 @@
 pub mod approval;
 mod calls;
 mod checks;
+mod context;
 mod deltas;
 mod pin;
 mod turn;

@@ -223,6 +223,9 @@ impl Pod {
             if turn.cancel.is_cancelled() {
                 return (StopReason::Cancelled, None, usage);
             }
+            if let Some(why) = self.over_budget() {
+                return (StopReason::MaxContext, Some(why), usage);
+            }
             let response = match self.ask_model(turn).await {
                 Ok(r) => r,
                 Err(ModelError::Cancelled) => return (StopReason::Cancelled, None, usage),
@@ -261,6 +264,31 @@ impl Pod {
             }
         }
         (StopReason::MaxSteps, None, usage)
+    }
+
+    /// Why the next step cannot be taken within the session's budgets: the log passed `[pod]
+    /// max_session_bytes`, or the conversation does not fit `[model] max_context_bytes` even
+    /// with older tool results elided (which this does, in the model's view only).
+    fn over_budget(&self) -> Option<String> {
+        let mut state = self.state();
+        let logged = state.log.bytes();
+        let limit = self.manifest.max_session_bytes;
+        if logged > limit {
+            return Some(format!(
+                "the session's log is {logged} bytes, more than [pod] max_session_bytes \
+                 ({limit}); start a new session (its history stays readable)"
+            ));
+        }
+        let budget = self.manifest.model.max_context_bytes;
+        super::context::fit(&mut state.messages, budget)
+            .err()
+            .map(|size| {
+                format!(
+                    "the conversation is {size} bytes, more than [model] max_context_bytes \
+                     ({budget}) even with older tool results elided; start a new session, or \
+                     ask for less at a time"
+                )
+            })
     }
 
     /// One model request, forwarding text deltas as `textDelta` events while it streams: one

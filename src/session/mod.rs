@@ -53,6 +53,8 @@ pub struct SessionLog {
     /// Something was written since the last sync. A new log starts clean: an empty file holds
     /// nothing worth an `fdatasync`, so `initialize` and an exit without a turn skip it.
     unsynced: bool,
+    /// The log's length in bytes (what was read back, and every line appended since).
+    bytes: u64,
 }
 
 /// What a resumed session held.
@@ -153,6 +155,7 @@ impl SessionLog {
             path,
             file,
             unsynced: false,
+            bytes: 0,
         })
     }
 
@@ -204,6 +207,7 @@ impl SessionLog {
             file,
             // The tail may have been cut or completed above: synced below in any case.
             unsynced: true,
+            bytes: valid_len + u64::from(needs_newline),
         };
         let orphans = OpenCalls::of_items(&items).closing(INTERRUPTED);
         for closing in orphans.into_iter().map(Item::ToolResult) {
@@ -222,6 +226,11 @@ impl SessionLog {
         &self.id
     }
 
+    /// The log's length in bytes.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -235,6 +244,7 @@ impl SessionLog {
         line.push(b'\n');
         // Set before writing: a failed write may still have written part of the line.
         self.unsynced = true;
+        self.bytes = self.bytes.saturating_add(line.len() as u64);
         self.file
             .write_all(&line)
             .map_err(|source| SessionError::Io {

@@ -116,7 +116,8 @@ export type Resolution = "allow" | "deny";
  * This interface was referenced by `PodProtocolV1`'s JSON-Schema
  * via the `definition` "StopReason".
  */
-export type StopReason = "end_turn" | "cancelled" | "max_steps" | "max_tokens" | "error";
+export type StopReason =
+  ("end_turn" | "cancelled" | "max_steps" | "max_tokens" | "error") | "max_context";
 /**
  * What the pod is doing, as reported by `status` events.
  *

@@ -254,6 +254,9 @@ pub enum StopReason {
     Cancelled,
     MaxSteps,
     MaxTokens,
+    /// The conversation passed `[model] max_context_bytes` even with older tool results elided,
+    /// or the session's log passed `[pod] max_session_bytes`.
+    MaxContext,
     Error,
 }
 
