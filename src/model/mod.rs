@@ -160,28 +160,43 @@ pub trait Model: Send + Sync {
 /// read back.
 pub const MAX_INPUT_DEPTH: usize = 64;
 
-/// `response`, unless a tool call's input nests deeper than [`MAX_INPUT_DEPTH`]: then a limit
-/// error naming it, and nothing of the response is kept.
-pub fn within_depth(response: ModelResponse) -> Result<ModelResponse, ModelError> {
+/// The most values (objects, arrays, strings, numbers... each key's value counted) one tool
+/// call's input may hold. An input is copied into history, its event, the model's view and the
+/// log, so each value costs several allocations: 760,000 keys in 7.5 MB held 658 MB.
+pub const MAX_INPUT_VALUES: usize = 100_000;
+
+/// `response`, unless a tool call's input nests deeper than [`MAX_INPUT_DEPTH`] or holds more
+/// than [`MAX_INPUT_VALUES`] values: then a limit error naming it, and nothing of the response
+/// is kept.
+pub fn within_shape(response: ModelResponse) -> Result<ModelResponse, ModelError> {
     for call in &response.tool_calls {
-        if depth(&call.input) > MAX_INPUT_DEPTH {
-            return Err(ModelError::Limit {
-                provider: "model",
-                message: format!(
-                    "the input of tool call {} ({}) nests deeper than {MAX_INPUT_DEPTH} levels",
-                    call.id, call.name
-                ),
-            });
-        }
+        let (depth, values) = shape(&call.input);
+        let problem = if depth > MAX_INPUT_DEPTH {
+            format!("nests deeper than {MAX_INPUT_DEPTH} levels")
+        } else if values > MAX_INPUT_VALUES {
+            format!("holds more than {MAX_INPUT_VALUES} values")
+        } else {
+            continue;
+        };
+        return Err(ModelError::Limit {
+            provider: "model",
+            message: format!(
+                "the input of tool call {} ({}) {problem}",
+                call.id, call.name
+            ),
+        });
     }
     Ok(response)
 }
 
-/// How deep `value` nests, without recursion (a scalar is 0, `[]` and `{}` are 1).
-fn depth(value: &serde_json::Value) -> usize {
+/// How deep `value` nests (a scalar is 0, `[]` and `{}` are 1) and how many values it holds,
+/// without recursion.
+fn shape(value: &serde_json::Value) -> (usize, usize) {
     let mut deepest = 0;
+    let mut values = 0;
     let mut stack = vec![(value, 0usize)];
     while let Some((v, d)) = stack.pop() {
+        values += 1;
         let children: Box<dyn Iterator<Item = &serde_json::Value>> = match v {
             serde_json::Value::Array(items) => Box::new(items.iter()),
             serde_json::Value::Object(map) => Box::new(map.values()),
@@ -190,7 +205,7 @@ fn depth(value: &serde_json::Value) -> usize {
         deepest = deepest.max(d + 1);
         stack.extend(children.map(|c| (c, d + 1)));
     }
-    deepest
+    (deepest, values)
 }
 
 /// The model a manifest asks for.
@@ -216,8 +231,8 @@ mod tests {
 
     #[test]
     fn inputs_deeper_than_the_limit_refuse_the_response() {
-        assert_eq!(depth(&serde_json::json!(1)), 0);
-        assert_eq!(depth(&serde_json::json!({"a": [1, {"b": []}]})), 4);
+        assert_eq!(shape(&serde_json::json!(1)), (0, 1));
+        assert_eq!(shape(&serde_json::json!({"a": [1, {"b": []}]})), (4, 5));
         let response = |input| ModelResponse {
             text: String::new(),
             tool_calls: vec![ToolCall {
@@ -228,10 +243,18 @@ mod tests {
             stop: ModelStop::ToolUse,
             usage: Default::default(),
         };
-        assert!(within_depth(response(nested(MAX_INPUT_DEPTH))).is_ok());
-        let refused = within_depth(response(nested(MAX_INPUT_DEPTH + 1))).unwrap_err();
+        assert!(within_shape(response(nested(MAX_INPUT_DEPTH))).is_ok());
+        let refused = within_shape(response(nested(MAX_INPUT_DEPTH + 1))).unwrap_err();
         assert!(
             refused.to_string().contains("nests deeper than 64 levels"),
+            "{refused}"
+        );
+        let wide: serde_json::Map<String, serde_json::Value> = (0..MAX_INPUT_VALUES)
+            .map(|i| (format!("k{i}"), serde_json::json!(i)))
+            .collect();
+        let refused = within_shape(response(serde_json::Value::Object(wide))).unwrap_err();
+        assert!(
+            refused.to_string().contains("more than 100000 values"),
             "{refused}"
         );
     }

@@ -325,7 +325,7 @@ impl Pod {
         let respond = async {
             let result = self.model.respond(request, &deltas, &turn.cancel).await;
             deltas.close();
-            result.and_then(crate::model::within_depth)
+            result.and_then(crate::model::within_shape)
         };
         let (result, ()) = tokio::join!(respond, forward);
         result
