@@ -95,6 +95,15 @@ fn bench(c: &mut Criterion) {
             fresh.check_links(&shared, &meta)
         })
     });
+    // A multi-link file that changes before every read: each check walks again, reading only
+    // the folders whose mtime changed (none here) instead of the whole tree.
+    g.bench_function(format!("links/rewalk_changed_file_{files}_files"), |b| {
+        b.iter(|| {
+            std::fs::write(&shared, "changed").expect("write");
+            let meta = std::fs::metadata(&shared).expect("meta");
+            rules.check_links(black_box(&shared), &meta)
+        })
+    });
     g.finish();
 }
 

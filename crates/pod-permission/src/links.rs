@@ -68,6 +68,25 @@ struct Walked {
     capped: bool,
     /// Walks done (for tests and measurements).
     walks: usize,
+    /// What each folder held at the last walk, so the next one reads only folders that changed.
+    folders: HashMap<PathBuf, Folder>,
+    /// Folders read (not taken from `folders`) by all walks so far (for tests and measurements).
+    folders_read: usize,
+}
+
+/// One folder as a walk found it. A name is added, removed or renamed only by changing its
+/// folder, which sets the folder's mtime: a folder whose identity and mtime are unchanged (and
+/// whose mtime is older than the walk that read it, less a margin) holds the same names, so its
+/// denied files and subfolders are taken as they were. A file's content changes nothing here.
+#[derive(Debug, Clone)]
+struct Folder {
+    id: (u64, u64),
+    mtime: SystemTime,
+    /// When the walk that read it began.
+    read_at: SystemTime,
+    entries: usize,
+    denied: Vec<((u64, u64), (String, RuleRef))>,
+    subfolders: Vec<PathBuf>,
 }
 
 /// The rules' view of individual files, shared by the tools of one pod.
@@ -116,7 +135,8 @@ impl FileRules {
             .started
             .is_some_and(|started| changed + CTIME_MARGIN < started);
         if !fresh {
-            *walked = self.walk(walked.walks + 1);
+            let last = std::mem::take(&mut *walked);
+            *walked = self.walk(last.walks + 1, last);
         }
         let name = path::display(file, self.policy.workspace());
         match walked.denied.get(&(meta.dev(), meta.ino())) {
@@ -140,13 +160,21 @@ impl FileRules {
         self.walked.lock().map(|w| w.walks).unwrap_or(0)
     }
 
+    /// How many folders the walks have read from disk (the others came from the last walk).
+    pub fn folders_read(&self) -> usize {
+        self.walked.lock().map(|w| w.folders_read).unwrap_or(0)
+    }
+
     /// Walks the workspace and the folders named by absolute deny patterns, recording every
-    /// regular file whose first matching read rule denies it.
-    fn walk(&self, walks: usize) -> Walked {
+    /// regular file whose first matching read rule denies it; a folder unchanged since the
+    /// last walk is taken from it.
+    fn walk(&self, walks: usize, mut last: Walked) -> Walked {
         let workspace = self.policy.workspace().to_path_buf();
+        let started = SystemTime::now();
         let mut out = Walked {
-            started: Some(SystemTime::now()),
+            started: Some(started),
             walks,
+            folders_read: last.folders_read,
             ..Walked::default()
         };
         let mut roots = vec![workspace.clone()];
@@ -174,23 +202,59 @@ impl FileRules {
                 _ => {}
             }
             while let Some(dir) = stack.pop() {
-                let Ok(entries) = std::fs::read_dir(&dir) else {
+                let Ok(dir_meta) = std::fs::symlink_metadata(&dir) else {
                     continue;
                 };
-                for entry in entries.flatten() {
-                    visited += 1;
-                    if visited > WALK_LIMIT {
-                        out.capped = true;
-                        return out;
+                let id = (dir_meta.dev(), dir_meta.ino());
+                let mtime = dir_meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+                let unchanged = last
+                    .folders
+                    .remove(&dir)
+                    .filter(|f| f.id == id && f.mtime == mtime && mtime + CTIME_MARGIN < f.read_at);
+                let folder = match unchanged {
+                    Some(folder) => folder,
+                    None => {
+                        out.folders_read += 1;
+                        let Ok(entries) = std::fs::read_dir(&dir) else {
+                            continue;
+                        };
+                        let mut folder = Folder {
+                            id,
+                            mtime,
+                            read_at: started,
+                            entries: 0,
+                            denied: Vec::new(),
+                            subfolders: Vec::new(),
+                        };
+                        for entry in entries.flatten() {
+                            folder.entries += 1;
+                            if visited + folder.entries > WALK_LIMIT {
+                                out.capped = true;
+                                return out;
+                            }
+                            // Never follows a symlink: `DirEntry::metadata` is an lstat.
+                            let Ok(meta) = entry.metadata() else { continue };
+                            if meta.is_dir() {
+                                folder.subfolders.push(entry.path());
+                            } else if meta.is_file() {
+                                let mut one = Walked::default();
+                                record(&entry.path(), &meta, &mut one);
+                                folder.denied.extend(one.denied);
+                            }
+                        }
+                        folder
                     }
-                    // Never follows a symlink: `DirEntry::metadata` is an lstat.
-                    let Ok(meta) = entry.metadata() else { continue };
-                    if meta.is_dir() {
-                        stack.push(entry.path());
-                    } else if meta.is_file() {
-                        record(&entry.path(), &meta, &mut out);
-                    }
+                };
+                visited += folder.entries;
+                if visited > WALK_LIMIT {
+                    out.capped = true;
+                    return out;
                 }
+                for (key, value) in &folder.denied {
+                    out.denied.entry(*key).or_insert_with(|| value.clone());
+                }
+                stack.extend(folder.subfolders.iter().cloned());
+                out.folders.insert(dir, folder);
             }
         }
         out
@@ -270,6 +334,49 @@ mod tests {
             .check_links(&ws.join("late"), &meta(&ws.join("late")))
             .is_err());
         assert_eq!(f.walks(), 2);
+    }
+
+    #[test]
+    fn a_walk_reads_only_the_folders_that_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        for i in 0..50 {
+            std::fs::create_dir_all(ws.join(format!("d{i}/sub"))).unwrap();
+            std::fs::write(ws.join(format!("d{i}/sub/f")), "x").unwrap();
+        }
+        std::fs::write(ws.join("d7/sub/.env"), "SECRET").unwrap();
+        std::fs::write(ws.join("shared"), "v1").unwrap();
+        std::fs::hard_link(ws.join("shared"), ws.join("shared2")).unwrap();
+        // Older than the margin: folders this old count as unchanged at the next walk.
+        std::thread::sleep(CTIME_MARGIN + Duration::from_millis(100));
+        let f = rules(&ws, &["*.env"]);
+        assert!(f
+            .check_links(&ws.join("shared"), &meta(&ws.join("shared")))
+            .is_ok());
+        assert_eq!(f.walks(), 1);
+        assert_eq!(f.folders_read(), 101);
+        // The multi-link file keeps changing: each read walks again, reading no folder again.
+        for round in 0..5 {
+            std::fs::write(ws.join("shared"), format!("v{round}")).unwrap();
+            assert!(f
+                .check_links(&ws.join("shared"), &meta(&ws.join("shared")))
+                .is_ok());
+        }
+        assert_eq!(f.walks(), 6);
+        assert_eq!(f.folders_read(), 101);
+        // A new denied name in one folder: that folder (whose mtime changed) is read again,
+        // and the new name is found.
+        std::fs::hard_link(ws.join("shared"), ws.join("d3/sub/new.env")).unwrap();
+        let err = f
+            .check_links(&ws.join("shared2"), &meta(&ws.join("shared2")))
+            .unwrap_err();
+        assert!(err.to_string().contains("new.env"), "{err}");
+        assert_eq!(f.folders_read(), 102, "only the folder that changed");
+        // The first denied file is still known from its unchanged folder.
+        std::fs::hard_link(ws.join("d7/sub/.env"), ws.join("notes")).unwrap();
+        assert!(f
+            .check_links(&ws.join("notes"), &meta(&ws.join("notes")))
+            .is_err());
     }
 
     #[test]
