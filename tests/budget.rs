@@ -233,3 +233,53 @@ fn a_session_whose_log_passed_its_budget_takes_no_more_steps() {
     let second: Value = pod.call("run", json!({"input": [{"type": "text", "text": "hi"}]}));
     assert_eq!(second["stopReason"], "max_context", "{second}");
 }
+
+/// The peak resident memory of `pid` (VmHWM), in KiB.
+fn peak_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn fifty_steps_of_128_reads_stay_within_the_budget() {
+    // The attack of the second round: every step 128 reads of 100 KB files, for 50 steps. It
+    // took pod to 3.7 GB and sent 16 GB in one turn; now the first step that does not fit ends
+    // the turn.
+    let mut scenario = String::new();
+    for _ in 0..50 {
+        scenario.push_str("[[step]]\ncalls = [");
+        for i in 0..128 {
+            scenario.push_str(&format!(
+                "{{ tool = \"read\", input = {{ path = \"f{}.txt\" }} }},",
+                i % 16
+            ));
+        }
+        scenario.push_str("]\n");
+    }
+    let ws = Workspace::with_manifest(
+        "[model]\nprovider = \"offline\"\nscenario = \"scenario.toml\"\n\
+         [permissions]\ndefault_action = \"allow\"\n",
+    );
+    std::fs::write(ws.path("scenario.toml"), scenario).expect("scenario");
+    for i in 0..16 {
+        std::fs::write(ws.path(&format!("f{i}.txt")), "r".repeat(100_000)).expect("file");
+    }
+    let mut pod = PodProcess::spawn(&ws, Framing::Lines);
+    pod.initialize(false);
+    let result: Value = pod.call("run", json!({"input": [{"type": "text", "text": "go"}]}));
+    assert_eq!(result["stopReason"], "max_context", "{result}");
+    let peak = peak_kib(pod.pid());
+    eprintln!("peak RSS {peak} KiB");
+    assert!(peak < 400 * 1024, "peak RSS {peak} KiB");
+    let log: u64 = ws
+        .session_logs()
+        .iter()
+        .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .sum();
+    eprintln!("log {log} bytes");
+    assert!(log < 40 * 1024 * 1024, "log {log} bytes");
+}
