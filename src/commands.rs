@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use crate::builtin::{Builtin, SubjectKind};
+use crate::builtin::Builtin;
 use crate::manifest::{did_you_mean, Manifest, TrustStore, Vouch};
 use crate::permission::lint::{self, Severity};
 use crate::protocol::{Decision, RuleAt, ToolAnnotations};
@@ -461,14 +461,11 @@ fn mcp_explain_text(
     out
 }
 
-/// The input a tool takes, as an example for `pod explain`'s errors.
-fn input_shape(tool: &str) -> &'static str {
-    match SubjectKind::of(tool) {
-        SubjectKind::Shell => "'{\"command\":\"git status\"}'",
-        SubjectKind::Path => "'{\"path\":\"src/main.rs\"}' (plus the tool's other fields)",
-        SubjectKind::SearchRoot => "'{\"pattern\":\"TODO\",\"path\":\"src\"}'",
-        SubjectKind::Json => "a JSON object",
-        SubjectKind::Mcp => "a JSON object of the tool's arguments, as its server's schema says",
+/// The input a tool takes, as an example for `pod explain`'s errors: the built-in tool's own.
+fn input_shape(tool: &str) -> String {
+    match crate::tools::builtin(tool) {
+        Some(t) => t.example().to_string(),
+        None => "a JSON object of the tool's arguments, as its server's schema says".into(),
     }
 }
 

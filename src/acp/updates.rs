@@ -12,9 +12,9 @@ use std::path::Path;
 use agent_client_protocol_schema::v1 as acp;
 use serde_json::{json, Value};
 
-use crate::builtin::Builtin;
 use crate::permission::path;
 use crate::protocol::{CallResult, Item, PermissionRequest, ReplyDecision, StopReason};
+use crate::tools::{self, Presentation, ToolKind};
 
 /// The `_meta` object with pod's own fields under `pod`.
 pub fn meta(pod: Value) -> acp::Meta {
@@ -37,35 +37,28 @@ pub fn user_text(chunk: impl Into<String>) -> acp::SessionUpdate {
     acp::SessionUpdate::UserMessageChunk(acp::ContentChunk::new(text(chunk)))
 }
 
-fn field<'a>(input: &'a Value, name: &str) -> Option<&'a str> {
-    input.get(name).and_then(Value::as_str)
+/// ACP's kind of a call: the tool's own (bash executes, read reads, file_write and edit edit,
+/// grep and glob search); anything else is `other`.
+pub fn kind(tool: &str, input: &Value) -> acp::ToolKind {
+    kind_of(&tools::present(tool, input))
 }
 
-/// ACP's kind of a pod tool: bash executes, read reads, file_write and edit edit, grep and glob
-/// search; anything else is `other`.
-pub fn kind(tool: &str) -> acp::ToolKind {
-    match Builtin::from_name(tool) {
-        Some(Builtin::Bash) => acp::ToolKind::Execute,
-        Some(Builtin::Read) => acp::ToolKind::Read,
-        Some(Builtin::FileWrite | Builtin::Edit) => acp::ToolKind::Edit,
-        Some(Builtin::Grep | Builtin::Glob) => acp::ToolKind::Search,
-        None => acp::ToolKind::Other,
+fn kind_of(presentation: &Presentation) -> acp::ToolKind {
+    match presentation.kind {
+        ToolKind::Execute => acp::ToolKind::Execute,
+        ToolKind::Read => acp::ToolKind::Read,
+        ToolKind::Edit => acp::ToolKind::Edit,
+        ToolKind::Search => acp::ToolKind::Search,
+        ToolKind::Other => acp::ToolKind::Other,
     }
 }
 
 /// The title: the subject the permission layer reads, as written (the command line of a
-/// `bash` call, the path of a file tool, the pattern and root of a search).
+/// `bash` call, the path of a file tool, the pattern and root of a search), cut to one line.
 pub fn title(tool: &str, input: &Value) -> String {
-    let shown = match Builtin::from_name(tool) {
-        Some(Builtin::Bash) => field(input, "command").map(str::to_string),
-        Some(Builtin::Read | Builtin::FileWrite | Builtin::Edit) => {
-            field(input, "path").map(|p| format!("{tool} {p}"))
-        }
-        Some(Builtin::Grep | Builtin::Glob) => field(input, "pattern")
-            .map(|p| format!("{tool} {p} in {}", field(input, "path").unwrap_or("."))),
-        None => None,
-    };
-    let shown = shown.unwrap_or_else(|| format!("{tool} {input}"));
+    let shown = tools::present(tool, input)
+        .title
+        .unwrap_or_else(|| format!("{tool} {input}"));
     // A title is one line in an editor's list; the whole input is in `rawInput`.
     let first = shown.lines().next().unwrap_or("");
     let mut title: String = first.chars().take(200).collect();
@@ -76,38 +69,24 @@ pub fn title(tool: &str, input: &Value) -> String {
 }
 
 /// The files a call touches, as absolute paths (with the first line for a ranged read).
-pub fn locations(tool: &str, input: &Value, workspace: &Path) -> Vec<acp::ToolCallLocation> {
-    let Some(builtin) = Builtin::from_name(tool) else {
-        return Vec::new();
-    };
-    let raw = match builtin {
-        Builtin::Read | Builtin::FileWrite | Builtin::Edit => field(input, "path"),
-        Builtin::Grep | Builtin::Glob => Some(field(input, "path").unwrap_or(".")),
-        Builtin::Bash => None,
-    };
-    let Some(raw) = raw else {
-        return Vec::new();
-    };
-    let mut location = acp::ToolCallLocation::new(path::absolute(raw, workspace));
-    if builtin == Builtin::Read {
-        let line = input.get("offset").and_then(Value::as_u64);
-        location = location.line(line.and_then(|l| u32::try_from(l).ok()));
-    }
-    vec![location]
+pub fn locations(presentation: &Presentation, workspace: &Path) -> Vec<acp::ToolCallLocation> {
+    presentation
+        .locations
+        .iter()
+        .map(|l| acp::ToolCallLocation::new(path::absolute(&l.path, workspace)).line(l.line))
+        .collect()
 }
 
 /// The change a write proposes: the new content of a `file_write`, the replaced text of an
 /// `edit` (the snippet, not the whole file: pod does not read a file to show a diff, so a
 /// diff never shows what the rules would not let the model read).
 pub fn diff(tool: &str, input: &Value, workspace: &Path) -> Option<acp::Diff> {
-    let path = path::absolute(field(input, "path")?, workspace);
-    match Builtin::from_name(tool)? {
-        Builtin::FileWrite => Some(acp::Diff::new(path, field(input, "content")?)),
-        Builtin::Edit => Some(
-            acp::Diff::new(path, field(input, "new")?).old_text(field(input, "old")?.to_string()),
-        ),
-        _ => None,
-    }
+    let change = tools::present(tool, input).change?;
+    let diff = acp::Diff::new(path::absolute(&change.path, workspace), change.new);
+    Some(match change.old {
+        Some(old) => diff.old_text(old),
+        None => diff,
+    })
 }
 
 /// A tool call as first announced: pending, with its input.
@@ -116,13 +95,14 @@ pub fn tool_call(call_id: &str, tool: &str, input: &Value, workspace: &Path) -> 
         .map(acp::ToolCallContent::Diff)
         .into_iter()
         .collect();
+    let presentation = tools::present(tool, input);
     acp::SessionUpdate::ToolCall(
         acp::ToolCall::new(call_id.to_string(), title(tool, input))
             .name(tool.to_string())
-            .kind(kind(tool))
+            .kind(kind_of(&presentation))
             .status(acp::ToolCallStatus::Pending)
             .content(content)
-            .locations(locations(tool, input, workspace))
+            .locations(locations(&presentation, workspace))
             .raw_input(input.clone()),
     )
 }
@@ -209,7 +189,7 @@ pub fn permission_request(
         request.call_id.clone(),
         acp::ToolCallUpdateFields::new()
             .title(title(&request.tool, &request.input))
-            .kind(kind(&request.tool))
+            .kind(kind(&request.tool, &request.input))
             .content(vec![acp::ToolCallContent::from(text(
                 request.reason.clone(),
             ))]),

@@ -14,7 +14,6 @@ use super::calls::Call;
 use super::pin;
 use super::turn::Turn;
 use super::{Pod, Restriction};
-use crate::builtin::Builtin;
 use crate::hooks::UserHook;
 use crate::protocol::{Action, Decision, DeniedBy, Item, SubjectDecision};
 use crate::skills::Skill;
@@ -144,8 +143,8 @@ impl Pod {
 pub(super) fn restricted(restriction: Restriction, tool: &str) -> Result<(), Denial> {
     match restriction {
         Restriction::None => Ok(()),
-        Restriction::ReadOnly => match Builtin::from_name(tool) {
-            Some(Builtin::Read | Builtin::Grep | Builtin::Glob) => Ok(()),
+        Restriction::ReadOnly => match crate::tools::builtin(tool) {
+            Some(t) if t.read_only() => Ok(()),
             _ => Err(Denial::new(
                 DeniedBy::Permission,
                 format!(

@@ -23,7 +23,7 @@ use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 
 use super::common::{parse_input, schema_of, HeadTail};
-use super::{Tool, ToolContext, ToolOutput};
+use super::{Presentation, Tool, ToolContext, ToolKind, ToolOutput};
 use crate::sandbox::{CallProcess, Sandbox};
 
 /// Default timeout of one command.
@@ -82,6 +82,24 @@ impl Tool for Bash {
 
     fn input_schema(&self) -> serde_json::Value {
         schema_of::<BashInput>()
+    }
+
+    fn example(&self) -> &str {
+        "'{\"command\":\"git status\"}'"
+    }
+
+    fn present(&self, input: &serde_json::Value) -> Presentation {
+        match BashInput::deserialize(input) {
+            Ok(i) => Presentation {
+                kind: ToolKind::Execute,
+                title: Some(i.command),
+                ..Presentation::other()
+            },
+            Err(_) => Presentation {
+                kind: ToolKind::Execute,
+                ..Presentation::other()
+            },
+        }
     }
 
     async fn run(&self, input: serde_json::Value, ctx: &ToolContext) -> ToolOutput {

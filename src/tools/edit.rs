@@ -20,7 +20,9 @@ use super::common::{display, parse_input, resolve, schema_of};
 /// edit holds the text and its result, so its memory is a small multiple of this, whatever
 /// `replace_all` multiplies.
 pub const MAX_EDIT_BYTES: u64 = 16 * 1024 * 1024;
-use super::{confined, Target, Tool, ToolContext, ToolOutput};
+use super::{
+    confined, Change, Location, Presentation, Target, Tool, ToolContext, ToolKind, ToolOutput,
+};
 use crate::permission::FileRules;
 
 /// Input of `edit`.
@@ -55,6 +57,32 @@ impl Tool for Edit {
 
     fn input_schema(&self) -> serde_json::Value {
         schema_of::<EditInput>()
+    }
+
+    fn example(&self) -> &str {
+        "'{\"path\":\"src/main.rs\",\"old\":\"foo\",\"new\":\"bar\"}'"
+    }
+
+    fn present(&self, input: &serde_json::Value) -> Presentation {
+        let Ok(i) = EditInput::deserialize(input) else {
+            return Presentation {
+                kind: ToolKind::Edit,
+                ..Presentation::other()
+            };
+        };
+        Presentation {
+            kind: ToolKind::Edit,
+            title: Some(format!("edit {}", i.path)),
+            locations: vec![Location {
+                path: i.path.clone(),
+                line: None,
+            }],
+            change: Some(Change {
+                path: i.path,
+                old: Some(i.old),
+                new: i.new,
+            }),
+        }
     }
 
     async fn run(&self, input: serde_json::Value, ctx: &ToolContext) -> ToolOutput {

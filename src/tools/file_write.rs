@@ -12,7 +12,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::common::{display, parse_input, resolve, schema_of};
-use super::{confined, Tool, ToolContext, ToolOutput};
+use super::{confined, Change, Location, Presentation, Tool, ToolContext, ToolKind, ToolOutput};
 
 /// Input of `file_write`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -41,6 +41,32 @@ impl Tool for FileWrite {
 
     fn input_schema(&self) -> serde_json::Value {
         schema_of::<FileWriteInput>()
+    }
+
+    fn example(&self) -> &str {
+        "'{\"path\":\"notes.md\",\"content\":\"text\"}'"
+    }
+
+    fn present(&self, input: &serde_json::Value) -> Presentation {
+        let Ok(i) = FileWriteInput::deserialize(input) else {
+            return Presentation {
+                kind: ToolKind::Edit,
+                ..Presentation::other()
+            };
+        };
+        Presentation {
+            kind: ToolKind::Edit,
+            title: Some(format!("file_write {}", i.path)),
+            locations: vec![Location {
+                path: i.path.clone(),
+                line: None,
+            }],
+            change: Some(Change {
+                path: i.path,
+                old: None,
+                new: i.content,
+            }),
+        }
     }
 
     async fn run(&self, input: serde_json::Value, ctx: &ToolContext) -> ToolOutput {

@@ -20,7 +20,7 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::common::{display, parse_input, schema_of, search_root, walker, Withheld};
-use super::{Tool, ToolContext, ToolOutput};
+use super::{Location, Presentation, Tool, ToolContext, ToolKind, ToolOutput};
 use crate::permission::FileRules;
 
 /// At most this many paths are listed.
@@ -53,6 +53,33 @@ impl Tool for Glob {
 
     fn input_schema(&self) -> serde_json::Value {
         schema_of::<GlobInput>()
+    }
+
+    fn example(&self) -> &str {
+        "'{\"pattern\":\"**/*.rs\",\"path\":\"src\"}'"
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    fn present(&self, input: &serde_json::Value) -> Presentation {
+        let Ok(i) = GlobInput::deserialize(input) else {
+            return Presentation {
+                kind: ToolKind::Search,
+                ..Presentation::other()
+            };
+        };
+        let root = i.path.unwrap_or_else(|| ".".into());
+        Presentation {
+            kind: ToolKind::Search,
+            title: Some(format!("glob {} in {root}", i.pattern)),
+            locations: vec![Location {
+                path: root,
+                line: None,
+            }],
+            change: None,
+        }
     }
 
     async fn run(&self, input: serde_json::Value, ctx: &ToolContext) -> ToolOutput {

@@ -27,7 +27,7 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::common::{display, parse_input, schema_of, search_root, walker, Withheld};
-use super::{confined, Tool, ToolContext, ToolOutput};
+use super::{confined, Location, Presentation, Tool, ToolContext, ToolKind, ToolOutput};
 use crate::permission::FileRules;
 
 /// At most this many matching lines are listed.
@@ -72,6 +72,33 @@ impl Tool for Grep {
 
     fn input_schema(&self) -> serde_json::Value {
         schema_of::<GrepInput>()
+    }
+
+    fn example(&self) -> &str {
+        "'{\"pattern\":\"TODO\",\"path\":\"src\"}'"
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    fn present(&self, input: &serde_json::Value) -> Presentation {
+        let Ok(i) = GrepInput::deserialize(input) else {
+            return Presentation {
+                kind: ToolKind::Search,
+                ..Presentation::other()
+            };
+        };
+        let root = i.path.unwrap_or_else(|| ".".into());
+        Presentation {
+            kind: ToolKind::Search,
+            title: Some(format!("grep {} in {root}", i.pattern)),
+            locations: vec![Location {
+                path: root,
+                line: None,
+            }],
+            change: None,
+        }
     }
 
     async fn run(&self, input: serde_json::Value, ctx: &ToolContext) -> ToolOutput {

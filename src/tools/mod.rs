@@ -123,12 +123,82 @@ impl ToolContext {
     }
 }
 
+/// What kind of thing a call does, as an editor groups calls (ACP's tool kinds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolKind {
+    Execute,
+    Read,
+    Edit,
+    Search,
+    Other,
+}
+
+/// A file a call touches: its path as the input names it, and for a ranged read its first line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    pub path: String,
+    pub line: Option<u32>,
+}
+
+/// The change a write proposes: the new text (of the file, or of the replaced snippet) and, for
+/// an edit, the text it replaces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub path: String,
+    pub old: Option<String>,
+    pub new: String,
+}
+
+/// How a front-end shows a call: its kind, a one-line title, the files it touches, the change
+/// it proposes. Each tool builds it from its own typed input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Presentation {
+    pub kind: ToolKind,
+    /// `None`: the tool's name and input JSON.
+    pub title: Option<String>,
+    pub locations: Vec<Location>,
+    pub change: Option<Change>,
+}
+
+impl Presentation {
+    /// A call pod knows nothing particular about (an MCP tool, or input a tool cannot read).
+    pub fn other() -> Presentation {
+        Presentation {
+            kind: ToolKind::Other,
+            title: None,
+            locations: Vec::new(),
+            change: None,
+        }
+    }
+}
+
+/// How `tool` presents a call with `input`: the built-in tool's own presentation, or
+/// [`Presentation::other`].
+pub fn present(tool: &str, input: &serde_json::Value) -> Presentation {
+    builtin(tool).map_or_else(Presentation::other, |t| t.present(input))
+}
+
 #[async_trait]
 pub trait Tool: Send + Sync {
     fn name(&self) -> &str;
     fn description(&self) -> &str;
     /// JSON Schema of the input (from schemars for the built-in tools).
     fn input_schema(&self) -> serde_json::Value;
+    /// An example input, for messages about bad input (`pod explain --input`).
+    fn example(&self) -> &str {
+        "a JSON object"
+    }
+    /// True when the tool only reads: it may run in a read-only session. Never true for a
+    /// tool whose effects pod does not know (an MCP tool's annotations are its server's word).
+    fn read_only(&self) -> bool {
+        false
+    }
+    /// How a front-end shows a call of this tool with `input` (ACP's kind, title, locations
+    /// and diff).
+    fn present(&self, input: &serde_json::Value) -> Presentation {
+        let _ = input;
+        Presentation::other()
+    }
     /// What the tool's provider says about its effects (an MCP server's annotations); none for
     /// the built-in tools, whose effects the permission layer knows.
     fn annotations(&self) -> Option<&ToolAnnotations> {
@@ -201,6 +271,37 @@ pub fn builtin(name: &str) -> Option<Arc<dyn Tool>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_tool_presents_its_own_example_and_says_whether_it_only_reads() {
+        let kinds = [
+            ("bash", ToolKind::Execute, false),
+            ("read", ToolKind::Read, true),
+            ("file_write", ToolKind::Edit, false),
+            ("edit", ToolKind::Edit, false),
+            ("grep", ToolKind::Search, true),
+            ("glob", ToolKind::Search, true),
+        ];
+        for (name, kind, read_only) in kinds {
+            let tool = builtin(name).unwrap();
+            assert_eq!(tool.read_only(), read_only, "{name}");
+            let example = tool.example().trim_matches('\'');
+            let input: serde_json::Value = serde_json::from_str(example).unwrap();
+            let shown = tool.present(&input);
+            assert_eq!(shown.kind, kind, "{name}");
+            assert!(
+                shown.title.is_some(),
+                "{name}: its example does not read as its input"
+            );
+            // Input the tool cannot read keeps the kind and leaves the title to the caller.
+            let bad = tool.present(&serde_json::json!({"nope": 1}));
+            assert_eq!((bad.kind, bad.title), (kind, None), "{name}");
+        }
+        assert_eq!(
+            present("mcp__x__y", &serde_json::json!({})),
+            Presentation::other()
+        );
+    }
 
     #[test]
     fn builtins_have_the_spec_names_and_inputs() {

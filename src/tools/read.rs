@@ -26,7 +26,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::common::{display, parse_input, resolve, schema_of};
-use super::{confined, Tool, ToolContext, ToolOutput};
+use super::{confined, Location, Presentation, Tool, ToolContext, ToolKind, ToolOutput};
 use crate::permission::FileRules;
 
 /// Files larger than this are read only with `offset` or `limit`.
@@ -67,6 +67,32 @@ impl Tool for Read {
 
     fn input_schema(&self) -> serde_json::Value {
         schema_of::<ReadInput>()
+    }
+
+    fn example(&self) -> &str {
+        "'{\"path\":\"src/main.rs\",\"offset\":10,\"limit\":20}'"
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    fn present(&self, input: &serde_json::Value) -> Presentation {
+        let Ok(i) = ReadInput::deserialize(input) else {
+            return Presentation {
+                kind: ToolKind::Read,
+                ..Presentation::other()
+            };
+        };
+        Presentation {
+            kind: ToolKind::Read,
+            title: Some(format!("read {}", i.path)),
+            locations: vec![Location {
+                line: i.offset.and_then(|l| u32::try_from(l).ok()),
+                path: i.path,
+            }],
+            change: None,
+        }
     }
 
     async fn run(&self, input: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
