@@ -40,7 +40,7 @@ pub const MCP_PREFIX: &str = "mcp__";
 
 impl Builtin {
     /// Every built-in tool, in the order `initialize` lists them.
-    pub const ALL: [Builtin; 6] = [
+    pub const ALL: &'static [Builtin] = &[
         Builtin::Bash,
         Builtin::Read,
         Builtin::FileWrite,
@@ -63,12 +63,12 @@ impl Builtin {
 
     /// The built-in tool called `name` (exactly; names are lowercase).
     pub fn from_name(name: &str) -> Option<Builtin> {
-        Builtin::ALL.into_iter().find(|b| b.name() == name)
+        Builtin::ALL.iter().copied().find(|b| b.name() == name)
     }
 
     /// Every name, for messages ("pod has: bash, read, …").
-    pub fn names() -> [&'static str; 6] {
-        Builtin::ALL.map(Builtin::name)
+    pub fn names() -> Vec<&'static str> {
+        Builtin::ALL.iter().map(|b| b.name()).collect()
     }
 
     pub fn subject_kind(self) -> SubjectKind {
@@ -114,10 +114,10 @@ mod tests {
 
     #[test]
     fn names_round_trip_and_are_distinct() {
-        for b in Builtin::ALL {
+        for &b in Builtin::ALL {
             assert_eq!(Builtin::from_name(b.name()), Some(b));
         }
-        let mut names = Builtin::names().to_vec();
+        let mut names = Builtin::names();
         names.sort();
         names.dedup();
         assert_eq!(names.len(), Builtin::ALL.len());
@@ -131,7 +131,7 @@ mod tests {
 
     #[test]
     fn a_tool_is_never_governed_by_itself() {
-        for b in Builtin::ALL {
+        for &b in Builtin::ALL {
             assert!(!b.governed_by().contains(&b), "{b:?}");
         }
     }

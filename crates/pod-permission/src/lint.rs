@@ -32,7 +32,7 @@ pub struct Finding {
 
 /// Every tool name rules can be about: the built-ins, whether enabled or not, plus the subject
 /// tools of shell redirections (`read`, `file_write`).
-fn known_tools() -> [&'static str; 6] {
+fn known_tools() -> Vec<&'static str> {
     Builtin::names()
 }
 
