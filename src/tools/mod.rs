@@ -27,7 +27,6 @@ pub use editor::{EditorError, EditorFiles};
 pub mod bash;
 pub mod common;
 pub mod confined;
-pub mod echo;
 pub mod edit;
 pub mod editor;
 pub mod file_write;
@@ -265,7 +264,6 @@ pub fn builtin(name: &str) -> Option<Arc<dyn Tool>> {
         Builtin::Edit => Arc::new(edit::Edit),
         Builtin::Grep => Arc::new(grep::Grep),
         Builtin::Glob => Arc::new(glob::Glob),
-        Builtin::Echo => Arc::new(echo::Echo),
     };
     Some(tool)
 }

@@ -17,7 +17,6 @@ pub enum Builtin {
     Edit,
     Grep,
     Glob,
-    Echo,
 }
 
 /// How a tool's input turns into subjects (the table in docs/permissions.md).
@@ -48,7 +47,6 @@ impl Builtin {
         Builtin::Edit,
         Builtin::Grep,
         Builtin::Glob,
-        Builtin::Echo,
     ];
 
     /// The tool's name on the wire and in rules.
@@ -60,7 +58,6 @@ impl Builtin {
             Builtin::Edit => "edit",
             Builtin::Grep => "grep",
             Builtin::Glob => "glob",
-            Builtin::Echo => "echo",
         }
     }
 
@@ -79,7 +76,6 @@ impl Builtin {
             Builtin::Bash => SubjectKind::Shell,
             Builtin::Read | Builtin::FileWrite | Builtin::Edit => SubjectKind::Path,
             Builtin::Grep | Builtin::Glob => SubjectKind::SearchRoot,
-            Builtin::Echo => SubjectKind::Json,
         }
     }
 
@@ -90,7 +86,7 @@ impl Builtin {
         match self {
             Builtin::Edit => &[Builtin::FileWrite, Builtin::Read],
             Builtin::Grep | Builtin::Glob => &[Builtin::Read],
-            Builtin::Bash | Builtin::Read | Builtin::FileWrite | Builtin::Echo => &[],
+            Builtin::Bash | Builtin::Read | Builtin::FileWrite => &[],
         }
     }
 }
