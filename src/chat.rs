@@ -43,9 +43,9 @@ use tokio::sync::mpsc;
 
 use crate::client::{connect, events, JsonParams};
 use crate::protocol::{
-    Action, CallResult, CancelResult, EmptyResult, Event, InitializeResult, NetworkAccess,
-    PermissionRequest, ReplyDecision, RuleAt, RunResult, SandboxKind, StopReason, TrustStatus,
-    WorkspaceTrust,
+    Action, CallResult, CancelResult, EmptyResult, Event, InitializeResult, Mode, NetworkAccess,
+    PermissionRequest, ReplyDecision, RuleAt, RunResult, SandboxKind, SetModeResult, StopReason,
+    TrustStatus, WorkspaceTrust,
 };
 
 /// How the bundled example is named where a rule is cited (its line numbers are kept).
@@ -314,6 +314,10 @@ impl Chat {
             if !self.tty {
                 self.say(&format!("you> {text}"));
             }
+            if let Some(mode) = text.trim().strip_prefix("/mode") {
+                self.set_mode(mode.trim()).await?;
+                continue;
+            }
             if self.turn(text).await? == Next::Quit {
                 return Ok(());
             }
@@ -365,14 +369,35 @@ impl Chat {
         } else {
             c.files.join(" over ")
         };
-        self.say(&format!("configuration: {files}; model: {model}"));
+        let mode = match p.mode {
+            Mode::Default => String::new(),
+            other => format!("; mode: {}", other.as_str()),
+        };
+        self.say(&format!("configuration: {files}; model: {model}{mode}"));
         if let Some(warning) = &p.warning {
             self.say(&format!("WARNING: {warning}"));
         }
         self.say(
-            "One message per line (with the offline model, `!cmd` runs a shell command). \
-             Ctrl-C cancels a turn, Ctrl-D quits.",
+            "One message per line (with the offline model, `!cmd` runs a shell command; \
+             `/mode NAME` sets the mode). Ctrl-C cancels a turn, Ctrl-D quits.",
         );
+    }
+
+    /// `/mode NAME`: sets the session's mode (`/mode` alone lists them).
+    async fn set_mode(&mut self, name: &str) -> Result<(), ChatError> {
+        let names: Vec<&str> = Mode::ALL.iter().map(|m| m.as_str()).collect();
+        let Some(mode) = Mode::from_name(name) else {
+            self.say(&format!(
+                "modes: {} (/mode NAME sets one)",
+                names.join(", ")
+            ));
+            return Ok(());
+        };
+        match request::<SetModeResult>(&self.client, "setMode", json!({ "mode": mode })).await {
+            Ok(set) => self.say(&format!("mode: {}", set.mode.as_str())),
+            Err(e) => self.say(&format!("(mode not set: {e})")),
+        }
+        Ok(())
     }
 
     /// When the project's folder is untrusted and its configuration would run or widen

@@ -167,6 +167,7 @@ mod tests {
             },
             p::Event::Status {
                 state: p::PodState::Idle,
+                mode: Some(p::Mode::Default),
             },
         ];
         for event in samples {

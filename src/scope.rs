@@ -35,6 +35,12 @@ impl Scope {
         WRITING_TOOLS.contains(&tool)
     }
 
+    /// Whether `resolved` (absolute, symlinks resolved) is beneath a writable folder.
+    pub fn contains(&self, resolved: &Path) -> bool {
+        let resolved = path::resolve(resolved);
+        self.writable.iter().any(|w| resolved.starts_with(w))
+    }
+
     /// For a writing `tool`, the writable folder holding `resolved` (the pinned target of input
     /// path `raw`), or `Err(text)` when it is outside them; `Ok(None)` for other tools.
     pub fn check(&self, tool: &str, raw: &str, resolved: &Path) -> Result<Option<&Path>, String> {

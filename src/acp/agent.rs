@@ -22,14 +22,14 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::peer::Peer;
-use super::session::{Mode, Session};
+use super::session::Session;
 use super::updates;
 use super::AcpError;
 use crate::manifest::trust::Decision;
 use crate::manifest::{Manifest, McpServerConfig, McpTransport, Trust, TrustStore, Vouch};
 use crate::permission::mcp::check_server_name;
 use crate::protocol::{InputItem, ResolvedBy, TrustDecision};
-use crate::runtime::PodError;
+use crate::runtime::{Mode, PodError};
 use crate::server::dispatch::{Detach, Reply, Service};
 use crate::session::SessionError;
 
@@ -398,7 +398,7 @@ impl Agent {
         }
         let now = self.manifest(&request.cwd)?;
         if let (Some(old), true) = (session, request.decision != TrustDecision::Decline) {
-            let mode = old.pod.restriction();
+            let mode = old.pod.mode();
             old.retire().await;
             let mut manifest = now.clone();
             manifest.state_dir = old.pod.manifest().state_dir.clone();
@@ -412,7 +412,9 @@ impl Agent {
             )
             .await
             .map_err(|e| AcpError::internal(format!("cannot reopen session {}: {e}", old.id)))?;
-            reopened.pod.restrict(mode);
+            if let Err(e) = reopened.pod.set_mode(mode) {
+                tracing::warn!("the reopened session keeps its configured mode: {e}");
+            }
             tracing::info!(session = %old.id, "trust applied: the session reopened");
             lock(&self.sessions).insert(old.id.clone(), reopened);
         }
@@ -471,12 +473,14 @@ impl Agent {
     ) -> Result<acp::SetSessionModeResponse, AcpError> {
         let session = self.session(&request.session_id)?;
         let id = request.mode_id.0.as_ref();
-        let mode = Mode::from_id(id).ok_or_else(|| {
+        let modes: Vec<&str> = session.pod.modes().iter().map(|m| m.as_str()).collect();
+        let mode = Mode::from_name(id).ok_or_else(|| {
             AcpError::invalid_params(format!(
-                "modeId: unknown mode {id:?} (modes: default, read-only)"
+                "modeId: unknown mode {id:?} (modes: {})",
+                modes.join(", ")
             ))
         })?;
-        session.set_mode(mode);
+        session.set_mode(mode)?;
         Ok(acp::SetSessionModeResponse::new())
     }
 

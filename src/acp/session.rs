@@ -7,7 +7,7 @@
 //! [`Approvals`]: the first answer wins, an option that was not offered, a malformed outcome
 //! or an error response denies, and a request the pod settles itself (timeout, cancel, a session
 //! grant) is withdrawn from the client with `$/cancel_request`; replaying history for
-//! `session/load`; modes, which only narrow ([`Restriction`]).
+//! `session/load`; modes (the pod's [`Mode`]).
 //!
 //! Must not touch: decisions (the pod's check chain makes them) and the connection's lifecycle
 //! (`agent`).
@@ -31,8 +31,7 @@ use crate::protocol::{
     CallResult, Event, InputItem, PermissionRequest, ReplyDecision, ResolvedBy, RunResult,
 };
 use crate::runtime::{
-    Approvals, Approver, EventSink, Pod, PodError, PodOptions, Restriction, RunError,
-    TURN_FAILED_TEXT,
+    Approvals, Approver, EventSink, Mode, Pod, PodError, PodOptions, RunError, TURN_FAILED_TEXT,
 };
 use crate::server::dispatch::Detach;
 use crate::tools::EditorFiles;
@@ -40,58 +39,33 @@ use crate::tools::EditorFiles;
 /// Events a turn may have produced and not yet sent before it waits (as in `pod serve`).
 const EVENT_QUEUE: usize = 32;
 
-/// The modes a session offers. Each only narrows what the manifest allows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// The manifest, as written.
-    Default,
-    /// Only `read`, `grep` and `glob` run.
-    ReadOnly,
+/// How ACP names and describes each of pod's modes (docs/acp.md, "Modes").
+fn mode_name(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Default => "Default",
+        Mode::ReadOnly => "Read-only",
+        Mode::AcceptEdits => "Accept edits",
+        Mode::Auto => "Auto",
+        Mode::Unattended => "Unattended",
+    }
 }
 
-impl Mode {
-    const ALL: [Mode; 2] = [Mode::Default, Mode::ReadOnly];
-
-    pub fn id(self) -> &'static str {
-        match self {
-            Mode::Default => "default",
-            Mode::ReadOnly => "read-only",
+fn mode_description(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Default => "The project's rules (pod.toml) as written: allow, ask and deny.",
+        Mode::ReadOnly => {
+            "Only read, grep and glob run (and only where the rules let them); every command \
+             and every write is denied, whatever the rules say."
         }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Mode::Default => "Default",
-            Mode::ReadOnly => "Read-only",
+        Mode::AcceptEdits => {
+            "file_write and edit inside the writable folders run without asking; deny rules \
+             and pod's protected files still hold, and everything else asks as the rules say."
         }
-    }
-
-    fn description(self) -> &'static str {
-        match self {
-            Mode::Default => "The project's rules (pod.toml) as written: allow, ask and deny.",
-            Mode::ReadOnly => {
-                "Only read, grep and glob run (and only where the rules let them); every command \
-                 and every write is denied, whatever the rules say."
-            }
+        Mode::Auto => {
+            "A call runs without asking when the kernel bounds everything it can do; deny rules \
+             still deny, and what the kernel cannot bound still asks."
         }
-    }
-
-    fn restriction(self) -> Restriction {
-        match self {
-            Mode::Default => Restriction::None,
-            Mode::ReadOnly => Restriction::ReadOnly,
-        }
-    }
-
-    fn of(restriction: Restriction) -> Mode {
-        match restriction {
-            Restriction::None => Mode::Default,
-            Restriction::ReadOnly => Mode::ReadOnly,
-        }
-    }
-
-    pub fn from_id(id: &str) -> Option<Mode> {
-        Mode::ALL.into_iter().find(|m| m.id() == id)
+        Mode::Unattended => "Every call the rules would ask about is denied at once.",
     }
 }
 
@@ -176,23 +150,25 @@ impl Session {
         }))
     }
 
-    /// The modes, with the current one.
+    /// The modes this session can take, with the current one.
     pub fn modes(&self) -> acp::SessionModeState {
-        let current = Mode::of(self.pod.restriction());
         acp::SessionModeState::new(
-            current.id(),
-            Mode::ALL
+            self.pod.mode().as_str(),
+            self.pod
+                .modes()
                 .into_iter()
                 .map(|m| {
-                    acp::SessionMode::new(m.id(), m.name()).description(m.description().to_string())
+                    acp::SessionMode::new(m.as_str(), mode_name(m))
+                        .description(mode_description(m).to_string())
                 })
                 .collect(),
         )
     }
 
-    pub fn set_mode(&self, mode: Mode) {
-        self.pod.restrict(mode.restriction());
-        tracing::info!(session = %self.id, mode = mode.id(), "mode set");
+    pub fn set_mode(&self, mode: Mode) -> Result<(), AcpError> {
+        self.pod
+            .set_mode(mode)
+            .map_err(|e| AcpError::invalid_params(format!("modeId: {e}")))
     }
 
     /// What pod adds to `session/new` and `session/load` under `_meta.pod`.

@@ -138,6 +138,10 @@ pub struct PermissionsSection {
     pub default_action: Option<Spanned<Action>>,
     /// Seconds an `ask` waits for the client before it resolves as denied. Default: no limit.
     pub ask_timeout_secs: Option<u64>,
+    /// The mode a session starts in: default, read-only, accept-edits, auto or unattended
+    /// (docs/permissions.md, "Modes"). A project's file may only name a stricter one
+    /// (read-only, unattended). Default: default.
+    pub mode: Option<crate::protocol::Mode>,
     /// Rules in evaluation order; the first whose tool and pattern match decides.
     #[serde(default)]
     #[schemars(with = "Vec<RuleEntry>")]

@@ -105,6 +105,10 @@ impl Manifest {
             .transpose()?;
         let mut manifest = match (project, user) {
             (Some(mut project), user) => {
+                // A project may start a session in a stricter mode only, trusted or not.
+                if !project.mode.is_stricter() {
+                    project.mode = crate::protocol::Mode::Default;
+                }
                 if !project.trust.is_trusted() {
                     project.extra_protected = project.protected_paths();
                     ignored.extend(restrict(&mut project, user.as_ref())?);
@@ -494,6 +498,10 @@ fn merge(mut project: Manifest, user: Manifest) -> Result<Manifest, ManifestErro
         project.max_parallel = user.max_parallel;
     }
     project.mcp = merge_mcp(&project.mcp, &user.mcp);
+    // A project may start a session in a stricter mode only.
+    if !project.mode.is_stricter() {
+        project.mode = user.mode;
+    }
     project.skill_dirs.extend(user.skill_dirs.iter().cloned());
     project.hooks.extend(user.hooks.iter().cloned());
     project.sandbox = stricter_sandbox(

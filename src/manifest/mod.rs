@@ -75,6 +75,8 @@ pub struct Manifest {
     pub permissions: Option<Rules>,
     /// Line of the `[permissions]` header.
     pub permissions_line: Option<usize>,
+    /// `[permissions] mode`: the mode sessions start in.
+    pub mode: crate::protocol::Mode,
     /// `[skills].directories`, absolute.
     pub skill_dirs: Vec<PathBuf>,
     pub hooks: Vec<HookConfig>,
@@ -348,6 +350,11 @@ impl Manifest {
             .map(|w| crate::permission::path::resolve_in(&workspace, Path::new(w)))
             .collect();
 
+        let mode = raw
+            .permissions
+            .as_ref()
+            .and_then(|p| p.get_ref().mode)
+            .unwrap_or_default();
         let (permissions, permissions_line) = match raw.permissions {
             None => (None, None),
             Some(section) => {
@@ -544,6 +551,7 @@ impl Manifest {
             writable,
             permissions,
             permissions_line,
+            mode,
             skill_dirs,
             hooks,
             state_dir,

@@ -24,11 +24,12 @@ use tokio::sync::oneshot;
 use super::calls::Call;
 use super::checks::{self, Denial};
 use super::turn::Turn;
-use super::Pod;
+use super::{Mode, Pod};
 use crate::protocol::{
     Action, DecidedBy, Decision, DeniedBy, Event, Item, PermissionRequest, PodState, ReplyDecision,
     Resolution, ResolvedBy,
 };
+use crate::scope::Scope;
 
 /// Who answers asks for a pod.
 #[derive(Clone, Default)]
@@ -207,6 +208,41 @@ impl Approvals {
 }
 
 impl Pod {
+    /// Whether `accept-edits` settles this ask: a `file_write` or `edit` whose asking subjects
+    /// are all its own writes, inside the writable folders, of no protected path and readable
+    /// (not opaque). A deny never reaches here; a read that asks still asks.
+    fn accepts_edit(&self, tool: &str, decision: &Decision) -> bool {
+        Scope::writes(tool)
+            && decision
+                .subjects
+                .iter()
+                .filter(|s| s.action == Action::Ask)
+                .all(|s| {
+                    Scope::writes(&s.tool)
+                        && !s.opaque
+                        && !self.policy.protects(s)
+                        && self.scope.contains(&crate::permission::path::resolve_in(
+                            &self.manifest.workspace,
+                            std::path::Path::new(&s.subject),
+                        ))
+                })
+    }
+
+    /// Whether `auto` settles this ask: the kernel bounds everything the call can do (the
+    /// sandbox at full strength: namespaces, the exec gate, no network), and none of its asking
+    /// subjects is a protected path or an MCP tool's (whose effects happen in its server).
+    fn kernel_bounds(&self, tool: &str, decision: &Decision) -> bool {
+        self.sandbox.unbounded().is_none()
+            && crate::tools::builtin(tool).is_some()
+            && decision
+                .subjects
+                .iter()
+                .filter(|s| s.action == Action::Ask)
+                .all(|s| {
+                    !self.policy.protects(s) && crate::permission::mcp::split(&s.tool).is_none()
+                })
+    }
+
     /// The built-in permission hook: the rules' decision, with an `ask` resolved by a session
     /// grant, the approver, a timeout, or cancellation. Returns the verdict and the history item
     /// recording who settled it (when the layer is on).
@@ -266,6 +302,22 @@ impl Pod {
                 Ok(()),
                 item(Action::Allow, DecidedBy::SessionGrant, Some(request_id)),
             );
+        }
+        match self.mode() {
+            Mode::Unattended => {
+                let text = checks::unattended_text(decision, default);
+                return (
+                    Err(Denial::new(DeniedBy::Permission, text)),
+                    item(Action::Deny, DecidedBy::Mode, None),
+                );
+            }
+            Mode::AcceptEdits if self.accepts_edit(&call.name, decision) => {
+                return (Ok(()), item(Action::Allow, DecidedBy::Mode, None));
+            }
+            Mode::Auto if self.kernel_bounds(&call.name, decision) => {
+                return (Ok(()), item(Action::Allow, DecidedBy::Mode, None));
+            }
+            _ => {}
         }
         let approvals = match &self.approver {
             Approver::FailClosed => {

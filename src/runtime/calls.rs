@@ -117,6 +117,7 @@ pub(super) fn messages_from_items(items: &[Item]) -> Vec<Message> {
             Item::SkillActivated { .. }
             | Item::PermissionDecision { .. }
             | Item::SessionGrant { .. }
+            | Item::ModeChanged { .. }
             | Item::TurnEnded { .. } => {}
         }
     }

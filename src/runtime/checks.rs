@@ -13,7 +13,7 @@
 use super::calls::Call;
 use super::pin;
 use super::turn::Turn;
-use super::{Pod, Restriction};
+use super::{Mode, Pod};
 use crate::hooks::UserHook;
 use crate::protocol::{Action, Decision, DeniedBy, Item, SubjectDecision};
 use crate::skills::Skill;
@@ -21,8 +21,8 @@ use crate::tools::Target;
 
 /// One PreToolCall hook of the chain.
 pub(super) enum Check<'a> {
-    /// The client's restriction (ACP's `read-only` mode): narrows, never grants.
-    Restriction(Restriction),
+    /// The session's `read-only` mode: narrows, never grants.
+    ReadOnly,
     Skill(&'a Skill),
     Permission,
     User(&'a UserHook),
@@ -60,9 +60,8 @@ impl Pod {
     /// Runs the chain for `call`, whose permission decision is `decision`.
     pub(super) async fn check(&self, turn: &Turn<'_>, call: &Call, decision: &Decision) -> Checked {
         let mut chain = Vec::new();
-        let restriction = self.restriction();
-        if restriction != Restriction::None {
-            chain.push(Check::Restriction(restriction));
+        if self.mode() == Mode::ReadOnly {
+            chain.push(Check::ReadOnly);
         }
         if let Some(skill) = &turn.skill {
             chain.push(Check::Skill(skill));
@@ -80,7 +79,7 @@ impl Pod {
         let mut target = None;
         for check in chain {
             let verdict = match check {
-                Check::Restriction(restriction) => restricted(restriction, &call.name),
+                Check::ReadOnly => restricted(Mode::ReadOnly, &call.name),
                 Check::Skill(skill) => skill
                     .check(&call.name, decision)
                     .map_err(|text| Denial::new(DeniedBy::Skill, text)),
@@ -137,22 +136,23 @@ impl Pod {
     }
 }
 
-/// The client's restriction applied to a call of `tool`: read-only lets through only the tools
-/// known to read (`read`, `grep`, `glob`); everything else, unknown tools included, is denied.
-/// Checked at the head of the chain, and again just before the tool runs (`turn.rs`).
-pub(super) fn restricted(restriction: Restriction, tool: &str) -> Result<(), Denial> {
-    match restriction {
-        Restriction::None => Ok(()),
-        Restriction::ReadOnly => match crate::tools::builtin(tool) {
+/// The session's mode applied to a call of `tool` before anything else: read-only lets through
+/// only the tools known to read (`read`, `grep`, `glob`); everything else, unknown tools
+/// included, is denied. Checked at the head of the chain, and again just before the tool runs
+/// (`turn.rs`). The other modes act on asks (`approval.rs`).
+pub(super) fn restricted(mode: Mode, tool: &str) -> Result<(), Denial> {
+    match mode {
+        Mode::ReadOnly => match crate::tools::builtin(tool) {
             Some(t) if t.read_only() => Ok(()),
             _ => Err(Denial::new(
                 DeniedBy::Permission,
                 format!(
-                    "permission denied: the session is in read-only mode (set by the client), \
-                     so {tool} is not run; only read, grep and glob run in this mode"
+                    "permission denied: the session is in read-only mode, so {tool} is not run; \
+                     only read, grep and glob run in this mode"
                 ),
             )),
         },
+        Mode::Default | Mode::AcceptEdits | Mode::Auto | Mode::Unattended => Ok(()),
     }
 }
 
@@ -183,6 +183,15 @@ pub(super) fn denied_text(decision: &Decision, default: Option<Action>) -> Strin
 pub(super) fn ask_reason(decision: &Decision, default: Option<Action>) -> String {
     let parts: Vec<String> = deciding(decision).map(|s| s.for_model(default)).collect();
     format!("approval required: {}", parts.join("; "))
+}
+
+/// Text for an ask in an unattended session.
+pub(super) fn unattended_text(decision: &Decision, default: Option<Action>) -> String {
+    format!(
+        "permission denied: {}, and the session is unattended (mode \"unattended\"), so every \
+         ask is denied",
+        ask_reason(decision, default)
+    )
 }
 
 /// Text for an ask with no approver connected.

@@ -25,6 +25,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use tokio::sync::mpsc;
 
+pub use crate::protocol::Mode;
 pub use approval::{Answer, Approvals, Approver, ReplyError};
 pub use turn::TURN_FAILED_TEXT;
 
@@ -103,18 +104,12 @@ pub struct PodOptions {
     pub editor: Option<Arc<dyn EditorFiles>>,
 }
 
-/// A restriction the client put on the session, on top of the manifest. It only narrows: a
-/// call it refuses is denied before any rule is asked, and it never allows anything the
-/// manifest does not.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Restriction {
-    /// The manifest as written.
-    #[default]
-    None,
-    /// Only the tools that read (`read`, `grep`, `glob`) may run; every write and every
-    /// command (`bash`, `file_write`, `edit`, and any tool pod does not know to be read-only)
-    /// is denied.
-    ReadOnly,
+/// Why a mode cannot be set.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("mode {mode}: {why}", mode = mode.as_str())]
+pub struct ModeError {
+    pub mode: Mode,
+    pub why: String,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -127,6 +122,8 @@ pub enum PodError {
     Skill(#[from] SkillError),
     #[error(transparent)]
     Sandbox(#[from] SandboxError),
+    #[error("[permissions] {0}")]
+    Mode(#[from] ModeError),
 }
 
 /// Why `run` refused to start a turn.
@@ -199,8 +196,9 @@ pub struct Pod {
     mcp: McpServers,
     approver: Approver,
     editor: Option<Arc<dyn EditorFiles>>,
-    /// Set by the client while the session runs (ACP modes); read at each call's checks.
-    restriction: Mutex<Restriction>,
+    /// The session's mode, set by the manifest and the client while the session runs; read at
+    /// each call's checks.
+    mode: Mutex<Mode>,
     resumed: bool,
     /// Session grants of the resumed log that the rules in force no longer allow.
     dropped_grants: usize,
@@ -332,6 +330,15 @@ impl Pod {
             .cloned()
             .map(|h| UserHook::new(h).with_sandbox(sandbox.clone()))
             .collect();
+        if manifest.mode == Mode::Auto {
+            if let Some(missing) = sandbox.unbounded() {
+                return Err(ModeError {
+                    mode: Mode::Auto,
+                    why: format!("calls cannot run unasked here, since {missing}"),
+                }
+                .into());
+            }
+        }
         Ok(Pod {
             files: Arc::new(FileRules::new(policy.clone())),
             policy,
@@ -345,7 +352,7 @@ impl Pod {
             mcp: McpServers::none(),
             approver: options.approver,
             editor: options.editor,
-            restriction: Mutex::new(Restriction::None),
+            mode: Mutex::new(manifest.mode),
             resumed,
             dropped_grants: dropped.len(),
             session_id: log.id().to_string(),
@@ -430,6 +437,8 @@ impl Pod {
                 Approver::FailClosed => AskMode::FailClosed,
             },
             warning: self.manifest.permissions_off(),
+            mode: self.mode(),
+            modes: self.modes(),
         }
     }
 
@@ -448,15 +457,45 @@ impl Pod {
         self.state().items.clone()
     }
 
-    /// The restriction in force (checked for each call when its checks start).
-    pub fn restriction(&self) -> Restriction {
-        *self.restriction.lock().unwrap_or_else(|e| e.into_inner())
+    /// The mode in force (read when a call's checks start and again before it runs).
+    pub fn mode(&self) -> Mode {
+        *self.mode.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Narrows (or widens back to the manifest) what later calls may do; a call already past
-    /// its checks is not affected.
-    pub fn restrict(&self, restriction: Restriction) {
-        *self.restriction.lock().unwrap_or_else(|e| e.into_inner()) = restriction;
+    /// The modes this pod can be set to: every mode but `auto`, which needs the kernel to bound
+    /// every call, where it cannot.
+    pub fn modes(&self) -> Vec<Mode> {
+        Mode::ALL
+            .into_iter()
+            .filter(|m| *m != Mode::Auto || self.auto_refused().is_none())
+            .collect()
+    }
+
+    /// Why `auto` cannot be set here, when it cannot: what of the kernel's bounds is missing.
+    fn auto_refused(&self) -> Option<String> {
+        self.sandbox
+            .unbounded()
+            .map(|missing| format!("calls cannot run unasked here, since {missing}"))
+    }
+
+    /// Sets the mode for later calls (a call already past its checks is not affected); records
+    /// the change in history. `auto` is refused, with the reason, where the kernel cannot bound
+    /// every call.
+    pub fn set_mode(&self, mode: Mode) -> Result<(), ModeError> {
+        if mode == Mode::Auto {
+            if let Some(why) = self.auto_refused() {
+                return Err(ModeError { mode, why });
+            }
+        }
+        let changed = {
+            let mut current = self.mode.lock().unwrap_or_else(|e| e.into_inner());
+            std::mem::replace(&mut *current, mode) != mode
+        };
+        if changed {
+            tracing::info!(session = %self.session_id, mode = mode.as_str(), "mode set");
+            self.record(Item::ModeChanged { mode });
+        }
+        Ok(())
     }
 
     pub fn turn_running(&self) -> bool {

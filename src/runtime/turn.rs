@@ -38,6 +38,8 @@ pub(super) struct Turn<'a> {
     /// Bumped on every `allow_session` grant, so that other asks of the turn still waiting can
     /// see whether the new grant answers them too.
     pub grants: tokio::sync::watch::Sender<u64>,
+    /// The session's mode, reported with each status.
+    pub mode: &'a std::sync::Mutex<crate::protocol::Mode>,
 }
 
 impl Turn<'_> {
@@ -47,7 +49,12 @@ impl Turn<'_> {
     }
 
     pub async fn status(&self, state: PodState) {
-        self.emit(Event::Status { state }).await;
+        let mode = *self.mode.lock().unwrap_or_else(|e| e.into_inner());
+        self.emit(Event::Status {
+            state,
+            mode: Some(mode),
+        })
+        .await;
     }
 }
 
@@ -153,6 +160,7 @@ impl Pod {
             skill,
             pending: AtomicUsize::new(0),
             grants: tokio::sync::watch::Sender::new(0),
+            mode: &self.mode,
         };
         turn.status(PodState::Running).await;
         turn.emit(Event::TurnStarted {
@@ -469,7 +477,7 @@ impl Pod {
         // The client may have narrowed the session since the chain began (an ask was pending,
         // or the call waited for a slot when ACP's mode became `read-only`): the restriction in
         // force now has the last word.
-        if let Err(denial) = checks::restricted(self.restriction(), &call.name) {
+        if let Err(denial) = checks::restricted(self.mode(), &call.name) {
             return Outcome {
                 output: ToolOutput::error(denial.text),
                 denied_by: Some(denial.by),

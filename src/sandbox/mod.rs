@@ -262,6 +262,24 @@ impl Sandbox {
         })
     }
 
+    /// Why the kernel does not bound everything a call can do here, when it does not: what
+    /// `auto` mode needs and lacks. It needs each call in namespaces of its own (metadata,
+    /// reads of secrets, other processes, the network), the exec gate deciding every program a
+    /// call starts, and the network denied.
+    pub fn unbounded(&self) -> Option<String> {
+        let mut missing = Vec::new();
+        if !self.info.enforced {
+            missing.push("the sandbox is not enforced");
+        }
+        // Landlock alone bounds writes and TCP only (docs/permissions.md, "The sandbox").
+        missing.push("calls do not run in namespaces of their own");
+        missing.push("no exec gate decides the programs a call starts");
+        if self.info.network != NetworkAccess::Deny {
+            missing.push("the network is not denied ([sandbox] network)");
+        }
+        Some(missing.join(", "))
+    }
+
     /// What `initialize` reports.
     pub fn info(&self) -> SandboxInfo {
         self.info

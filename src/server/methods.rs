@@ -18,7 +18,8 @@ use super::stream;
 use crate::protocol::{
     method, CancelResult, EmptyResult, ErrorCode, ErrorObject, HistoryResult, InitializeParams,
     InitializeResult, Method, MethodName, PeerInfo, PermissionReplyParams, ReplyDecision, Request,
-    RunParams, RunResult, SessionInfo, TrustApplyParams, PROTOCOL_VERSION,
+    RunParams, RunResult, SessionInfo, SetModeParams, SetModeResult, TrustApplyParams,
+    PROTOCOL_VERSION,
 };
 use crate::runtime::{Pod, ReplyError};
 
@@ -65,6 +66,7 @@ impl Service for Methods {
                 Request::History(_) => reply::<method::History>(history(&conn)),
                 Request::Shutdown(_) => reply::<method::Shutdown>(shutdown(&conn)),
                 Request::TrustApply(p) => reply::<method::TrustApply>(trust_apply(p, &conn).await),
+                Request::SetMode(p) => reply::<method::SetMode>(set_mode(p, &conn)),
             }
         }))
     }
@@ -120,6 +122,17 @@ fn describe(pod: &Pod) -> InitializeResult {
         workspace_trust: pod.workspace_trust(),
         environment: pod.environment(),
     }
+}
+
+fn set_mode(params: SetModeParams, conn: &Connection) -> Result<SetModeResult> {
+    let opened = conn.opened()?;
+    opened
+        .pod
+        .set_mode(params.mode)
+        .map_err(|e| MethodError::InvalidParams(format!("`mode`: {e}")))?;
+    Ok(SetModeResult {
+        mode: opened.pod.mode(),
+    })
 }
 
 async fn trust_apply(params: TrustApplyParams, conn: &Connection) -> Result<InitializeResult> {

@@ -101,6 +101,7 @@ impl Seen {
         }
         events.push(Event::Status {
             state: PodState::Idle,
+            mode: None,
         });
         events
     }

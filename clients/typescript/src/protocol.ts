@@ -38,7 +38,8 @@ export type DecidedBy =
   | "rule"
   | "default"
   | "disabled"
-  | "failClosed";
+  | "failClosed"
+  | "mode";
 /**
  * The params of an `event` notification, tagged by `type`.
  *
@@ -84,6 +85,10 @@ export type Event =
       usage?: Usage;
     }
   | {
+      /**
+       * The session's mode (absent from a status a failed turn's clean-up sends).
+       */
+      mode?: Mode | null;
       state: PodState;
       type: "status";
     };
@@ -118,6 +123,13 @@ export type Resolution = "allow" | "deny";
  */
 export type StopReason =
   ("end_turn" | "cancelled" | "max_steps" | "max_tokens" | "error") | "max_context";
+/**
+ * How a session settles what the rules leave to a person (docs/permissions.md, "Modes").
+ *
+ * This interface was referenced by `PodProtocolV1`'s JSON-Schema
+ * via the `definition` "Mode".
+ */
+export type Mode = "default" | "read-only" | "accept-edits" | "auto" | "unattended";
 /**
  * What the pod is doing, as reported by `status` events.
  *
@@ -183,6 +195,10 @@ export type Item =
        * (absent in logs of older pods, whose grants are restored in any workspace).
        */
       workspace?: string | null;
+    }
+  | {
+      mode: Mode;
+      type: "modeChanged";
     }
   | {
       stopReason: StopReason;
@@ -557,6 +573,11 @@ export interface PermissionsInfo {
   askMode: AskMode;
   defaultAction?: Action | null;
   enabled: boolean;
+  mode?: Mode;
+  /**
+   * The modes `setMode` accepts here (`auto` only where the kernel bounds a call).
+   */
+  modes?: Mode[];
   rules: number;
   /**
    * Set when the layer is off, saying why (a project manifest without `[permissions]`, in a
@@ -671,6 +692,20 @@ export interface RunResult {
 }
 /**
  * This interface was referenced by `PodProtocolV1`'s JSON-Schema
+ * via the `definition` "SetModeParams".
+ */
+export interface SetModeParams {
+  mode: Mode;
+}
+/**
+ * This interface was referenced by `PodProtocolV1`'s JSON-Schema
+ * via the `definition` "SetModeResult".
+ */
+export interface SetModeResult {
+  mode: Mode;
+}
+/**
+ * This interface was referenced by `PodProtocolV1`'s JSON-Schema
  * via the `definition` "TrustApplyParams".
  */
 export interface TrustApplyParams {
@@ -691,10 +726,11 @@ export interface PodMethods {
   "history": { params: EmptyParams; result: HistoryResult };
   "shutdown": { params: EmptyParams; result: EmptyResult };
   "trust/apply": { params: TrustApplyParams; result: InitializeResult };
+  "setMode": { params: SetModeParams; result: SetModeResult };
 }
 
 /** Every method name, in the order of the protocol's list. */
-export const METHOD_NAMES = ["initialize", "run", "cancel", "permissionReply", "history", "shutdown", "trust/apply"] as const;
+export const METHOD_NAMES = ["initialize", "run", "cancel", "permissionReply", "history", "shutdown", "trust/apply", "setMode"] as const;
 
 /** The error codes a pod answers with (schema/methods.json). */
 export const ErrorCodes = {

@@ -79,5 +79,8 @@ pub enum Event {
     },
     Status {
         state: PodState,
+        /// The session's mode (absent from a status a failed turn's clean-up sends).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mode: Option<super::Mode>,
     },
 }

@@ -25,6 +25,8 @@ pub enum DecidedBy {
     Timeout,
     Disconnect,
     Shutdown,
+    /// The session's mode: `accept-edits` allowed an edit, `unattended` denied an ask.
+    Mode,
 }
 
 /// A tool call's result: the same in history (`toolResult` item) and on the wire (`toolResult`
@@ -91,6 +93,10 @@ pub enum Item {
         /// (absent in logs of older pods, whose grants are restored in any workspace).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         workspace: Option<std::path::PathBuf>,
+    },
+    /// The session's mode changed (`setMode`, ACP's `session/set_mode`, a chat command).
+    ModeChanged {
+        mode: super::Mode,
     },
     TurnEnded {
         turn_id: String,

@@ -137,6 +137,69 @@ pub enum AskMode {
     FailClosed,
 }
 
+/// How a session settles what the rules leave to a person (docs/permissions.md, "Modes").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// The rules as written.
+    #[default]
+    Default,
+    /// Only the tools that only read (`read`, `grep`, `glob`) run.
+    ReadOnly,
+    /// `file_write` and `edit` inside the writable folders run without asking; deny rules and
+    /// protected paths still hold.
+    AcceptEdits,
+    /// A call runs without asking when the kernel bounds everything it can do; offered only
+    /// where the kernel can (the namespace sandbox and the exec gate).
+    Auto,
+    /// Every ask is denied at once (headless runs).
+    Unattended,
+}
+
+impl Mode {
+    /// Every mode, in the order clients list them.
+    pub const ALL: [Mode; 5] = [
+        Mode::Default,
+        Mode::ReadOnly,
+        Mode::AcceptEdits,
+        Mode::Auto,
+        Mode::Unattended,
+    ];
+
+    /// The mode's name on the wire and in manifests.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Default => "default",
+            Mode::ReadOnly => "read-only",
+            Mode::AcceptEdits => "accept-edits",
+            Mode::Auto => "auto",
+            Mode::Unattended => "unattended",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Mode> {
+        Mode::ALL.into_iter().find(|m| m.as_str() == name)
+    }
+
+    /// True when the mode lets less run unasked than `default` (a project may start a session
+    /// in it).
+    pub fn is_stricter(self) -> bool {
+        matches!(self, Mode::ReadOnly | Mode::Unattended)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SetModeParams {
+    pub mode: Mode,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SetModeResult {
+    pub mode: Mode,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PermissionsInfo {
@@ -144,6 +207,12 @@ pub struct PermissionsInfo {
     pub default_action: Option<Action>,
     pub rules: usize,
     pub ask_mode: AskMode,
+    /// The session's mode.
+    #[serde(default)]
+    pub mode: Mode,
+    /// The modes `setMode` accepts here (`auto` only where the kernel bounds a call).
+    #[serde(default)]
+    pub modes: Vec<Mode>,
     /// Set when the layer is off, saying why (a project manifest without `[permissions]`, in a
     /// trusted folder, with no `[permissions]` in the user's configuration either): every tool
     /// call runs.

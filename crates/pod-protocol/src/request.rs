@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::{
     CancelResult, EmptyParams, EmptyResult, HistoryResult, InitializeParams, InitializeResult,
-    PermissionReplyParams, RunParams, RunResult, TrustApplyParams,
+    PermissionReplyParams, RunParams, RunResult, SetModeParams, SetModeResult, TrustApplyParams,
 };
 
 /// One method: its wire name and the types of its params and result.
@@ -32,6 +32,7 @@ impl Params for InitializeParams {}
 impl Params for RunParams {}
 impl Params for PermissionReplyParams {}
 impl Params for TrustApplyParams {}
+impl Params for SetModeParams {}
 impl Params for EmptyParams {
     const IGNORED: bool = true;
 }
@@ -128,6 +129,8 @@ methods! {
     /// configuration is reloaded into the session, and the result is the session as
     /// `initialize` now reports it.
     TrustApply = "trust/apply" (TrustApplyParams) -> InitializeResult;
+    /// Sets the session's mode; calls already past their checks are not affected.
+    SetMode = "setMode" (SetModeParams) -> SetModeResult;
 }
 
 /// Deserializes params into `P`; an error names the member at fault, as

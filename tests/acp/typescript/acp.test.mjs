@@ -159,7 +159,7 @@ test("initialize reports pod, v1, loadSession and embedded context", async () =>
   await editor.close();
 });
 
-test("a new session has an id, the two modes and pod's details in _meta", async () => {
+test("a new session has an id, its modes and pod's details in _meta", async () => {
   const ws = workspace([]);
   const editor = new Editor();
   await editor.initialize();
@@ -168,7 +168,8 @@ test("a new session has an id, the two modes and pod's details in _meta", async 
   assert.equal(session.modes.currentModeId, "default");
   assert.deepEqual(
     session.modes.availableModes.map((m) => m.id),
-    ["default", "read-only"],
+    // `auto` only where the kernel bounds every call (the namespace sandbox and the exec gate).
+    ["default", "read-only", "accept-edits", "unattended"],
   );
   assert.ok(session.modes.availableModes.every((m) => m.description.length > 0));
   assert.equal(session._meta.pod.workspace, ws);
@@ -525,6 +526,23 @@ test("an untrusted folder's MCP server never starts until trust/apply, which reo
   await assert.rejects(
     editor.agent.request("trust/apply", { cwd: dir, decision: "trust_cwd", sessionId: session.sessionId }),
     /not available/,
+  );
+  await editor.close();
+});
+
+test("accept-edits writes inside the workspace without asking; a deny rule still holds", async () => {
+  const ws = workspace([["file_write", "*.env", "deny"]]);
+  const editor = new Editor({ answer: selected("reject_once") });
+  await editor.initialize();
+  const session = await editor.newSession(ws);
+  await editor.agent.request(acp.methods.agent.session.setMode, { sessionId: session.sessionId, modeId: "accept-edits" });
+  await editor.prompt(session.sessionId, '@file_write {"path":"notes.md","content":"hello"}\n@file_write {"path":"x.env","content":"K=1"}');
+  assert.equal(editor.requests.length, 0, JSON.stringify(editor.requests));
+  assert.equal(fs.readFileSync(path.join(ws, "notes.md"), "utf8"), "hello");
+  assert.ok(!fs.existsSync(path.join(ws, "x.env")), "the deny rule did not hold");
+  await assert.rejects(
+    editor.agent.request(acp.methods.agent.session.setMode, { sessionId: session.sessionId, modeId: "auto" }),
+    /namespaces/,
   );
   await editor.close();
 });
