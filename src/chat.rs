@@ -654,7 +654,14 @@ impl Chat {
             let now = time::OffsetDateTime::now_utc();
             self.say(&format!("  {}", expiry_text(expires, now)));
         }
-        print!("[y]es once / [a]lways this session / [n]o (+ optional message): ");
+        if request.options.contains(&ReplyDecision::AllowPrefix) {
+            print!(
+                "[y]es once / [a]lways this session / [p]refix: always `{}` / [n]o (+ optional message): ",
+                request.prefixes.join("`, `")
+            );
+        } else {
+            print!("[y]es once / [a]lways this session / [n]o (+ optional message): ");
+        }
         flush();
         self.mid_line = true;
         if !self.tty {
@@ -704,6 +711,7 @@ fn parse_answer(line: &str) -> Option<(ReplyDecision, Option<String>)> {
     match word.to_ascii_lowercase().as_str() {
         "y" | "yes" => Some((ReplyDecision::AllowOnce, None)),
         "a" | "always" => Some((ReplyDecision::AllowSession, None)),
+        "p" | "prefix" => Some((ReplyDecision::AllowPrefix, None)),
         "n" | "no" => Some((
             ReplyDecision::Deny,
             (!rest.is_empty()).then(|| rest.to_string()),

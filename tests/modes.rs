@@ -161,3 +161,67 @@ fn a_project_starts_a_session_in_a_stricter_mode_only() {
     let init = pod.initialize(false);
     assert_eq!(init["permissions"]["mode"], "accept-edits", "{init}");
 }
+
+#[test]
+fn a_prefix_grant_covers_the_program_and_subcommand_and_never_an_opaque_form() {
+    let ws = Workspace::with_manifest(RULES);
+    std::fs::write(ws.path("victim"), "keep").expect("victim");
+    let mut pod = PodProcess::spawn(&ws, Framing::Lines);
+    let init = pod.initialize(true);
+    let session = init["session"]["id"].as_str().expect("id").to_string();
+    let id = pod.start(
+        "run",
+        json!({"input": [{"type": "text", "text": "!ls -a"}]}),
+    );
+    let request = pod.wait_event_type("permissionRequest");
+    assert_eq!(request["prefixes"], json!(["ls *"]), "{request}");
+    assert!(request["options"]
+        .as_array()
+        .is_some_and(|o| o.contains(&json!("allow_prefix"))));
+    pod.call(
+        "permissionReply",
+        json!({"requestId": request["requestId"], "decision": "allow_prefix"}),
+    );
+    pod.response(&json!(id));
+    // Other arguments run unasked; an opaque form of the same program still asks (and fails
+    // closed here: the reply is a deny), so its payload never runs.
+    run(&mut pod, "!ls -l victim");
+    let asked = pod
+        .events
+        .iter()
+        .filter(|e| e["type"] == "permissionRequest")
+        .count();
+    assert_eq!(asked, 1, "ls -l asked again");
+    let id = pod.start(
+        "run",
+        json!({"input": [{"type": "text", "text": "!ls $(rm victim)"}]}),
+    );
+    let request = pod.wait_event("the opaque ask", |e| {
+        e["type"] == "permissionRequest" && e["input"]["command"] == "ls $(rm victim)"
+    });
+    assert!(!request["options"]
+        .as_array()
+        .is_some_and(|o| o.contains(&json!("allow_prefix"))));
+    pod.call(
+        "permissionReply",
+        json!({"requestId": request["requestId"], "decision": "deny"}),
+    );
+    pod.response(&json!(id));
+    assert!(ws.path("victim").exists());
+    let history = pod.call("history", json!({}));
+    let grants = common::items_of(&history, "sessionGrant");
+    assert_eq!(grants.len(), 1, "{history}");
+    assert_eq!(grants[0]["prefixes"], json!(["ls *"]));
+    drop(pod);
+    // A resumed session keeps it.
+    let mut resumed = PodProcess::spawn_with(&ws, Framing::Lines, &["--resume", &session]);
+    resumed.initialize(true);
+    run(&mut resumed, "!ls -R");
+    assert!(
+        !resumed
+            .events
+            .iter()
+            .any(|e| e["type"] == "permissionRequest"),
+        "the prefix grant was not restored"
+    );
+}

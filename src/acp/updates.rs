@@ -162,6 +162,11 @@ fn option(decision: ReplyDecision) -> acp::PermissionOption {
             "Allow for this session",
             acp::PermissionOptionKind::AllowAlways,
         ),
+        ReplyDecision::AllowPrefix => acp::PermissionOption::new(
+            "allow_prefix",
+            "Allow commands like this for this session",
+            acp::PermissionOptionKind::AllowAlways,
+        ),
         ReplyDecision::Deny => acp::PermissionOption::new(
             "reject_once",
             "Reject",

@@ -25,6 +25,7 @@ use super::calls::Call;
 use super::checks::{self, Denial};
 use super::turn::Turn;
 use super::{Mode, Pod};
+use crate::permission::SessionGrants;
 use crate::protocol::{
     Action, DecidedBy, Decision, DeniedBy, Event, Item, PermissionRequest, PodState, ReplyDecision,
     Resolution, ResolvedBy,
@@ -333,19 +334,25 @@ impl Pod {
         // read (`eval ...`, `python -c ...`, an unparsed line) "always" would approve code nobody
         // can see, and a write of pod's own files is approved one time at most, so only a
         // one-time answer is offered.
-        let options = if decision
+        let once_only = decision
             .subjects
             .iter()
-            .any(|s| s.action == Action::Ask && (s.opaque || self.policy.protects(s)))
-        {
-            vec![ReplyDecision::AllowOnce, ReplyDecision::Deny]
+            .any(|s| s.action == Action::Ask && (s.opaque || self.policy.protects(s)));
+        // A prefix grant is the engine's (`permission::prefix`): offered only for commands
+        // whose program takes one, never where only a one-time answer is.
+        let prefixes = if once_only {
+            Vec::new()
         } else {
-            vec![
-                ReplyDecision::AllowOnce,
-                ReplyDecision::AllowSession,
-                ReplyDecision::Deny,
-            ]
+            SessionGrants::prefixes_for(decision).unwrap_or_default()
         };
+        let mut options = vec![ReplyDecision::AllowOnce];
+        if !once_only {
+            options.push(ReplyDecision::AllowSession);
+        }
+        if !prefixes.is_empty() {
+            options.push(ReplyDecision::AllowPrefix);
+        }
+        options.push(ReplyDecision::Deny);
         let timeout = rules.ask_timeout();
         let expires_at = timeout.and_then(|t| {
             let at = time::OffsetDateTime::now_utc() + t;
@@ -365,6 +372,7 @@ impl Pod {
             subjects: decision.subjects.clone(),
             reason: checks::ask_reason(decision, default),
             options,
+            prefixes: prefixes.clone(),
             expires_at,
             annotations: self
                 .toolbox
@@ -427,6 +435,20 @@ impl Pod {
                         self.record(Item::SessionGrant {
                             tool,
                             subjects,
+                            prefixes: Vec::new(),
+                            workspace: Some(self.manifest.workspace.clone()),
+                        });
+                    }
+                    turn.grants.send_modify(|version| *version += 1);
+                    (Resolution::Allow, ResolvedBy::Client, Ok(()))
+                }
+                ReplyDecision::AllowPrefix => {
+                    let added = self.state().grants.grant_prefixes(&prefixes);
+                    if !added.is_empty() {
+                        self.record(Item::SessionGrant {
+                            tool: "bash".into(),
+                            subjects: Vec::new(),
+                            prefixes: added,
                             workspace: Some(self.manifest.workspace.clone()),
                         });
                     }

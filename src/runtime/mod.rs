@@ -282,6 +282,7 @@ impl Pod {
                     workspace: Some(given),
                     tool,
                     subjects,
+                    ..
                 } if *given != manifest.workspace => {
                     elsewhere.extend(subjects.iter().map(|s| DroppedGrant {
                         tool: tool.clone(),
@@ -302,6 +303,19 @@ impl Pod {
             }),
         );
         dropped.extend(elsewhere);
+        let mut grants = grants;
+        dropped.extend(
+            grants.restore_prefixes(items.iter().flat_map(|item| match item {
+                Item::SessionGrant {
+                    prefixes,
+                    workspace,
+                    ..
+                } if workspace.as_ref().is_none_or(|w| *w == manifest.workspace) => {
+                    prefixes.iter().map(String::as_str).collect::<Vec<_>>()
+                }
+                _ => Vec::new(),
+            })),
+        );
         for d in &dropped {
             tracing::warn!(
                 "resume: session grant for {} `{}` not restored: {}",

@@ -98,7 +98,7 @@ export type Event =
  * This interface was referenced by `PodProtocolV1`'s JSON-Schema
  * via the `definition` "ReplyDecision".
  */
-export type ReplyDecision = "allow_once" | "allow_session" | "deny";
+export type ReplyDecision = ("allow_once" | "allow_session" | "deny") | "allow_prefix";
 /**
  * Who ended a permission request.
  *
@@ -187,6 +187,10 @@ export type Item =
       type: "permissionDecision";
     }
   | {
+      /**
+       * Patterns of an `allow_prefix` reply (shell commands), besides exact subjects.
+       */
+      prefixes?: string[];
       subjects: string[];
       tool: string;
       type: "sessionGrant";
@@ -377,6 +381,11 @@ export interface PermissionRequest {
    * The decisions the client may send in `permissionReply`.
    */
   options: ReplyDecision[];
+  /**
+   * The patterns `allow_prefix` adds (the program and its subcommand, then `*`), when it is
+   * offered.
+   */
+  prefixes?: string[];
   /**
    * Human-readable: which subjects asked and which rule (or default) asked.
    */

@@ -9,7 +9,7 @@
 
 use std::collections::HashSet;
 
-use super::{Policy, SubjectKind};
+use super::{prefix, Pattern, Policy, SubjectKind};
 use pod_protocol::{Action, Decision, SubjectDecision};
 
 /// A grant of a session log that resume did not restore, and why.
@@ -23,6 +23,8 @@ pub struct DroppedGrant {
 #[derive(Debug, Clone, Default)]
 pub struct SessionGrants {
     granted: HashSet<(String, String)>,
+    /// `allow_prefix` grants of shell commands: the pattern as shown, and compiled.
+    prefixes: Vec<(String, Pattern)>,
 }
 
 impl SessionGrants {
@@ -38,9 +40,45 @@ impl SessionGrants {
                 .all(|s| !s.opaque && self.contains(&s.tool, &s.subject))
     }
 
+    /// Whether a prefix grant covers `subject` of `tool` (shell subjects only).
+    fn prefixed(&self, tool: &str, subject: &str) -> bool {
+        tool.eq_ignore_ascii_case("bash") && self.prefixes.iter().any(|(_, p)| p.matches(subject))
+    }
+
+    /// The patterns `allow_prefix` would add for `decision`: one per asking subject, each a
+    /// shell command whose program takes a prefix (`prefix.rs`); `None` when any asking subject
+    /// is not one, or is opaque.
+    pub fn prefixes_for(decision: &Decision) -> Option<Vec<String>> {
+        let mut out: Vec<String> = Vec::new();
+        for s in decision.subjects.iter().filter(|s| s.action == Action::Ask) {
+            if s.opaque || !s.tool.eq_ignore_ascii_case("bash") {
+                return None;
+            }
+            let p = prefix::prefix(&s.subject)?;
+            if !out.contains(&p) {
+                out.push(p);
+            }
+        }
+        (!out.is_empty()).then_some(out)
+    }
+
+    /// Adds prefix grants (patterns [`SessionGrants::prefixes_for`] produced); returns the new
+    /// ones.
+    pub fn grant_prefixes(&mut self, patterns: &[String]) -> Vec<String> {
+        let mut added = Vec::new();
+        for p in patterns {
+            if prefix::is_prefix(p) && !self.prefixes.iter().any(|(q, _)| q == p) {
+                self.prefixes.push((p.clone(), Pattern::new(p)));
+                added.push(p.clone());
+            }
+        }
+        added
+    }
+
     pub fn contains(&self, tool: &str, subject: &str) -> bool {
         self.granted
             .contains(&(tool.to_ascii_lowercase(), subject.to_string()))
+            || self.prefixed(tool, subject)
     }
 
     /// Records the asking subjects of `decision`, grouped by tool, and returns them (for the
@@ -90,6 +128,29 @@ impl SessionGrants {
             }
         }
         (restored, dropped)
+    }
+
+    /// Restores the prefix grants of a session log: a pattern is kept only when it is one the
+    /// engine produces; the others are returned with the reason.
+    pub fn restore_prefixes<'a>(
+        &mut self,
+        patterns: impl IntoIterator<Item = &'a str>,
+    ) -> Vec<DroppedGrant> {
+        let mut dropped = Vec::new();
+        for p in patterns {
+            if prefix::is_prefix(p) {
+                self.grant_prefixes(&[p.to_string()]);
+            } else {
+                dropped.push(DroppedGrant {
+                    tool: "bash".into(),
+                    subject: p.to_string(),
+                    reason: "it is not a prefix pod grants (the program and its subcommand, then \
+                             `*`)"
+                        .into(),
+                });
+            }
+        }
+        dropped
     }
 }
 

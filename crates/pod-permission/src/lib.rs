@@ -20,6 +20,7 @@ pub mod lint;
 pub mod mcp;
 pub mod path;
 mod pattern;
+pub mod prefix;
 mod protected;
 pub mod shell;
 

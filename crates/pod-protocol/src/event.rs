@@ -32,6 +32,10 @@ pub struct PermissionRequest {
     pub reason: String,
     /// The decisions the client may send in `permissionReply`.
     pub options: Vec<ReplyDecision>,
+    /// The patterns `allow_prefix` adds (the program and its subcommand, then `*`), when it is
+    /// offered.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prefixes: Vec<String>,
     /// RFC 3339 time when the request resolves as denied by timeout, or null.
     pub expires_at: Option<String>,
     /// For an MCP tool, its annotations as its server lists them (omitted when it has none).

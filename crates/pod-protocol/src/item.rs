@@ -89,6 +89,9 @@ pub enum Item {
     SessionGrant {
         tool: String,
         subjects: Vec<String>,
+        /// Patterns of an `allow_prefix` reply (shell commands), besides exact subjects.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        prefixes: Vec<String>,
         /// The workspace the grant was given in: a resumed session restores it only there
         /// (absent in logs of older pods, whose grants are restored in any workspace).
         #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -178,6 +178,9 @@ pub enum DeniedBy {
 pub enum ReplyDecision {
     AllowOnce,
     AllowSession,
+    /// Allow, and for the rest of the session every command matching the request's `prefixes`
+    /// (`cargo test *`): offered only when the engine computed them.
+    AllowPrefix,
     Deny,
 }
 
