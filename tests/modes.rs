@@ -225,3 +225,63 @@ fn a_prefix_grant_covers_the_program_and_subcommand_and_never_an_opaque_form() {
         "the prefix grant was not restored"
     );
 }
+
+#[test]
+fn an_input_edited_before_approval_is_decided_again_and_is_what_runs() {
+    let ws = Workspace::with_manifest(&format!(
+        "{RULES}[[permissions.rule]]\ntool = \"bash\"\npattern = \"rm *\"\naction = \"deny\"\n"
+    ));
+    std::fs::write(ws.path("victim"), "keep").expect("victim");
+    let mut pod = PodProcess::spawn(&ws, Framing::Lines);
+    pod.initialize(true);
+    let id = pod.start(
+        "run",
+        json!({"input": [{"type": "text", "text": "!touch wrong-name"}]}),
+    );
+    let request = pod.wait_event_type("permissionRequest");
+    // Only allow_once carries an edit.
+    let refused = pod.request(
+        "permissionReply",
+        json!({"requestId": request["requestId"], "decision": "allow_session",
+               "input": {"command": "touch right-name"}}),
+    );
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    pod.call(
+        "permissionReply",
+        json!({"requestId": request["requestId"], "decision": "allow_once",
+               "input": {"command": "touch right-name"}}),
+    );
+    pod.response(&json!(id));
+    assert!(ws.path("right-name").exists());
+    assert!(!ws.path("wrong-name").exists());
+    // An edit into something a rule denies is denied.
+    let id = pod.start(
+        "run",
+        json!({"input": [{"type": "text", "text": "!touch other"}]}),
+    );
+    let request = pod.wait_event("the second ask", |e| {
+        e["type"] == "permissionRequest" && e["input"]["command"] == "touch other"
+    });
+    pod.call(
+        "permissionReply",
+        json!({"requestId": request["requestId"], "decision": "allow_once",
+               "input": {"command": "rm victim"}}),
+    );
+    pod.response(&json!(id));
+    assert!(
+        ws.path("victim").exists(),
+        "the edited input ran although denied"
+    );
+    let last = results(&pod).pop().expect("a result");
+    assert!(
+        last["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("as edited before approval")),
+        "{last}"
+    );
+    // History records both: the call as the model made it, and the input that was approved.
+    let history = pod.call("history", json!({}));
+    let amended = common::items_of(&history, "inputAmended");
+    assert_eq!(amended.len(), 2, "{history}");
+    assert_eq!(amended[0]["input"]["command"], "touch right-name");
+}

@@ -80,6 +80,7 @@ async fn a_jsonrpsee_client_runs_an_ask_flow() {
         request_id: request.request_id.clone(),
         decision: ReplyDecision::AllowOnce,
         message: None,
+        input: None,
     };
     within(
         "permissionReply",

@@ -415,8 +415,13 @@ fn settle(
         Ok(response) => match response.outcome {
             acp::RequestPermissionOutcome::Selected(selected) => {
                 let option = selected.option_id.0.as_ref();
+                // An edited input rides in `_meta.pod.input` (of the outcome, or the response).
+                let input = [selected.meta.as_ref(), response.meta.as_ref()]
+                    .into_iter()
+                    .flatten()
+                    .find_map(|m| m.get("pod").and_then(|p| p.get("input")).cloned());
                 match updates::decision(option, offered) {
-                    Some(decision) => approvals.reply(request_id, decision, None),
+                    Some(decision) => approvals.reply_with(request_id, decision, None, input),
                     None => approvals.unusable(
                         request_id,
                         format!("it selected option {option:?}, which was not offered"),

@@ -48,6 +48,8 @@ pub enum Answer {
     Client {
         decision: ReplyDecision,
         message: Option<String>,
+        /// An edited input to run instead (with `allow_once` only).
+        input: Option<serde_json::Value>,
     },
     /// The connection went away or the pod is shutting down: denied.
     Closed(ResolvedBy),
@@ -63,6 +65,8 @@ pub enum ReplyError {
     Unknown(String),
     #[error("permission request {0} is already resolved")]
     AlreadyResolved(String),
+    #[error("an edited input is approved once: send it with allow_once (request {0})")]
+    AmendedNotOnce(String),
     #[error(
         "decision {decision:?} was not offered for request {request_id} (offered: {offered:?})"
     )]
@@ -137,6 +141,21 @@ impl Approvals {
         decision: ReplyDecision,
         message: Option<String>,
     ) -> Result<(), ReplyError> {
+        self.reply_with(request_id, decision, message, None)
+    }
+
+    /// [`Approvals::reply`], with `input`: an edited input to run instead (with `allow_once`
+    /// only).
+    pub fn reply_with(
+        &self,
+        request_id: &str,
+        decision: ReplyDecision,
+        message: Option<String>,
+        input: Option<serde_json::Value>,
+    ) -> Result<(), ReplyError> {
+        if input.is_some() && decision != ReplyDecision::AllowOnce {
+            return Err(ReplyError::AmendedNotOnce(request_id.to_string()));
+        }
         let mut registry = self.lock();
         let Some(pending) = registry.pending.get(request_id) else {
             return Err(if registry.resolved.contains(request_id) {
@@ -155,7 +174,11 @@ impl Approvals {
         if let Some(pending) = registry.pending.remove(request_id) {
             registry.resolved.insert(request_id.to_string());
             // The turn may have stopped waiting (cancel raced the reply); nothing to deliver then.
-            let _ = pending.answer.send(Answer::Client { decision, message });
+            let _ = pending.answer.send(Answer::Client {
+                decision,
+                message,
+                input,
+            });
         }
         Ok(())
     }
@@ -252,6 +275,7 @@ impl Pod {
         turn: &Turn<'_>,
         call: &Call,
         decision: &Decision,
+        amended: &mut Option<serde_json::Value>,
     ) -> (Result<(), Denial>, Option<Item>) {
         let Some(rules) = self.policy.rules() else {
             return (Ok(()), None);
@@ -410,8 +434,12 @@ impl Pod {
             Ok(Answer::Client {
                 decision: reply,
                 message,
+                input,
             }) => match reply {
-                ReplyDecision::AllowOnce => (Resolution::Allow, ResolvedBy::Client, Ok(())),
+                ReplyDecision::AllowOnce => {
+                    *amended = input;
+                    (Resolution::Allow, ResolvedBy::Client, Ok(()))
+                }
                 ReplyDecision::AllowSession => {
                     // Only what is new is logged: a second `allow_session` for a subject
                     // already granted (two asks answered before either settled) adds nothing.
@@ -537,7 +565,8 @@ mod tests {
             rx.await.unwrap(),
             Answer::Client {
                 decision: ReplyDecision::AllowOnce,
-                message: None
+                message: None,
+                input: None,
             }
         );
     }

@@ -14,6 +14,7 @@ use crate::model::{Message, ToolCall, ToolResult};
 use crate::protocol::{CallResult, Item};
 
 /// A tool call as the turn handles it.
+#[derive(Clone)]
 pub(super) struct Call {
     /// The pod's id: unique in the session.
     pub id: String,
@@ -118,6 +119,7 @@ pub(super) fn messages_from_items(items: &[Item]) -> Vec<Message> {
             | Item::PermissionDecision { .. }
             | Item::SessionGrant { .. }
             | Item::ModeChanged { .. }
+            | Item::InputAmended { .. }
             | Item::TurnEnded { .. } => {}
         }
     }

@@ -54,11 +54,19 @@ pub(super) struct Checked {
     pub verdict: Result<Option<Target>, Stop>,
     /// The permission layer's final word, recorded in history before the result (layer on only).
     pub item: Option<Item>,
+    /// The call as approved with an edited input (`permissionReply` with `input`): what runs.
+    pub amended: Option<Call>,
 }
 
 impl Pod {
     /// Runs the chain for `call`, whose permission decision is `decision`.
-    pub(super) async fn check(&self, turn: &Turn<'_>, call: &Call, decision: &Decision) -> Checked {
+    pub(super) async fn check(
+        &self,
+        turn: &Turn<'_>,
+        original: &Call,
+        first: &Decision,
+    ) -> Checked {
+        let (call, decision) = (original, first);
         let mut chain = Vec::new();
         if self.mode() == Mode::ReadOnly {
             chain.push(Check::ReadOnly);
@@ -77,7 +85,13 @@ impl Pod {
 
         let mut decision_item = None;
         let mut target = None;
+        // An approval with an edited input: the checks after the permission hook see it.
+        let mut amended: Option<(Call, Decision)> = None;
         for check in chain {
+            let (call, decision) = match &amended {
+                Some((c, d)) => (c, d),
+                None => (call, decision),
+            };
             let verdict = match check {
                 Check::ReadOnly => restricted(Mode::ReadOnly, &call.name),
                 Check::Skill(skill) => skill
@@ -87,10 +101,18 @@ impl Pod {
                     // Boxed (as is the hook below): the state of an await lives in this future,
                     // and a response's calls are all created up front, so a large inline state
                     // (18 KB before) was allocated and copied per call.
+                    let mut edited = None;
                     let (verdict, item) =
-                        Box::pin(self.permission_hook(turn, call, decision)).await;
+                        Box::pin(self.permission_hook(turn, call, decision, &mut edited)).await;
                     decision_item = item;
-                    verdict
+                    match (verdict, edited) {
+                        (Ok(()), Some(input)) => {
+                            let (verdict, next) = self.amend(turn, call, input).await;
+                            amended = next;
+                            verdict
+                        }
+                        (verdict, _) => verdict,
+                    }
                 }
                 // Dropping a hook's future on cancel kills its process group. A hook runs in a
                 // slot, as a tool does.
@@ -104,6 +126,7 @@ impl Pod {
                     () = turn.cancel.cancelled() => return Checked {
                         verdict: Err(Stop::Cancelled),
                         item: decision_item,
+                        amended: None,
                     },
                 },
                 // Pins the location the tool opens: the one the permission layer decided.
@@ -120,19 +143,56 @@ impl Pod {
                 return Checked {
                     verdict: Err(Stop::Denied(denial)),
                     item: decision_item,
+                    amended: None,
                 };
             }
             if turn.cancel.is_cancelled() {
                 return Checked {
                     verdict: Err(Stop::Cancelled),
                     item: decision_item,
+                    amended: None,
                 };
             }
         }
         Checked {
             verdict: Ok(target),
             item: decision_item,
+            amended: amended.map(|(c, _)| c),
         }
+    }
+
+    /// The call with the input the user edited before approving: recorded in history, and
+    /// decided by the rules again. A deny still denies; what the user approved (an allow or an
+    /// ask) runs, once.
+    async fn amend(
+        &self,
+        turn: &Turn<'_>,
+        call: &Call,
+        input: serde_json::Value,
+    ) -> (Result<(), Denial>, Option<(Call, Decision)>) {
+        self.record(Item::InputAmended {
+            turn_id: turn.id.clone(),
+            call_id: call.id.clone(),
+            input: input.clone(),
+        });
+        let edited = Call {
+            input,
+            ..call.clone()
+        };
+        let annotations = self
+            .toolbox
+            .get(&call.name)
+            .and_then(|t| t.annotations().cloned());
+        let decision = self.decide(&edited, annotations.as_ref()).await;
+        if decision.decision == Action::Deny {
+            let default = self.policy.rules().map(|r| r.default_action());
+            let text = format!(
+                "{} (the input as edited before approval)",
+                denied_text(&decision, default)
+            );
+            return (Err(Denial::new(DeniedBy::Permission, text)), None);
+        }
+        (Ok(()), Some((edited, decision)))
     }
 }
 

@@ -433,6 +433,9 @@ impl Pod {
         let decision = self.decide(call, tool.annotations()).await;
         let checked = self.check(turn, call, &decision).await;
         let decision_item = checked.item;
+        // What the user approved, edited, or the call as the model made it.
+        let amended = checked.amended;
+        let call = amended.as_ref().unwrap_or(call);
         let target = match checked.verdict {
             Ok(target) => target,
             Err(Stop::Denied(denial)) => {
@@ -497,7 +500,11 @@ impl Pod {
     /// thread, one at a time ([`SHELL_ANALYSIS`]), so the server's single thread never waits on
     /// them; any failure on the way is an unparsed command, which nothing allows.
     /// An MCP tool's `annotations` (as its server lists them) select its default.
-    async fn decide(&self, call: &Call, annotations: Option<&ToolAnnotations>) -> Decision {
+    pub(super) async fn decide(
+        &self,
+        call: &Call,
+        annotations: Option<&ToolAnnotations>,
+    ) -> Decision {
         if SubjectKind::of(&call.name) != SubjectKind::Shell {
             return self
                 .policy

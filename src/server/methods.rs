@@ -172,6 +172,7 @@ fn permission_reply(params: PermissionReplyParams, conn: &Connection) -> Result<
         request_id,
         decision,
         message,
+        input,
     } = params;
     let unknown = |request_id: String, state: &'static str| MethodError::UnknownPermissionRequest {
         message: format!("no pending permission request {request_id} ({state})"),
@@ -182,10 +183,13 @@ fn permission_reply(params: PermissionReplyParams, conn: &Connection) -> Result<
     let Some(approvals) = &opened.approvals else {
         return Err(unknown(request_id, "unknown"));
     };
-    match approvals.reply(&request_id, decision, message) {
+    match approvals.reply_with(&request_id, decision, message, input) {
         Ok(()) => Ok(EmptyResult {}),
         Err(ReplyError::Unknown(id)) => Err(unknown(id, "unknown")),
         Err(ReplyError::AlreadyResolved(id)) => Err(unknown(id, "resolved")),
+        Err(e @ ReplyError::AmendedNotOnce(_)) => Err(MethodError::InvalidParams(format!(
+            "`input`: {e}; the request is still pending"
+        ))),
         Err(ReplyError::NotOffered {
             request_id,
             decision,

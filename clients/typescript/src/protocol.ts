@@ -201,6 +201,12 @@ export type Item =
       workspace?: string | null;
     }
   | {
+      callId: string;
+      input: unknown;
+      turnId: string;
+      type: "inputAmended";
+    }
+  | {
       mode: Mode;
       type: "modeChanged";
     }
@@ -679,6 +685,13 @@ export interface WorkspaceTrust {
  */
 export interface PermissionReplyParams {
   decision: ReplyDecision;
+  /**
+   * With `allow_once`: the input to run instead (the user edited the call before approving
+   * it). The rules decide it again (a deny still denies), and it is what runs.
+   */
+  input?: {
+    [k: string]: unknown;
+  };
   message?: string | null;
   requestId: string;
 }

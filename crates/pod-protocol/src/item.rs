@@ -97,6 +97,12 @@ pub enum Item {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         workspace: Option<std::path::PathBuf>,
     },
+    /// The user approved a call with an edited input (`permissionReply` with `input`): what ran.
+    InputAmended {
+        turn_id: String,
+        call_id: String,
+        input: serde_json::Value,
+    },
     /// The session's mode changed (`setMode`, ACP's `session/set_mode`, a chat command).
     ModeChanged {
         mode: super::Mode,

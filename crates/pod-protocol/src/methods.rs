@@ -375,6 +375,10 @@ pub struct PermissionReplyParams {
     pub decision: ReplyDecision,
     #[serde(default)]
     pub message: Option<String>,
+    /// With `allow_once`: the input to run instead (the user edited the call before approving
+    /// it). The rules decide it again (a deny still denies), and it is what runs.
+    #[serde(default)]
+    pub input: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
