@@ -12,10 +12,10 @@
 //!   `touch` may appear in the trace of an allowed command, and no `*.env` file may be written.
 //!
 //! `oracle_smoke` runs a bounded number of cases in CI (`POD_ORACLE_CASES`, default 3000
-//! generated lines); `oracle_long` is the long run (`cargo test --release --test shell_oracle --
-//! --ignored`, `POD_ORACLE_CASES` and `POD_ORACLE_SEED` to choose). `known_classes` runs the
-//! issue's examples and every earlier finding through the same checks. strace is required:
-//! `.ci/run` installs it.
+//! generated lines); `oracle_long` is the long run (`cargo test --release --test engine
+//! shell_oracle::oracle_long -- --ignored`, `POD_ORACLE_CASES` and `POD_ORACLE_SEED` to choose).
+//! `known_classes` runs the examples and every earlier finding through the same checks.
+//! strace is required: `.ci/run` installs it.
 
 use std::collections::BTreeSet;
 use std::os::unix::process::CommandExt;
@@ -697,7 +697,7 @@ fn oracle_smoke() {
 }
 
 #[test]
-#[ignore = "the long run: cargo test --release --test shell_oracle -- --ignored"]
+#[ignore = "the long run: cargo test --release --test engine shell_oracle::oracle_long -- --ignored"]
 fn oracle_long() {
     let seed = std::env::var("POD_ORACLE_SEED")
         .ok()

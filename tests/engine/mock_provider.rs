@@ -301,20 +301,22 @@ pub struct DenyTurn {
     pub events: Vec<pod::protocol::Event>,
 }
 
-/// Writes a manifest for `provider` pointing at `mock` (key from the env var `key_env`, set here)
+/// Writes a manifest for `provider` pointing at `mock` (the key `test-key-e2e` in a key file)
 /// with `bash "rm *"` denied, creates `build/keep.txt`, and runs one turn.
-pub async fn deny_turn(provider: &str, mock: &Mock, key_env: &str) -> DenyTurn {
-    // Unique per test, so tests running in parallel in this binary do not share it.
-    std::env::set_var(key_env, "test-key-e2e");
+pub async fn deny_turn(provider: &str, mock: &Mock) -> DenyTurn {
+    // A key file, not a variable: `std::env::set_var` would change the environment of every
+    // test of this binary (they share one process) while other threads read it.
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().canonicalize().unwrap();
+    let key = dir.path().join("key");
+    std::fs::write(&key, "test-key-e2e").unwrap();
     let manifest = format!(
         r#"
 [model]
 provider = "{provider}"
 model = "test-model"
 base_url = "{base}"
-api_key_env = "{key_env}"
+api_key_file = "{key}"
 timeout_secs = 10
 max_retries = 0
 
@@ -327,6 +329,7 @@ action = "deny"
 message = "Deleting files is not allowed in this workspace."
 "#,
         base = mock.base,
+        key = key.display(),
     );
     std::fs::write(ws.join("pod.toml"), manifest).unwrap();
     std::fs::create_dir(ws.join("build")).unwrap();
@@ -435,15 +438,18 @@ pub fn assert_denied_turn(turn: &DenyTurn, call_id: &str, parts: &[&str], usage:
     assert_eq!(turn.result.usage.output_tokens, usage.1);
 }
 
-/// Runs one text-only turn against `mock` through a whole pod; returns its result.
-pub async fn text_turn(provider: &str, mock: &Mock, key_env: &str) -> pod::protocol::RunResult {
-    std::env::set_var(key_env, "test-key-max-tokens");
+/// Runs one text-only turn against `mock` through a whole pod (the key in a key file, as in
+/// [`deny_turn`]); returns its result.
+pub async fn text_turn(provider: &str, mock: &Mock) -> pod::protocol::RunResult {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().canonicalize().unwrap();
+    let key = dir.path().join("key");
+    std::fs::write(&key, "test-key-max-tokens").unwrap();
     let manifest = format!(
         "[model]\nprovider = \"{provider}\"\nmodel = \"test-model\"\nbase_url = \"{base}\"\n\
-         api_key_env = \"{key_env}\"\ntimeout_secs = 10\nmax_retries = 0\n",
+         api_key_file = \"{key}\"\ntimeout_secs = 10\nmax_retries = 0\n",
         base = mock.base,
+        key = key.display(),
     );
     std::fs::write(ws.join("pod.toml"), manifest).unwrap();
     let mut manifest = pod::manifest::Manifest::load(&ws.join("pod.toml")).unwrap();

@@ -10,7 +10,7 @@
 //! still exists afterwards, the protected files are unchanged, and nothing was pushed. The
 //! everyday commands that must keep their decisions are checked the same two ways.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

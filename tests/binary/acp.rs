@@ -2,7 +2,7 @@
 //! rely on, and a client that goes away while an ask is pending. (The flows against the
 //! official SDKs are in `tests/acp/typescript` and `tests/acp/python`, run by `.ci/run`.)
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -183,7 +183,7 @@ fn the_lifecycle_and_bad_params_get_acp_error_codes() {
     let not_ours = agent.call("session/delete", json!({"sessionId": "nope"}));
     assert_eq!(code(&not_ours), -32601);
     // An offered MCP server that cannot start does not stop the session (its tools are simply
-    // not offered; tests/mcp.rs starts a real one).
+    // not offered; tests/binary/mcp.rs starts a real one).
     let session = agent.call(
         "session/new",
         json!({"cwd": cwd(&ws), "mcpServers": [{"name": "fs", "command": "/bin/false", "args": [], "env": []}]}),

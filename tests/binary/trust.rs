@@ -5,7 +5,7 @@
 //! secret of pod's environment reaches a command or a hook (docs/permissions.md, "Trust" and
 //! "Secrets").
 
-mod common;
+use crate::common;
 
 use std::io::Read;
 use std::net::TcpListener;

@@ -2,7 +2,7 @@
 //! (`fuzz/harness.rs`) driven by proptest with arbitrary bytes and JSON-ish / shell-ish /
 //! TOML-ish / YAML-ish strings, a few hundred cases each. See `docs/hardening.md`.
 
-#[path = "../fuzz/harness.rs"]
+#[path = "../../fuzz/harness.rs"]
 mod harness;
 
 use proptest::prelude::*;

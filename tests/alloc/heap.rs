@@ -1,51 +1,19 @@
 //! Load, item 4 of `docs/hardening.md`, at the allocator: run/cancel cycles against an
 //! in-process server (`pod::server::serve` over an in-memory pipe) with a counting global
-//! allocator. Where `tests/load.rs` sees RSS (which includes allocator fragmentation), this sees
-//! the bytes the pod actually holds. Checked:
+//! allocator (`counting`, shared with `memory`; one test at a time). Where
+//! `tests/binary/load.rs` sees RSS (which includes allocator fragmentation), this sees the bytes
+//! the pod actually holds. Checked:
 //! - what the live pod holds beyond its history does not grow between cycle 100 and the end
 //!   (history is measured by resuming a copy of the session log in a fresh server);
 //! - when the connection closes, every byte of the session is released.
 
-mod common;
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use common::Workspace;
+use crate::common::Workspace;
+use crate::counting::{self, held};
 use pod::manifest::Manifest;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-
-struct Counting;
-
-static HELD: AtomicI64 = AtomicI64::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        HELD.fetch_add(layout.size() as i64, Ordering::Relaxed);
-        System.alloc(layout)
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        HELD.fetch_sub(layout.size() as i64, Ordering::Relaxed);
-        System.dealloc(ptr, layout)
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        HELD.fetch_add(layout.size() as i64, Ordering::Relaxed);
-        System.alloc_zeroed(layout)
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        HELD.fetch_add(new_size as i64 - layout.size() as i64, Ordering::Relaxed);
-        System.realloc(ptr, layout, new_size)
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
-
-fn held() -> i64 {
-    HELD.load(Ordering::Relaxed)
-}
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -143,6 +111,7 @@ async fn settle() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_heap_beyond_history_is_flat_and_released_at_close() {
+    let _serial = counting::serial().await;
     const CYCLES: usize = 1000;
     let ws = Workspace::new(300);
     let mut manifest = Manifest::load(&ws.manifest()).expect("manifest");

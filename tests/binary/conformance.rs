@@ -1,7 +1,7 @@
 //! JSON-RPC 2.0 conformance of `pod serve` over real pipes, in both framings: the examples of the
 //! specification's "Examples" section, the pod's own error codes, and the transport limits.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -11,7 +11,7 @@
 //!    `grep` searches and `glob` lists.
 //! 4. A hard link to a read-denied file does not reveal it.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

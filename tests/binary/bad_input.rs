@@ -2,7 +2,7 @@
 //! 10k-deep nested JSON, wrong types in every param, ids of every JSON type, and a flood of bogus
 //! `permissionReply`s while a turn waits for approval. After each, the connection must still work.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::time::{Duration, Instant};

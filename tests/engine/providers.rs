@@ -1,8 +1,8 @@
 //! What every network provider shares: transport errors, the manifests the provider docs show,
-//! and how HTTP error pages are reported. Each provider's own tests are in `tests/anthropic.rs`
-//! and `tests/openai.rs`.
+//! and how HTTP error pages are reported. Each provider's own tests are in
+//! `tests/engine/anthropic.rs` and `tests/engine/openai.rs`.
 
-mod mock_provider;
+use crate::mock_provider;
 
 use tokio::net::TcpListener;
 

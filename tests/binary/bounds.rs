@@ -4,7 +4,7 @@
 //! the server still answers), never a time; the costs are measured in `benches/hostile.rs`
 //! (`docs/hardening.md`, "Bounds under a hostile model or client").
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};

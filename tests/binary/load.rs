@@ -6,7 +6,7 @@
 //! 1000 cycles take about 10 s in a debug build, so the full count runs by default
 //! (`POD_LOAD_CYCLES=N` overrides it, e.g. for a quick local run).
 
-mod common;
+use crate::common;
 
 use std::time::Instant;
 
@@ -27,8 +27,8 @@ fn cycles() -> usize {
 
 /// Growth per cycle of RSS beyond history that the check tolerates beyond the 10% goal:
 /// measured at about 3 KiB per run/cancel cycle with glibc's default arenas (about 1 KiB with
-/// `MALLOC_ARENA_MAX=1`). It is allocator fragmentation, not held memory: `tests/heap.rs` counts
-/// the bytes actually held and finds under 100 B per cycle beyond history. See
+/// `MALLOC_ARENA_MAX=1`). It is allocator fragmentation, not held memory: `tests/alloc/heap.rs`
+/// counts the bytes actually held and finds under 100 B per cycle beyond history. See
 /// `docs/hardening.md`, "Load". A leak of a turn's worth of state still fails.
 const TOLERATED_KIB_PER_CYCLE: i64 = 4;
 
@@ -88,9 +88,10 @@ fn run_cancel_cycles_lose_nothing_and_keep_rss_flat() {
     // view is rebuilt from it), so raw RSS grows with every cycle's items. A pod that merely
     // resumed the same history measures that part; the rest (turn machinery, approvals,
     // dispatch, allocator) is `live - resumed`. Goal: flat within 10% of the cycle-100 RSS
-    // between cycle 100 and the last cycle. Measured: not met (+12.8% at 1000 cycles); tests/heap.rs
-    // shows the pod itself holds 88 B per cycle beyond history, so the rest is glibc's allocator
-    // keeping freed memory (docs/performance.md), which the assertion allows as tolerance.
+    // between cycle 100 and the last cycle. Measured: not met (+12.8% at 1000 cycles);
+    // tests/alloc/heap.rs shows the pod itself holds 88 B per cycle beyond history, so the rest
+    // is glibc's allocator keeping freed memory (docs/performance.md), which the assertion allows
+    // as tolerance.
     let overhead_100 = live_100 as i64 - resumed_100 as i64;
     let overhead_end = live_end as i64 - resumed_end as i64;
     let raw_growth = live_end as i64 - live_100 as i64;

@@ -1,7 +1,7 @@
 //! `pod chat` driven over pipes (stdin not a terminal: one message per line, the next line answers
 //! an approval prompt), against a temporary workspace holding the example rules.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Output, Stdio};

@@ -1,16 +1,14 @@
 //! Issue 19, at the allocator: what the pod holds while a hostile model or a slow client pushes
 //! it, measured with a counting global allocator (peak bytes held beyond the start of each test)
-//! rather than RSS, so the bound asserted is the pod's own. The tests of this file run one at a
-//! time: the allocator counts every thread of the process.
+//! rather than RSS, so the bound asserted is the pod's own. The allocator (`counting`) counts
+//! every thread of the process, so each test holds `counting::serial` (with `heap`'s): one
+//! measurement at a time.
 
-mod common;
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::provider::{self, Api, Out, Provider, Script};
+use crate::common::provider::{self, Api, Out, Provider, Script};
+use crate::counting;
 use pod::manifest::{Manifest, ModelConfig, Provider as ProviderKind};
 use pod::model::{Message, ModelRequest};
 use pod::tools::{Tool, ToolContext};
@@ -18,47 +16,11 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
-struct Counting;
-
-static HELD: AtomicI64 = AtomicI64::new(0);
-static PEAK: AtomicI64 = AtomicI64::new(0);
-
-fn grew(by: i64) {
-    let now = HELD.fetch_add(by, Ordering::Relaxed) + by;
-    PEAK.fetch_max(now, Ordering::Relaxed);
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        grew(layout.size() as i64);
-        System.alloc(layout)
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        HELD.fetch_sub(layout.size() as i64, Ordering::Relaxed);
-        System.dealloc(ptr, layout)
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        grew(layout.size() as i64);
-        System.alloc_zeroed(layout)
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        grew(new_size as i64 - layout.size() as i64);
-        System.realloc(ptr, layout, new_size)
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
-
-/// One test at a time.
-static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 /// Runs `f` and returns the most bytes held during it beyond what was held before.
 async fn peak_during<F: std::future::Future>(f: F) -> (F::Output, i64) {
-    let before = HELD.load(Ordering::Relaxed);
-    PEAK.store(before, Ordering::Relaxed);
+    let before = counting::mark();
     let out = f.await;
-    (out, PEAK.load(Ordering::Relaxed) - before)
+    (out, counting::peak() - before)
 }
 
 const MIB: i64 = 1024 * 1024;
@@ -78,7 +40,7 @@ fn write_one_line(path: &std::path::Path, size: usize) {
 
 #[tokio::test]
 async fn read_holds_a_small_multiple_of_its_cap_whatever_the_line() {
-    let _serial = SERIAL.lock().await;
+    let _serial = counting::serial().await;
     let dir = tempfile::tempdir().unwrap();
     write_one_line(&dir.path().join("big.txt"), 64 * 1024 * 1024);
     let ctx = ToolContext::new(dir.path());
@@ -120,7 +82,7 @@ fn config(api: Api, provider: &Provider, key: &std::path::Path) -> ModelConfig {
 
 #[tokio::test]
 async fn an_error_body_is_held_only_up_to_a_limit() {
-    let _serial = SERIAL.lock().await;
+    let _serial = counting::serial().await;
     const BODY: usize = 64 * 1024 * 1024;
     let dir = tempfile::tempdir().unwrap();
     let key = dir.path().join("key");
@@ -160,7 +122,7 @@ async fn an_error_body_is_held_only_up_to_a_limit() {
 /// An in-process connection whose client stops reading after `initialize`.
 #[tokio::test]
 async fn a_client_that_stops_reading_keeps_the_pod_flat() {
-    let _serial = SERIAL.lock().await;
+    let _serial = counting::serial().await;
     let api = Api::Anthropic;
     let body: Arc<Script> = Arc::new(move |out: &mut Out| {
         out.sse_head()?;
@@ -171,7 +133,7 @@ async fn a_client_that_stops_reading_keeps_the_pod_flat() {
         }
     });
     let provider = Provider::start(vec![body]);
-    let ws = common::Workspace::with_manifest(&provider::manifest(
+    let ws = crate::common::Workspace::with_manifest(&provider::manifest(
         api,
         &provider,
         "max_response_bytes = 4000000000",
@@ -183,8 +145,7 @@ async fn a_client_that_stops_reading_keeps_the_pod_flat() {
 
     let (client, server) = tokio::io::duplex(64 * 1024);
     let (server_read, server_write) = tokio::io::split(server);
-    let before = HELD.load(Ordering::Relaxed);
-    PEAK.store(before, Ordering::Relaxed);
+    let before = counting::mark();
     let served = tokio::spawn(pod::server::serve(
         server_read,
         server_write,
@@ -222,7 +183,7 @@ async fn a_client_that_stops_reading_keeps_the_pod_flat() {
         still = if now == last && now > 0 { still + 1 } else { 0 };
         last = now;
     }
-    let peak = PEAK.load(Ordering::Relaxed) - before;
+    let peak = counting::peak() - before;
     eprintln!(
         "stalled client: peak {peak} bytes held, {last} bytes streamed before the stream stopped"
     );

@@ -1,7 +1,7 @@
 //! The jsonrpsee client on the stdio transport of `pod::client`, typed by the protocol's list of
 //! methods, runs one full ask flow against the real binary.
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 use std::time::Duration;

@@ -6,7 +6,7 @@
 //! These tests need a kernel with Landlock ABI 4 or newer (Linux 6.7), as CI has; on an older
 //! one they fail saying so rather than pass without proving anything.
 
-mod common;
+use crate::common;
 
 use std::io::Read as _;
 use std::net::TcpListener;

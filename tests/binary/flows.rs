@@ -1,7 +1,7 @@
 //! The seeds' flows end to end over real pipes with the offline model (`!cmd` lines become bash
 //! calls), each transcript checked against protocol.md "Rules the events obey".
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,7 @@
 //! built-in defaults where neither exists, `pod check` refusing what `pod serve` refuses, a pod
 //! that cannot open saying so with its own code and exit status.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};

@@ -1,7 +1,7 @@
 //! The Anthropic provider (Messages API, SSE) against the loopback mock in `mock_provider`:
 //! streaming, tool calls, errors and retries, cancellation, and whole turns through a pod.
 
-mod mock_provider;
+use crate::mock_provider;
 
 use std::time::{Duration, Instant};
 
@@ -359,7 +359,7 @@ async fn anthropic_end_to_end_denied_call_is_sent_back_and_the_turn_goes_on() {
     let second = a_start(40) + &a_text_block(0, &parts) + &a_end("end_turn", 9);
     let mock = Mock::start(vec![Reply::sse(first), Reply::sse(second)]).await;
 
-    let turn = deny_turn("anthropic", &mock, "POD_TEST_E2E_ANTHROPIC_KEY").await;
+    let turn = deny_turn("anthropic", &mock).await;
     assert_denied_turn(&turn, "toolu_rm", &parts, (11 + 40, 6 + 9));
 
     let requests = mock.requests();
@@ -398,7 +398,7 @@ async fn anthropic_end_to_end_denied_call_is_sent_back_and_the_turn_goes_on() {
 async fn anthropic_reply_cut_at_max_tokens_ends_the_turn_as_max_tokens() {
     let body = a_start(3) + &a_text_block(0, &["Once upon"]) + &a_end("max_tokens", 4096);
     let mock = Mock::start(vec![Reply::sse(body)]).await;
-    let result = text_turn("anthropic", &mock, "POD_TEST_MAX_TOKENS_ANTHROPIC_KEY").await;
+    let result = text_turn("anthropic", &mock).await;
     assert_eq!(result.stop_reason, pod::protocol::StopReason::MaxTokens);
     assert_eq!(result.usage.output_tokens, 4096);
 }

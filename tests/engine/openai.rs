@@ -2,7 +2,7 @@
 //! `mock_provider`: streaming, parallel tool calls, errors and retries, cancellation, and whole
 //! turns through a pod.
 
-mod mock_provider;
+use crate::mock_provider;
 
 use std::time::{Duration, Instant};
 
@@ -344,7 +344,7 @@ async fn openai_end_to_end_denied_call_is_sent_back_and_the_turn_goes_on() {
     second += &(chunk(json!({}), Some("stop")) + &o_usage(42, 8) + DONE);
     let mock = Mock::start(vec![Reply::sse(first), Reply::sse(second)]).await;
 
-    let turn = deny_turn("openai", &mock, "POD_TEST_E2E_OPENAI_KEY").await;
+    let turn = deny_turn("openai", &mock).await;
     assert_denied_turn(&turn, "call_rm", &parts, (13 + 42, 5 + 8));
 
     let requests = mock.requests();
@@ -375,6 +375,6 @@ async fn openai_reply_cut_at_max_tokens_ends_the_turn_as_max_tokens() {
         + &chunk(json!({}), Some("length"))
         + "data: [DONE]\n\n";
     let mock = Mock::start(vec![Reply::sse(body)]).await;
-    let result = text_turn("openai", &mock, "POD_TEST_MAX_TOKENS_OPENAI_KEY").await;
+    let result = text_turn("openai", &mock).await;
     assert_eq!(result.stop_reason, pod::protocol::StopReason::MaxTokens);
 }

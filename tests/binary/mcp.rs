@@ -6,7 +6,7 @@
 //! (after running `setup.sh` itself), so on CI they run or fail, never skip. Security tests
 //! assert the side effect is absent (the file was not written), not only the decision.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -4,7 +4,7 @@
 //! tool call (calls the crash left open are closed as "interrupted"), and every item committed
 //! by an earlier completed turn (fsynced at its end) must still be there, unchanged and in order.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

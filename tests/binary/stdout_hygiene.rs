@@ -3,7 +3,7 @@
 //! `POD_TEST_PANIC=1` (see `src/testing.rs`); stdout is read raw and every byte of it must belong
 //! to a protocol message.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
