@@ -7,7 +7,7 @@
 //!   (history is measured by resuming a copy of the session log in a fresh server);
 //! - when the connection closes, every byte of the session is released.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::common::Workspace;
 use crate::counting::{self, held};
@@ -88,7 +88,7 @@ impl Conn {
 
 /// Heap held by a server that only resumed `session` from `ws` (initialize, nothing else).
 async fn resumed_heap(manifest: &Manifest, session: &str) -> i64 {
-    settle().await;
+    settle(0).await;
     let before = held();
     let mut conn = Conn::open(manifest, Some(session.to_string()));
     let init = conn
@@ -98,15 +98,33 @@ async fn resumed_heap(manifest: &Manifest, session: &str) -> i64 {
         )
         .await;
     assert_eq!(init["result"]["session"]["resumed"], true, "{init}");
-    settle().await;
+    settle(1).await;
     let cost = held() - before;
     conn.close().await;
     cost
 }
 
-/// Lets spawned tasks finish so transient allocations are gone.
-async fn settle() {
-    tokio::time::sleep(Duration::from_millis(100)).await;
+/// The tasks of one idle connection in the test's runtime: the one `serve` runs in, and its
+/// transport's reader and writer (`src/server/transport.rs`).
+const IDLE_TASKS: usize = 3;
+
+/// Waits until the runtime runs nothing but `connections` idle connections: every task a request
+/// started (its call, its turn) has ended, and its transient allocations with it. (A wait for
+/// that state, not for a fixed time: on a loaded machine those tasks may take long to end.)
+async fn settle(connections: usize) {
+    let want = connections * IDLE_TASKS;
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let deadline = Instant::now() + WAIT;
+    while metrics.num_alive_tasks() != want {
+        assert!(
+            Instant::now() < deadline,
+            "{} tasks alive after {WAIT:?}, {want} expected with {connections} idle connection(s): \
+             if `serve` now keeps another task, update IDLE_TASKS",
+            metrics.num_alive_tasks()
+        );
+        // Paces the poll; the condition above decides.
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -121,7 +139,7 @@ async fn the_heap_beyond_history_is_flat_and_released_at_close() {
     copy_manifest.set_state_dir(&copy.state_dir());
     std::fs::create_dir_all(copy.sessions_dir()).expect("mkdir");
 
-    settle().await;
+    settle(0).await;
     let start = held();
     let mut conn = Conn::open(&manifest, None);
     let init = conn
@@ -151,7 +169,7 @@ async fn the_heap_beyond_history_is_flat_and_released_at_close() {
         let done = conn.until("the run answer", |v| v["id"] == run).await;
         assert_eq!(done["result"]["stopReason"], "cancelled", "{done}");
         if cycle == 100 {
-            settle().await;
+            settle(1).await;
             live_100 = held() - start;
             let name = format!("{session}.jsonl");
             std::fs::copy(
@@ -161,10 +179,10 @@ async fn the_heap_beyond_history_is_flat_and_released_at_close() {
             .expect("copy the log");
         }
     }
-    settle().await;
+    settle(1).await;
     let live_end = held() - start;
     conn.close().await;
-    settle().await;
+    settle(0).await;
     let after_close = held() - start;
 
     let history_100 = resumed_heap(&copy_manifest, &session).await;

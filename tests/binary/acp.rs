@@ -227,6 +227,7 @@ fn a_client_that_goes_away_during_an_ask_gets_it_denied_and_the_agent_exits_zero
             started.elapsed() < Duration::from_secs(5),
             "pod acp did not exit"
         );
+        // Paces the poll for the exit; the deadline decides.
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(status.success(), "{status}");
@@ -383,28 +384,45 @@ fn an_allow_always_is_not_restored_in_another_project() {
 
 #[test]
 fn a_call_waiting_for_a_slot_when_the_mode_became_read_only_does_not_run() {
-    // One slot: the second command, allowed, waits for the first to end; the mode becomes
-    // read-only meanwhile, and the second command must not run.
+    // One slot: the first command holds it until the test lets it go (it waits for the file
+    // `release`, which only the test writes); the second, allowed while the first runs, waits
+    // for the slot; the mode becomes read-only meanwhile, and the second command must not run.
+    // Each step waits for the state the next one needs: which command is asked first, and how
+    // fast the machine is, decide nothing.
     let ws = Workspace::with_manifest(
         &common::manifest_text(300).replace("[tools]\n", "[tools]\nmax_parallel = 1\n"),
     );
     let mut agent = Agent::spawn(&ws);
     agent.initialize();
     let id = agent.new_session(&ws);
-    agent.prompt(1, &id, "!sleep 2\n!touch waited");
-    let mut asked = 0;
-    while asked < 2 {
-        let ask = agent.wait(|v| v["method"] == "session/request_permission");
-        agent.select(&ask, "allow_once");
-        asked += 1;
-    }
-    agent.wait(|v| v["params"]["update"]["status"] == "in_progress");
-    std::thread::sleep(Duration::from_millis(500));
+    // Bounded (20 s), so that a failing test leaves nothing running.
+    let holder = "timeout 20 sh -c 'until [ -e release ]; do sleep 0.01; done'";
+    agent.prompt(1, &id, &format!("!{holder}\n!touch waited"));
+    // Both asks come (in either order); the holder is allowed first, the other kept.
+    let is_ask = |v: &Value| v["method"] == "session/request_permission";
+    let title = |ask: &Value| ask["params"]["toolCall"]["title"].clone();
+    let first = agent.wait(is_ask);
+    let second = agent.wait(is_ask);
+    let (hold, wait) = if title(&first) == holder {
+        (first, second)
+    } else {
+        (second, first)
+    };
+    assert_eq!(title(&hold), holder, "{hold}");
+    let holder_call = hold["params"]["toolCall"]["toolCallId"].clone();
+    agent.select(&hold, "allow_once");
+    agent.wait(|v| {
+        v["params"]["update"]["toolCallId"] == holder_call
+            && v["params"]["update"]["status"] == "in_progress"
+    });
+    // The holder has the slot: the second command, allowed now, can only wait for it.
+    agent.select(&wait, "allow_once");
     let mode = agent.call(
         "session/set_mode",
         json!({"sessionId": id, "modeId": "read-only"}),
     );
     assert!(mode.get("error").is_none(), "{mode}");
+    std::fs::write(ws.path("release"), "").expect("release the slot");
     let failed = agent
         .wait(|v| v["method"] == "session/update" && v["params"]["update"]["status"] == "failed");
     let text = failed["params"]["update"]["rawOutput"]["content"]

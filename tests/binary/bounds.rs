@@ -42,6 +42,7 @@ fn eventually(what: &str, done: impl Fn() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while !done() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        // Paces the poll; the condition decides.
         std::thread::sleep(Duration::from_millis(10));
     }
 }
@@ -135,6 +136,7 @@ fn an_sse_line_past_the_limit_is_refused_before_it_ends() {
             out.put(api.text_open().as_bytes())?;
             out.put(api.delta_prefix().as_bytes())?;
             out.fill(64_000_000)?;
+            // The scripted server holds the line open; the pod must refuse it long before.
             std::thread::sleep(Duration::from_secs(20));
             Ok(())
         });
@@ -164,6 +166,7 @@ fn history_answers_while_a_pathological_stream_is_read() {
             out.fill(2_000_000)?;
             loop {
                 out.put(b"a")?;
+                // The scripted server's pace (a byte every 2 ms), not a wait for anything.
                 std::thread::sleep(Duration::from_millis(2));
             }
         });
@@ -176,6 +179,7 @@ fn history_answers_while_a_pathological_stream_is_read() {
         for _ in 0..20 {
             let history = pod.call("history", json!({}));
             assert!(history["items"].is_array(), "{api:?}");
+            // Spreads the requests over the stream; each must answer whenever it is sent.
             std::thread::sleep(Duration::from_millis(20));
         }
         assert_eq!(pod.call("cancel", json!({}))["cancelled"], true);
@@ -192,7 +196,7 @@ fn keep_alives_alone_end_at_the_response_deadline() {
             out.sse_head()?;
             out.put(api.text_open().as_bytes())?;
             loop {
-                // Well within the 10 s read timeout each time.
+                // Well within the 10 s read timeout each time (the scripted server's pace).
                 out.put(api.ping().as_bytes())?;
                 std::thread::sleep(Duration::from_millis(100));
             }
@@ -307,6 +311,7 @@ fn no_more_than_max_parallel_calls_run_at_once_and_results_keep_call_order() {
     );
     let mut pod = PodProcess::spawn(&ws, Framing::Lines);
     pod.initialize(false);
+    // Each call lasts 50 ms so that calls overlap; the slots, not the timing, bound how many.
     let lines: Vec<String> = (0..CALLS)
         .map(|i| format!("!echo s >> log; sleep 0.05; echo e >> log; echo {i}"))
         .collect();
@@ -342,6 +347,7 @@ fn asks_answered_at_once_still_run_at_most_max_parallel_calls() {
     );
     let mut pod = PodProcess::spawn(&ws, Framing::Lines);
     pod.initialize(true);
+    // Each call lasts 50 ms so that calls overlap; the slots, not the timing, bound how many.
     let lines: Vec<String> = (0..CALLS)
         .map(|i| format!("!echo s >> log; sleep 0.05; echo e >> log; echo {i}"))
         .collect();
@@ -522,7 +528,8 @@ fn a_reused_call_id_left_open_by_a_crash_is_closed_on_resume() {
             // Turn 1: call `x` runs and ends.
             provider::sse(api.calls(&[("x", "bash", json!({"command": "echo first"}))])),
             provider::sse(api.text("ok")),
-            // Turn 2: the model reuses `x`; the pod dies while it runs.
+            // Turn 2: the model reuses `x`; the pod dies while it is open (`sleep 5` only keeps
+            // it open past the kill).
             provider::sse(api.calls(&[("x", "bash", json!({"command": "sleep 5"}))])),
             // After the resume.
             provider::sse(api.text("resumed")),
@@ -614,6 +621,8 @@ fn a_stalled_client_holds_the_stream_back_and_cancel_still_works() {
             "the stream never stopped: {} bytes",
             provider.sent()
         );
+        // The sampling period of "stopped growing": a stall seen early only means fewer bytes
+        // streamed, still under the bound, so it cannot turn a pass into a failure.
         std::thread::sleep(Duration::from_millis(200));
         let now = provider.sent();
         still = if now == last { still + 1 } else { 0 };

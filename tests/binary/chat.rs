@@ -33,6 +33,7 @@ fn chat(ws: &Workspace, input: &str) -> Output {
             let _ = child.kill();
             panic!("pod chat did not exit after EOF");
         }
+        // Paces the poll for the exit; the deadline decides.
         std::thread::sleep(Duration::from_millis(20));
     }
     child.wait_with_output().expect("output")
@@ -340,6 +341,7 @@ fn ctrl_c_during_a_turn_cancels_it() {
             break status;
         }
         assert!(Instant::now() < deadline, "pod chat did not exit");
+        // Paces the poll for the exit; the deadline decides.
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(status.success(), "{status:?}");

@@ -131,7 +131,8 @@ fn kill_9_at_random_points_never_loses_committed_items() {
         // A turn killed at a random point: writes files, runs allowed commands (one slow), asks
         // (the `echo`s match no allow rule). Asks are approved as they come, so depending on the
         // delay the kill lands before the turn starts, while asks are pending, while a tool runs,
-        // or after the turn ended.
+        // or after the turn ended. (The random `sleep` and delay choose where the kill lands, by
+        // design: what is asserted holds wherever it lands.)
         let crash_input = format!(
             "@file_write {{\"path\":\"crash_{run}_a.txt\",\"content\":\"{}\"}}\n!echo pending {run} > p_{run}.txt\n!sleep 0.{:02}\n!touch crash_{run}.touched\n@file_write {{\"path\":\"crash_{run}_b.txt\",\"content\":\"b\"}}\n!echo second ask {run}",
             "x".repeat(4096),

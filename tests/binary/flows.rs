@@ -308,10 +308,16 @@ fn a_mixed_batch_commits_results_in_call_order() {
     let ws = Workspace::new(300);
     let (mut pod, _) = start(&ws, true);
     // Call 0 asks (answered late, denied); call 1 is denied by rule; call 2 is allowed by rule
-    // and finishes first.
-    let run = pod.start("run", text("!touch slow.txt\n!rm -rf build\n!git status"));
+    // and finishes first: the ask is answered once call 2's command has run (`done/.git` made)
+    // and exited (the pod has no process left).
+    let run = pod.start(
+        "run",
+        text("!touch slow.txt\n!rm -rf build\n!git init -q done"),
+    );
     let request = pod.wait_event_type("permissionRequest");
-    std::thread::sleep(Duration::from_millis(100));
+    common::wait_until("call 2 has run and exited", || {
+        ws.path("done/.git").exists() && common::live_children(pod.pid()).is_empty()
+    });
     reply(&mut pod, &request, "deny", None);
     let response = pod.response(&json!(run));
     let turn_id = response["result"]["turnId"]

@@ -83,6 +83,17 @@ fn everything_server(servers: &Path) -> String {
     )
 }
 
+/// `[mcp.servers.everything]` behind the tap (`tests/mcp/tap.py`), which appends every line the
+/// pod sends the server to `tap.log` in the workspace.
+fn tapped_everything_server(servers: &Path) -> String {
+    let tap = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/tap.py");
+    format!(
+        "[mcp.servers.everything]\ncommand = \"python3\"\nargs = [{:?}, \"tap.log\", \"--\", \"node\", {:?}, \"stdio\"]\n",
+        tap.display().to_string(),
+        index_js(servers, "server-everything")
+    )
+}
+
 fn manifest(body: &str) -> String {
     format!("[pod]\nname = \"mcp-test\"\n[model]\nprovider = \"offline\"\n{body}")
 }
@@ -154,6 +165,7 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + common::WAIT;
     while !done() {
         assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        // Paces the poll; the condition decides.
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -510,7 +522,8 @@ fn an_is_error_result_reaches_the_provider_as_is_error() {
 #[test]
 fn a_server_killed_mid_call_gives_an_error_result_and_the_turn_goes_on() {
     let Some(servers) = servers() else { return };
-    let ws = Workspace::with_manifest(&manifest(&everything_server(servers)));
+    // The server behind the tap (`tests/mcp/tap.py`), so that the test sees the call reach it.
+    let ws = Workspace::with_manifest(&manifest(&tapped_everything_server(servers)));
     let mut pod = PodProcess::spawn(&ws, Framing::Lines);
     pod.initialize(false);
     let node = children_with(pod.pid(), "server-everything");
@@ -524,9 +537,11 @@ fn a_server_killed_mid_call_gives_an_error_result_and_the_turn_goes_on() {
     ];
     let id = pod.start("run", text(&lines.join("\n")));
     pod.wait_event_type("toolCall");
-    // Time for the call to reach the server (were it killed before, the result would say
-    // the same: that the server exited, killed by signal 9).
-    std::thread::sleep(Duration::from_secs(1));
+    // The kill lands mid-call: once the call has reached the server.
+    let log = ws.path("tap.log");
+    wait_until("the call reaches the server", || {
+        common::read(&log).contains("trigger-long-running-operation")
+    });
     // SAFETY: kill(2) on the server's pid, found a moment ago as the pod's child.
     unsafe {
         libc::kill(node[0] as i32, libc::SIGKILL);
@@ -612,12 +627,7 @@ fn a_server_that_never_answers_initialize_times_out_with_a_clear_error() {
 #[test]
 fn cancel_during_a_slow_tool_reaches_the_server() {
     let Some(servers) = servers() else { return };
-    let tap = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/tap.py");
-    let ws = Workspace::with_manifest(&manifest(&format!(
-        "[mcp.servers.everything]\ncommand = \"python3\"\nargs = [{:?}, \"tap.log\", \"--\", \"node\", {:?}, \"stdio\"]\n",
-        tap.display().to_string(),
-        index_js(servers, "server-everything")
-    )));
+    let ws = Workspace::with_manifest(&manifest(&tapped_everything_server(servers)));
     let mut pod = PodProcess::spawn(&ws, Framing::Lines);
     pod.initialize(false);
     let id = pod.start(

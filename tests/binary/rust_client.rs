@@ -4,7 +4,6 @@
 use crate::common;
 
 use std::process::Stdio;
-use std::time::Duration;
 
 use pod::client::{call, connect, events};
 use pod::protocol::{
@@ -90,10 +89,13 @@ async fn a_jsonrpsee_client_runs_an_ask_flow() {
 
     let result = within("run", run).await.expect("join").expect("run");
     assert_eq!(result.stop_reason, StopReason::EndTurn);
-    // The run response follows the turn's last events, so they are all here now.
-    while let Ok(Some(Ok(event))) =
-        tokio::time::timeout(Duration::from_millis(200), events.next()).await
-    {
+    // The turn's events up to its last, `turnEnded` (the client may hand them over after the
+    // run response: wait for that event, not for a fixed time).
+    while !seen.iter().any(|e| matches!(e, Event::TurnEnded { .. })) {
+        let event = within("turnEnded", events.next())
+            .await
+            .expect("event stream open")
+            .expect("event parses");
         seen.push(event);
     }
     assert!(seen.iter().any(|e| matches!(

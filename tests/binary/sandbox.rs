@@ -97,6 +97,7 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while !done() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        // Paces the poll; the condition decides.
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -263,25 +264,31 @@ fn network_deny_refuses_tcp_and_allow_lets_it_through() {
 }
 
 /// Commands that leave processes behind in every way a shell can, each first proving the
-/// process is alive (`pgrep` inside the call).
+/// process is alive (`pgrep` inside the call: the call waits, up to 10 s, until the process it
+/// left is there, however long the machine takes to start it).
 fn leavers(markers: &[String; 3]) -> Vec<String> {
-    let alive = |m: &str| format!("pgrep -x -f 'sleep {m}' > /dev/null && echo alive-{m}");
+    let alive = |m: &str| {
+        format!(
+            "timeout 10 sh -c \"until pgrep -x -f 'sleep {m}' > /dev/null; do sleep 0.01; done\"; \
+             pgrep -x -f 'sleep {m}' > /dev/null && echo alive-{m}"
+        )
+    };
     vec![
         // Leaves the process group and the session, and its parent exits at once.
         format!(
-            "setsid -f sleep {} > /dev/null 2>&1; sleep 0.3; {}",
+            "setsid -f sleep {} > /dev/null 2>&1; {}",
             markers[0],
             alive(&markers[0])
         ),
         // A double fork: the subshell starts sleep and exits, orphaning it mid-call.
         format!(
-            "(sleep {} > /dev/null 2>&1 &); sleep 0.3; {}",
+            "(sleep {} > /dev/null 2>&1 &); {}",
             markers[1],
             alive(&markers[1])
         ),
         // Plain background job that keeps the output pipe open, disowned.
         format!(
-            "nohup sleep {} & disown; sleep 0.3; {}",
+            "nohup sleep {} & disown; {}",
             markers[2],
             alive(&markers[2])
         ),
@@ -303,8 +310,11 @@ fn no_process_outlives_its_call() {
         assert_eq!(result["isError"], false, "{command}: {result}");
         assert!(sleepers(m).is_empty(), "sleep {m} outlived its call");
     }
-    // And none comes back later.
-    std::thread::sleep(Duration::from_millis(300));
+    // And none comes back later: a process of a call is the pod's descendant (the pod is a
+    // subreaper), so once the pod has no live child, nothing of the calls is left to come back.
+    wait_for("the pod to have no process left", || {
+        common::live_children(pod.pid()).is_empty()
+    });
     for m in &markers {
         assert!(sleepers(m).is_empty(), "sleep {m} came back");
     }
@@ -315,6 +325,7 @@ fn no_process_outlives_a_cancelled_or_timed_out_call() {
     let ws = Workspace::with_manifest(&manifest(""));
     let (mut pod, _) = start(&ws);
     let markers = [marker(4), marker(5), marker(6)];
+    // `sleep 60` keeps each call running until the cancel (or its timeout) ends it.
     let mut line: Vec<String> = leavers(&markers)
         .into_iter()
         .map(|c| format!("!{c}; sleep 60"))

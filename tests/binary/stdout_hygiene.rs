@@ -238,10 +238,13 @@ action = "ask"
             break s;
         }
         assert!(Instant::now() < deadline, "pod did not exit");
+        // Paces the poll for the exit; the deadline above decides.
         std::thread::sleep(Duration::from_millis(10));
     };
     assert!(status.success(), "{status:?}");
-    while let Ok(line) = pod.lines.recv_timeout(Duration::from_millis(200)) {
+    // Every line left, up to the end of stdout (the pod is gone, so it comes at once), however
+    // slowly the reader thread gets them.
+    while let Ok(line) = pod.lines.recv_timeout(common::WAIT) {
         let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
         assert_eq!(v["jsonrpc"], "2.0");
     }

@@ -172,6 +172,7 @@ pub async fn serve(
     socket.write_all(out.as_bytes()).await?;
     socket.flush().await?;
     if reply.stall {
+        // The scripted stall itself (the client's timeout must end it), not a wait for anything.
         tokio::time::sleep(Duration::from_secs(30)).await;
     }
     socket.shutdown().await

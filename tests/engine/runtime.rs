@@ -201,6 +201,8 @@ action = "allow"
     std::fs::write(f.ws.join("victim"), "x").unwrap();
     let approvals = Approvals::new();
     let pod = approving_pod(&f.manifest, &approvals, None);
+    // The `sleep 0.4` only makes the last call finish late: results keep call order whenever
+    // each call ends, so it cannot decide the outcome.
     let (result, events) = run_answering(
         &pod,
         &approvals,

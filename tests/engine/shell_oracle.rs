@@ -154,6 +154,7 @@ fn run_traced(command: &str, dir: &Path) -> Trace {
     loop {
         match child.try_wait() {
             Ok(Some(_)) => break,
+            // Paces the poll for the exit; the deadline decides.
             Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(2)),
             _ => {
                 timed_out = true;

@@ -323,11 +323,30 @@ async fn the_documented_example_hook_works() {
     assert_eq!(results[2].denied_by, None, "{results:?}");
 }
 
+/// Whether a live process runs `script` (its command line names it).
+fn running(script: &Path) -> bool {
+    let name = script.as_os_str().as_encoded_bytes();
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+        })
+        .any(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .is_ok_and(|c| c.split(|b| *b == 0).any(|arg| arg == name))
+        })
+}
+
 /// Cancelling the turn while a hook runs ends the call at once (the hook is killed), instead of
 /// waiting out the hook's timeout.
 #[tokio::test]
 async fn cancel_does_not_wait_for_a_slow_hook() {
     let tmp = tempfile::tempdir().unwrap();
+    // The hook's deliberate slowness: only the cancel may end it before 20 s.
     let hook = script(
         tmp.path(),
         "slow.sh",
@@ -339,10 +358,20 @@ async fn cancel_does_not_wait_for_a_slow_hook() {
     ));
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let cancel = CancellationToken::new();
+    // Cancels once the hook runs (its process is in `/proc`), however long that takes.
     let canceller = {
         let cancel = cancel.clone();
+        let hook = hook.clone();
         tokio::spawn(async move {
-            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while !running(&hook) {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the hook never started"
+                );
+                // Paces the poll; the condition above decides.
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
             cancel.cancel();
         })
     };
