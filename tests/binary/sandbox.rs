@@ -181,7 +181,10 @@ fn writes_inside_the_workspace_and_tmpdir_work_and_tmpdir_goes_at_close() {
         "echo x > /dev/null && printf 'cat <<EOF\\nheredoc\\nEOF\\n' > h.sh && bash h.sh"
             .to_string(),
     ];
-    let results = run_commands(&mut pod, &commands);
+    // `mkdir` in a turn of its own: the calls of one turn run side by side, so the `mv` of the
+    // next line could otherwise run before the folder exists.
+    let mut results = run_commands(&mut pod, &commands[..1]);
+    results.extend(run_commands(&mut pod, &commands[1..]));
     for (command, result) in commands.iter().zip(&results) {
         assert_eq!(result["isError"], false, "{command}: {result}");
         assert!(
