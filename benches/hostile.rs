@@ -1,7 +1,8 @@
 //! pod under a hostile model or client: peak memory, CPU and process counts of `pod serve` against
 //! a scripted loopback provider, for the before/after tables of `docs/hardening.md` ("Bounds
 //! under a hostile model or client").
-//! Bounds are asserted in `tests/bounds.rs`; the costs are measured here, never timed in tests.
+//! Bounds are asserted in `tests/binary/bounds.rs`; the costs are measured here, never timed in
+//! tests.
 //!
 //! `cargo bench --bench hostile` runs every scenario; `cargo bench --bench hostile -- delta calls`
 //! runs the named ones: `delta` (one 100 MB text delta), `trickle` (a 20 MB unfinished SSE line,

@@ -1,6 +1,6 @@
 //! The four fuzzed entry points, shared by the cargo-fuzz targets (`fuzz/fuzz_targets/`) and the
-//! proptest smoke tests (`tests/fuzz_smoke.rs`). Each function panics when a property fails, so
-//! a fuzzer sees a crash and proptest sees a failing case.
+//! proptest smoke tests (`tests/engine/fuzz_smoke.rs`). Each function panics when a property
+//! fails, so a fuzzer sees a crash and proptest sees a failing case.
 //!
 //! Properties:
 //! - `dispatch`: bytes fed to the in-process server (transport + dispatch + methods, offline

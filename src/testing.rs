@@ -2,14 +2,15 @@
 //! start-up.
 //!
 //! `POD_TEST_PANIC=1` (read once, when `pod` starts) arms two panics used by
-//! `tests/stdout_hygiene.rs` to prove that a panic inside a provider or a tool never writes to
-//! stdout and never kills the connection:
+//! `tests/binary/stdout_hygiene.rs` to prove that a panic inside a provider or a tool never writes
+//! to stdout and never kills the connection:
 //! - the offline model panics when the last user message contains `POD_TEST_PANIC:model`;
 //! - a tool call panics, just before the tool runs, when its input contains
 //!   `POD_TEST_PANIC:tool`.
 //!
 //! `POD_TEST_NO_LANDLOCK=1` (read once, at start-up) makes the sandbox act as if the kernel had no
-//! Landlock, so `[sandbox] required = true` can be seen refusing to start (`tests/sandbox.rs`).
+//! Landlock, so `[sandbox] required = true` can be seen refusing to start
+//! (`tests/binary/sandbox.rs`).
 //!
 //! Without the variables every check is a cached `false`: no behaviour changes.
 
@@ -39,8 +40,8 @@ pub fn maybe_panic(text: &str, marker: &str) {
 pub const NO_LANDLOCK_ENV: &str = "POD_TEST_NO_LANDLOCK";
 
 /// Whether the pod must act as if the kernel had no Landlock (`POD_TEST_NO_LANDLOCK=1` at
-/// start-up). Lets `tests/sandbox.rs` prove that `[sandbox] required = true` refuses to start on
-/// such a kernel; the sandbox module asks this before it asks the kernel.
+/// start-up). Lets `tests/binary/sandbox.rs` prove that `[sandbox] required = true` refuses to
+/// start on such a kernel; the sandbox module asks this before it asks the kernel.
 pub fn landlock_hidden() -> bool {
     static HIDDEN: OnceLock<bool> = OnceLock::new();
     *HIDDEN.get_or_init(|| std::env::var_os(NO_LANDLOCK_ENV).is_some_and(|v| v == "1"))

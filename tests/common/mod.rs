@@ -406,7 +406,9 @@ impl PodProcess {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(status) = self.child.try_wait().expect("try_wait") {
-                while let Some(m) = self.receive(Duration::from_millis(200)) {
+                // Until the reader sees the end of stdout (the pod is gone, so it comes at
+                // once): everything the pod wrote is filed, however slowly it is read.
+                while let Some(m) = self.receive(WAIT) {
                     self.file(m);
                 }
                 return status;
@@ -415,6 +417,7 @@ impl PodProcess {
                 let _ = self.child.kill();
                 panic!("pod did not exit within {timeout:?}");
             }
+            // Paces the poll for the exit; the deadline above decides.
             std::thread::sleep(Duration::from_millis(10));
         }
     }
@@ -627,6 +630,43 @@ pub fn items_of<'a>(history: &'a Value, kind: &str) -> Vec<&'a Value> {
 /// Path helper for reading a session log's text.
 pub fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
+}
+
+/// Waits until `done` holds, failing the test after [`WAIT`]. For a state nothing announces (a
+/// file appearing, a process gone): the poll's pause only paces it, the condition decides.
+pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + WAIT;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The live (not zombie) children of process `pid`, as `/proc` lists them now.
+pub fn live_children(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(child) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        // The command name is in parentheses and may hold anything: fields follow the last ')'.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let zombie = matches!(fields.first(), Some(&"Z") | Some(&"X"));
+        if !zombie && fields.get(1).and_then(|p| p.parse::<u32>().ok()) == Some(pid) {
+            found.push(child);
+        }
+    }
+    found
 }
 
 /// `VmRSS` of a process in KiB (0 when it cannot be read).

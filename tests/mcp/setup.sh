@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the real MCP servers tests/mcp.rs runs pod against (@modelcontextprotocol/
+# Installs the real MCP servers tests/binary/mcp.rs runs pod against (@modelcontextprotocol/
 # server-filesystem and server-everything, versions locked in package-lock.json) into
 # tests/mcp/node_modules. Idempotent: does nothing when the locked versions are installed.
 # Needs node and npm; the npm registry must be reachable the first time.

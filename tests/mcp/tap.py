@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """A tap for tests: runs an MCP server (the command after `--`) with this process's stdout and
 stderr, relays every line the client writes to its stdin unchanged, and appends each line to LOG
-(the first argument) as it passes. tests/mcp.rs reads LOG to see what reached the server, such
-as `notifications/cancelled`. Exits with the server's status once the client closes stdin."""
+(the first argument) as it passes. tests/binary/mcp.rs reads LOG to see what reached the server,
+such as `notifications/cancelled`. Exits with the server's status once the client closes stdin."""
 import subprocess
 import sys
 

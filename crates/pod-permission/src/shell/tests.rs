@@ -1,5 +1,6 @@
 //! Unit tests of the shell analysis: the parser's reading of the subset, the walk, the program
-//! table. The classes of the soundness issue are tested end to end in `tests/shell_soundness.rs`.
+//! table. The classes of the soundness issue are tested end to end in
+//! `tests/binary/shell_soundness.rs`.
 
 use super::parse;
 use super::walk::literal_word;
