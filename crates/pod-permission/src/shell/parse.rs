@@ -96,6 +96,9 @@ pub enum Dialect {
 pub struct Items<'a> {
     p: Parser<'a>,
     done: bool,
+    /// Items read but not handed out: an item whose here-document body starts at a later
+    /// newline (`cat <<EOF; echo` newline body) waits until the body is read.
+    queue: std::collections::VecDeque<AndOr>,
 }
 
 impl<'a> Items<'a> {
@@ -107,31 +110,36 @@ impl<'a> Items<'a> {
         let mut p = Parser::new(src, budget, 0, dialect);
         p.enter()?;
         p.level += 1;
-        Ok(Items { p, done: false })
+        Ok(Items {
+            p,
+            done: false,
+            queue: Default::default(),
+        })
     }
 
     /// The next top-level item, with its here-documents read; None at the end of the line.
+    /// An item ended by `;` or `&` before the newline its here-document body follows is held
+    /// back until that body has been read (the items up to the newline come with it).
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<AndOr>, ParseError> {
-        if self.done {
-            return Ok(None);
-        }
-        match self.p.list_item(Stop::End)? {
-            Some(item) => Ok(Some(item)),
-            None => {
-                self.done = true;
-                self.p.end_list()?;
-                if self.p.pos < self.p.b.len() {
-                    return self
-                        .p
-                        .err(format!("unexpected `{}`", self.p.b[self.p.pos] as char));
+        while !self.done && (self.queue.is_empty() || !self.p.pending.is_empty()) {
+            match self.p.list_item(Stop::End)? {
+                Some(item) => self.queue.push_back(item),
+                None => {
+                    self.done = true;
+                    self.p.end_list()?;
+                    if self.p.pos < self.p.b.len() {
+                        return self
+                            .p
+                            .err(format!("unexpected `{}`", self.p.b[self.p.pos] as char));
+                    }
+                    if !self.p.pending.is_empty() {
+                        return self.p.err("a here-document has no body");
+                    }
                 }
-                if !self.p.pending.is_empty() {
-                    return self.p.err("a here-document has no body");
-                }
-                Ok(None)
             }
         }
+        Ok(self.queue.pop_front())
     }
 
     /// What the items read so far assign.
@@ -428,6 +436,13 @@ impl<'a> Parser<'a> {
             .find(|w| self.starts_with(w) && is_delimiter(self.b.get(self.pos + w.len()).copied()))
     }
 
+    /// `word` is at the cursor, unquoted, followed by a delimiter or a line continuation.
+    fn at_plain_word(&self, word: &str) -> bool {
+        let after = self.pos + word.len();
+        self.starts_with(word)
+            && (is_delimiter(self.b.get(after).copied()) || self.b[after..].starts_with(b"\\\n"))
+    }
+
     fn expect_reserved(&mut self, word: &str) -> R<()> {
         self.skip_newlines()?;
         if self.peek_reserved() == Some(word) {
@@ -661,10 +676,15 @@ impl<'a> Parser<'a> {
             match self.peek_reserved() {
                 Some("!") => self.bump()?,
                 Some("time") => {
+                    // `time [-p] [--]`, each unquoted and a word of its own, as bash reads it.
                     self.bash_only("`time`")?;
                     self.advance(4)?;
                     self.skip_blanks()?;
-                    if self.starts_with("-p") && is_delimiter(self.peek_at(2)) {
+                    if self.at_plain_word("-p") {
+                        self.advance(2)?;
+                        self.skip_blanks()?;
+                    }
+                    if self.at_plain_word("--") {
                         self.advance(2)?;
                     }
                 }
@@ -1022,6 +1042,8 @@ impl<'a> Parser<'a> {
             }
             let op = match (self.peek(), self.peek_at(1)) {
                 (None, _) => return self.err("`[[` has no `]]`"),
+                // `<(...)` and `>(...)` are words here too (process substitutions).
+                (Some(b'<' | b'>'), Some(b'(')) => None,
                 (Some(b'&'), Some(b'&')) => Some("&&"),
                 (Some(b'|'), Some(b'|')) => Some("||"),
                 (Some(b'('), _) => Some("("),
@@ -1496,11 +1518,21 @@ impl<'a> Parser<'a> {
                         lit.push('\\');
                     }
                 },
+                // A process substitution starts a word, or stands anywhere in the word of an
+                // unquoted `${x:-word}` (bash runs it there too).
                 b'<' | b'>'
-                    if mode == Mode::Normal
-                        && self.pos == at_start
-                        && self.peek_at(1) == Some(b'(') =>
+                    if self.peek_at(1) == Some(b'(')
+                        && ((mode == Mode::Normal && self.pos == at_start)
+                            || matches!(
+                                mode,
+                                Mode::Brace {
+                                    in_dquote: false,
+                                    ..
+                                }
+                            )) =>
                 {
+                    self.bash_only("`<( )`")?;
+                    flush(&mut lit, &mut parts);
                     self.advance(2)?;
                     let body = self.list(Stop::Paren)?;
                     self.expect_byte(b')')?;
@@ -1801,7 +1833,7 @@ impl<'a> Parser<'a> {
                 let word = self.word(brace(false))?;
                 ParamOp::Word {
                     word,
-                    assigns: c == b'=',
+                    op: word_op(c),
                 }
             }
             (Some(b':'), _) => {
@@ -1820,7 +1852,7 @@ impl<'a> Parser<'a> {
                 let word = self.word(brace(false))?;
                 ParamOp::Word {
                     word,
-                    assigns: c == b'=',
+                    op: word_op(c),
                 }
             }
             (Some(c @ (b'#' | b'%' | b'^' | b',')), next) => {
@@ -1828,7 +1860,7 @@ impl<'a> Parser<'a> {
                 let word = self.word(brace(false))?;
                 ParamOp::Word {
                     word,
-                    assigns: false,
+                    op: word_op(c),
                 }
             }
             (Some(b'/'), next) => {
@@ -1853,7 +1885,10 @@ impl<'a> Parser<'a> {
             _ => return self.err("bad substitution: unsupported `${ }` operator"),
         };
         self.expect_byte(b'}')?;
-        if let ParamOp::Word { assigns: true, .. } = op {
+        if let ParamOp::Word {
+            op: WordOp::Assign, ..
+        } = op
+        {
             self.note(&name, false);
         }
         Ok(Param {
@@ -1875,6 +1910,18 @@ impl<'a> Parser<'a> {
             }
         }
         Ok(self.src[start..self.pos].to_string())
+    }
+}
+
+/// The operator of `${x OP word}` written as `c` (after an optional `:`).
+fn word_op(c: u8) -> WordOp {
+    match c {
+        b'-' => WordOp::Default,
+        b'=' => WordOp::Assign,
+        b'+' => WordOp::Alternate,
+        b'?' => WordOp::Error,
+        b'#' | b'%' => WordOp::Trim,
+        _ => WordOp::Case,
     }
 }
 
