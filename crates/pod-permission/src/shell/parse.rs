@@ -274,6 +274,27 @@ struct Parser<'a> {
     assigned: Vec<(String, bool)>,
     sources: bool,
     dialect: Dialect,
+    /// Inside `$( )`, `<( )` or `>( )`.
+    in_sub: usize,
+}
+
+/// Whether `text` holds a backslash before a metacharacter, a blank or a quote.
+fn escapes_a_metacharacter(text: &[u8]) -> bool {
+    let mut i = 0;
+    while i < text.len() {
+        if text[i] == b'\\' {
+            if text
+                .get(i + 1)
+                .is_some_and(|c| b"|&;<>() \t\"'`".contains(c))
+            {
+                return true;
+            }
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    false
 }
 
 type R<T> = Result<T, ParseError>;
@@ -299,6 +320,7 @@ impl<'a> Parser<'a> {
             assigned: Vec::new(),
             sources: false,
             dialect,
+            in_sub: 0,
         }
     }
 
@@ -1377,11 +1399,19 @@ impl<'a> Parser<'a> {
     }
 
     fn array_elements(&mut self) -> R<Vec<(Option<String>, Word)>> {
+        let start = self.pos;
         let mut elements = Vec::new();
         loop {
             self.skip_blanks_comments()?;
             match self.peek() {
                 Some(b')') => {
+                    // bash 5.2 rejects an escaped metacharacter, blank or quote in an array
+                    // assignment inside `$( )` or `<( )` and runs the lines after the error.
+                    if self.in_sub > 0 && escapes_a_metacharacter(&self.b[start..self.pos]) {
+                        return self.err(
+                            "an escaped metacharacter in an array inside a substitution (bash rejects it)",
+                        );
+                    }
                     self.bump()?;
                     return Ok(elements);
                 }
@@ -1534,7 +1564,10 @@ impl<'a> Parser<'a> {
                     self.bash_only("`<( )`")?;
                     flush(&mut lit, &mut parts);
                     self.advance(2)?;
-                    let body = self.list(Stop::Paren)?;
+                    self.in_sub += 1;
+                    let body = self.list(Stop::Paren);
+                    self.in_sub -= 1;
+                    let body = body?;
                     self.expect_byte(b')')?;
                     parts.push(Part::ProcessSub(body));
                 }
@@ -1695,7 +1728,10 @@ impl<'a> Parser<'a> {
                     }
                     None => {
                         self.advance(2)?;
-                        let body = self.list(Stop::Paren)?;
+                        self.in_sub += 1;
+                        let body = self.list(Stop::Paren);
+                        self.in_sub -= 1;
+                        let body = body?;
                         self.expect_byte(b')')?;
                         Ok(Part::AmbiguousSub(body))
                     }
@@ -1703,7 +1739,10 @@ impl<'a> Parser<'a> {
             }
             Some(b'(') => {
                 self.advance(2)?;
-                let body = self.list(Stop::Paren)?;
+                self.in_sub += 1;
+                let body = self.list(Stop::Paren);
+                self.in_sub -= 1;
+                let body = body?;
                 self.expect_byte(b')')?;
                 Ok(Part::CommandSub(body))
             }

@@ -255,9 +255,16 @@ fn syntax_outside_the_subset_is_unparsed() {
         "echo \"${x:-'a'}\"",
         "((1 + 'a'))",
         "cat <<EOF\nEOF)\nEOF",
+        // bash 5.2 rejects an escaped metacharacter in an array inside `$( )` (and runs the
+        // lines after the error).
+        "echo $( (y=(victim \\;)) )\n$(rm x)",
+        "echo $(y=(a \\|))",
+        "cat <(declare y=(a\\ b))",
     ] {
         unparsed(s);
     }
+    // Outside a substitution, and escapes bash keeps, are fine.
+    understood("y=(a \\;); echo $(y=(a \\$ \\*))");
 }
 
 #[test]
