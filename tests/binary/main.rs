@@ -9,6 +9,7 @@
 mod common;
 
 mod acp;
+mod analysis_classes;
 mod bad_input;
 mod bounds;
 mod budget;

@@ -411,7 +411,7 @@ fn unknown_action_names_the_key_and_suggests() {
 fn unknown_key_names_the_section_and_suggests() {
     assert_eq!(
         load_error("[permissions]\ndefault_action = \"allow\"\ndefault_acton = \"deny\"\n"),
-        "3:1: [permissions]: unknown field `default_acton`, expected one of `default_action`, `ask_timeout_secs`, `rule` (did you mean \"default_action\"?)"
+        "3:1: [permissions]: unknown field `default_acton`, expected one of `default_action`, `ask_timeout_secs`, `mode`, `rule` (did you mean \"default_action\"?)"
     );
     assert_eq!(
         load_error("[permisions]\ndefault_action = \"allow\"\n"),

@@ -2,20 +2,26 @@
 //!
 //! Command lines from a grammar-based generator (mixing every construct of the soundness
 //! issue: substitutions, arithmetic, parameter operators, name-taking builtins, wrappers known and
-//! unknown, interpreters, code-running arguments, redirections, here-documents) are decided by
-//! the engine under two rule sets. Whatever the engine allows is then run by real bash in a
-//! scratch folder under `strace -f`, and the trace is checked:
+//! unknown, interpreters, code-running arguments, redirections, here-documents; and bash's
+//! constructs behind issue 26's classes: here-documents after `;` and `&`, process substitution
+//! in every word position, every parameter-expansion operator with literal text, brace expansion
+//! and splitting in option values, repeated options, interpreter option tables, awk's readings
+//! of `/`, keywords such as `time`, programs that run programs, files programs write, `xargs`)
+//! are decided by the engine under two rule sets. Whatever the engine allows is then run by real
+//! bash in a scratch folder under `strace -f`, and the trace is checked:
 //!
 //! - allow-list (`echo *`, `printf *`, `true`, `:` and writes to `out*`): an allowed command
 //!   must exec nothing and write nothing but its redirection subjects;
 //! - deny-list (default allow, `rm *` and `touch *` denied, writes to `*.env` denied): no `rm` or
-//!   `touch` may appear in the trace of an allowed command, and no `*.env` file may be written.
+//!   `touch` may appear in the trace of an allowed command (as the program, a busybox applet or
+//!   the program the dynamic loader runs), no `*.env` file may be written, and the scratch
+//!   folder's `victim/f` must survive.
 //!
-//! `oracle_smoke` runs a bounded number of cases in CI (`POD_ORACLE_CASES`, default 3000
+//! `oracle_smoke` runs a bounded number of cases in CI (`POD_ORACLE_CASES`, default 4000
 //! generated lines); `oracle_long` is the long run (`cargo test --release --test engine
-//! shell_oracle::oracle_long -- --ignored`, `POD_ORACLE_CASES` and `POD_ORACLE_SEED` to choose).
-//! `known_classes` runs the issue's examples and every earlier finding through the same checks.
-//! strace is required: `.ci/run` installs it.
+//! shell_oracle::oracle_long -- --ignored`, `POD_ORACLE_CASES` and `POD_ORACLE_SEED` to choose). `known_classes` runs the
+//! issue's examples and every earlier finding through the same checks. strace is required:
+//! `.ci/run` installs it.
 
 use std::collections::BTreeSet;
 use std::os::unix::process::CommandExt;
@@ -23,8 +29,11 @@ use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
 use pod::manifest::Manifest;
-use pod::permission::Policy;
+use pod::permission::{Policy, Rules};
 use pod::protocol::{Action, Decision};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -75,17 +84,31 @@ action = "deny"
 const DENIED_PROGRAMS: &[&str] = &["rm", "touch"];
 
 struct Setup {
-    _dir: tempfile::TempDir,
     policy: Policy,
 }
 
-fn setup(rules: &str, workspace: &Path) -> Setup {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("pod.toml");
-    std::fs::write(&path, rules).expect("write manifest");
-    let manifest = Manifest::load(&path).expect("manifest");
-    let policy = Policy::new(manifest.policy().rules().cloned(), workspace.to_path_buf());
-    Setup { _dir: dir, policy }
+/// The compiled rules of `rules`, read once per rule set.
+fn compiled(rules: &'static str) -> Option<Rules> {
+    static CACHE: OnceLock<Mutex<HashMap<usize, Option<Rules>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let key = rules.as_ptr() as usize;
+    let mut cache = cache.lock().expect("rules cache");
+    cache
+        .entry(key)
+        .or_insert_with(|| {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = dir.path().join("pod.toml");
+            std::fs::write(&path, rules).expect("write manifest");
+            let manifest = Manifest::load(&path).expect("manifest");
+            manifest.policy().rules().cloned()
+        })
+        .clone()
+}
+
+fn setup(rules: &'static str, workspace: &Path) -> Setup {
+    Setup {
+        policy: Policy::new(compiled(rules), workspace.to_path_buf()),
+    }
 }
 
 /// What bash did.
@@ -106,6 +129,23 @@ fn strace() -> PathBuf {
         }
     }
     panic!("strace is not installed: the shell oracle needs it (.ci/run installs it with apt-get)");
+}
+
+/// A fresh scratch folder for `command`: `victim/f`, `notes`, `.env`, `secrets/key`, and an
+/// empty git repository when the command uses git.
+fn scratch_for(command: &str) -> tempfile::TempDir {
+    let dir = scratch();
+    if command.contains("git") {
+        let ok = Command::new("git")
+            .args(["init", "-q", "--template=", "."])
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "git init in the scratch folder");
+    }
+    dir
 }
 
 /// A fresh scratch folder: `victim/f`, `notes`, `.env`, `secrets/key`.
@@ -307,21 +347,41 @@ fn allow_list_finding(decision: &Decision, trace: &Trace, dir: &Path) -> Option<
     None
 }
 
-/// A finding of the deny-list check, if any.
-fn deny_list_finding(trace: &Trace) -> Option<String> {
+/// A finding of the deny-list check, if any: a denied program in the trace, a `*.env` file
+/// written, or (in `dir`, when given) the victim deleted (which no command the deny-list
+/// allows here does: only `rm` would).
+fn deny_list_finding(trace: &Trace, dir: Option<&Path>) -> Option<String> {
     if let Some(w) = trace.writes.iter().find(|w| w.ends_with(".env")) {
         return Some(format!("allowed, but wrote {w}"));
     }
+    let base = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
     let denied: Vec<_> = trace
         .execs
         .iter()
         .filter(|(path, argv)| {
-            let base = path.rsplit('/').next().unwrap_or(path);
-            let arg0 = argv.first().map(|a| a.rsplit('/').next().unwrap_or(a));
-            DENIED_PROGRAMS.contains(&base) || arg0.is_some_and(|a| DENIED_PROGRAMS.contains(&a))
+            let program = base(path);
+            let arg0 = argv.first().map(|a| base(a));
+            // A busybox applet, or the program the dynamic loader runs, is argv[1].
+            let runs_argv1 =
+                program == "busybox" || (program.starts_with("ld-") && program.contains(".so"));
+            let arg1 = argv.get(1).filter(|_| runs_argv1).map(|a| base(a));
+            [Some(program), arg0, arg1]
+                .iter()
+                .flatten()
+                .any(|p| DENIED_PROGRAMS.contains(&p.as_str()))
         })
         .collect();
-    (!denied.is_empty()).then(|| format!("allowed, but ran a denied program: {denied:?}"))
+    if !denied.is_empty() {
+        return Some(format!("allowed, but ran a denied program: {denied:?}"));
+    }
+    let dir = dir?;
+    if !dir.join("victim/f").exists() {
+        return Some(format!(
+            "allowed, but victim/f is gone (ran {:?})",
+            trace.execs
+        ));
+    }
+    None
 }
 
 #[derive(Debug, Default)]
@@ -331,29 +391,34 @@ struct Stats {
     findings: Vec<String>,
 }
 
+/// A scratch folder nothing runs in, where lines are first decided.
+fn pristine() -> &'static Path {
+    static DIR: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+    let (_, root) = DIR.get_or_init(|| {
+        let dir = scratch_for("git");
+        let root = dir.path().canonicalize().expect("canonical scratch");
+        (dir, root)
+    });
+    root
+}
+
 /// Decides `command` under both rule sets and runs what is allowed under strace.
 fn check(command: &str, stats: &mut Stats) {
-    let dir = scratch();
-    let root = dir.path().canonicalize().expect("canonical scratch");
-    let sets = [
-        ("allow-list", setup(ALLOW_LIST, &root)),
-        ("deny-list", setup(DENY_LIST, &root)),
-    ];
+    let input = serde_json::json!({ "command": command });
     stats.generated += 1;
-    for (k, (name, s)) in sets.iter().enumerate() {
-        let decision = s
-            .policy
-            .decide("bash", &serde_json::json!({ "command": command }));
+    for (k, (name, rules)) in [("allow-list", ALLOW_LIST), ("deny-list", DENY_LIST)]
+        .into_iter()
+        .enumerate()
+    {
+        let decision = setup(rules, pristine()).policy.decide("bash", &input);
         if decision.decision != Action::Allow {
             continue;
         }
         stats.allowed[k] += 1;
-        let run = scratch();
+        let run = scratch_for(command);
         let run_root = run.path().canonicalize().expect("canonical");
         // Decide again against the folder bash runs in, so path subjects compare.
-        let decision = setup(if k == 0 { ALLOW_LIST } else { DENY_LIST }, &run_root)
-            .policy
-            .decide("bash", &serde_json::json!({ "command": command }));
+        let decision = setup(rules, &run_root).policy.decide("bash", &input);
         if decision.decision != Action::Allow {
             continue;
         }
@@ -361,7 +426,7 @@ fn check(command: &str, stats: &mut Stats) {
         let finding = if k == 0 {
             allow_list_finding(&decision, &trace, &run_root)
         } else {
-            deny_list_finding(&trace)
+            deny_list_finding(&trace, Some(&run_root))
         };
         if let Some(f) = finding {
             stats.findings.push(format!("[{name}] {command:?}: {f}"));
@@ -405,10 +470,13 @@ impl Gen {
         if roll < 8 {
             return self.payload();
         }
-        if roll < 22 && depth < 3 {
+        if roll < 20 && depth < 3 {
             return self.compound(depth + 1);
         }
-        if roll < 30 {
+        if roll < 44 && depth < 3 {
+            return self.construct(depth + 1);
+        }
+        if roll < 50 {
             let a = self.assignment(depth);
             return if self.chance(50) {
                 a
@@ -442,6 +510,348 @@ impl Gen {
             11 => format!("[[ {w} == x ]] && {s}"),
             12 => format!("echo $( ({s}) )"),
             _ => format!("{s} &"),
+        }
+    }
+
+    /// The constructs of issue 26's classes, each with a payload where bash would run it.
+    fn construct(&mut self, depth: usize) -> String {
+        let p = self.payload();
+        match self.rng.gen_range(0..13) {
+            0 => self.heredoc_after_separator(&p, depth),
+            1 => self.process_substitution_anywhere(&p),
+            2 => self.parameter_with_text(),
+            3 => self.option_value_that_splits(&p),
+            4 => self.repeated_option(&p),
+            5 => self.interpreter(&p),
+            6 => {
+                let keyword = self.pick(&[
+                    "time",
+                    "time -p",
+                    "time --",
+                    "time -p --",
+                    "!",
+                    "time !",
+                    "time -- !",
+                    "! time",
+                ]);
+                format!("{keyword} {}", self.command(depth))
+            }
+            7 => self.awk_reading(&p),
+            8 => self.program_running_a_program(&p),
+            9 => self.file_a_program_writes(),
+            10 => self.xargs(&p),
+            11 => self.computed_operand(&p),
+            _ => {
+                // An option or operand in a word that expands: what a program sees.
+                let head = self.pick(&[
+                    "find . -maxdepth 0",
+                    "sort notes",
+                    "git diff --no-index notes",
+                    "timeout 1",
+                    "env",
+                    "nice",
+                    "sed -n p",
+                    "git -C",
+                ]);
+                format!("{head} {} {}", self.word(depth), self.word(depth))
+            }
+        }
+    }
+
+    /// A here-document whose command ends at `;` or `&`: its body follows the next newline.
+    fn heredoc_after_separator(&mut self, p: &str, depth: usize) -> String {
+        let head = self.pick(&["echo", "cat", ":", "true", "printf %s", "echo hi"]);
+        let sep = self.pick(&[";", " ;", "&", " &", " && true;", " | cat;", "; echo a &"]);
+        let next = if self.chance(50) {
+            self.simple(depth)
+        } else {
+            self.pick(&["echo b", "true", ":", "wait"]).to_string()
+        };
+        let body = match self.rng.gen_range(0..6) {
+            0 => format!("$({p})"),
+            1 => format!("`{p}`"),
+            2 => format!("${{x:-$({p})}}"),
+            3 => format!("a $({p}) b"),
+            4 => format!("$(({p}) )"),
+            _ => "plain text".to_string(),
+        };
+        match self.rng.gen_range(0..4) {
+            0 => format!("{head} <<E{sep} {next}\n{body}\nE"),
+            1 => format!("{head} <<'E'{sep} {next}\n{body}\nE"),
+            2 => format!("{head} <<-E{sep} {next}\n\t{body}\n\tE"),
+            _ => format!("{head} <<A{sep} {head} <<B{sep}\n{body}\nA\n{body}\nB"),
+        }
+    }
+
+    /// `<(...)` and `>(...)` in every word position bash reads them in (and some it does not).
+    fn process_substitution_anywhere(&mut self, p: &str) -> String {
+        let ps = format!("{}({p})", self.pick(&["<", ">"]));
+        let set = if self.chance(30) { "x=a; " } else { "" };
+        let line = match self.rng.gen_range(0..18) {
+            0 => format!("[[ -n {ps} ]]"),
+            1 => format!("[[ x < {ps} ]]"),
+            2 => format!("[[ {ps} == x ]]"),
+            3 => format!("echo ${{x:-{ps}}}"),
+            4 => format!("echo ${{x:+{ps}}}"),
+            5 => format!("echo ${{x/a/{ps}}}"),
+            6 => format!("echo ${{x#{ps}}}"),
+            7 => format!("y={ps}"),
+            8 => format!("a=({ps})"),
+            9 => format!("case {ps} in *) :;; esac"),
+            10 => format!("for i in {ps}; do :; done"),
+            11 => format!("cat <<< {ps}"),
+            12 => format!("echo > {ps}"),
+            13 => format!("echo ${{x:-a{ps}}}"),
+            14 => format!("declare y={ps}"),
+            15 => format!("echo \"${{x:-{ps}}}\""),
+            16 => format!("echo a{ps}"),
+            _ => format!("y={ps} true"),
+        };
+        format!("{set}{line}")
+    }
+
+    /// Every parameter-expansion operator with literal text, given to programs that read
+    /// options.
+    fn parameter_with_text(&mut self) -> String {
+        let var = self.pick(&["x", "HOME", "PWD", "1", "y", "@"]);
+        let op = self.pick(&[
+            ":-", "-", ":=", "=", ":+", "+", ":?", "?", "#", "##", "%", "%%", "/a/", "//a/", "/#/",
+            "/%/", "/*/", "^", "^^", ",", ",,", ":0:1",
+        ]);
+        let text = self.pick(&[
+            "-exec rm -rf victim ;",
+            "-exec touch pwned ;",
+            "-delete",
+            "-c",
+            "-c 'rm -rf victim'",
+            "--output=x.env",
+            "-ox.env",
+            "rm -rf victim",
+            "-e 1e\\ touch\\ pwned",
+            "-fprint x.env",
+            "d",
+            "",
+        ]);
+        let op = if op == ":0:1" {
+            op.to_string()
+        } else {
+            format!("{op}{text}")
+        };
+        let head = self.pick(&[
+            "find victim -maxdepth 0",
+            "echo",
+            "sort notes",
+            "git diff --no-index notes .env",
+            "env",
+            "timeout 1",
+            "bash",
+            "sh",
+            "printf",
+            "xargs",
+            "sed -n p notes",
+            "nice",
+        ]);
+        let set = self.pick(&["", "", "x=a; ", "y=-; ", "set -- -c; "]);
+        let quote = if self.chance(20) { "\"" } else { "" };
+        format!("{set}{head} {quote}${{{var}{op}}}{quote}")
+    }
+
+    /// An option value that brace expansion, splitting or a glob makes several words.
+    fn option_value_that_splits(&mut self, p: &str) -> String {
+        let (prog, rest) = p.split_once(' ').unwrap_or((p, ""));
+        match self.rng.gen_range(0..12) {
+            0 => "find victim -maxdepth 0 -name {x,-delete}".into(),
+            1 => "sort -o {out1,x.env} notes".into(),
+            2 => "git -C {.,-c,core.fsmonitor=touch\\ pwned} status".into(),
+            3 => "git -C {.,diff,--output=x.env} --no-index notes .env".into(),
+            4 => format!("timeout {{1,{prog}}} {rest}"),
+            5 => format!("d='1 {p}'; timeout $d"),
+            6 => format!("env -u {{x,{prog}}} {rest}"),
+            7 => format!("nice -n {{1,{prog}}} {rest}"),
+            8 => format!("python3 -W {{ignore,-c}} 'import os; os.system(\"{p}\")'"),
+            9 => "git -C * status".into(),
+            10 => format!("stdbuf -o {{L,{prog}}} {rest}"),
+            _ => format!("sqlite3 -separator {{x,-cmd,'.shell {p}'}} x.db 'select 1'"),
+        }
+    }
+
+    /// An option given twice, where programs differ on which one counts.
+    fn repeated_option(&mut self, p: &str) -> String {
+        match self.rng.gen_range(0..8) {
+            0 => format!("script -q -c true -c '{p}' /dev/null"),
+            1 => format!("script -q -c '{p}' -c true /dev/null"),
+            2 => "sort -o out1 -o x.env notes".into(),
+            3 => "env -C secrets -C . tee x.env < notes".into(),
+            4 => format!("echo '{p}' | xargs -I A -I B sh -c B"),
+            5 => format!("sed -e p -e '1e {p}' notes"),
+            6 => format!("timeout -s KILL -s TERM 1 {p}"),
+            _ => format!("cp -t secrets -t . notes x.env; {p}"),
+        }
+    }
+
+    /// An interpreter given options around its code: known, unknown, taking values.
+    fn interpreter(&mut self, p: &str) -> String {
+        match self.rng.gen_range(0..4) {
+            0 => {
+                let opts = self.pick(&[
+                    "",
+                    "-u",
+                    "-X dev",
+                    "-W ignore",
+                    "--check-hash-based-pycs never",
+                    "-Wignore",
+                    "-bB",
+                    "-I",
+                    "-q",
+                    "-E -s",
+                    "-J x",
+                ]);
+                let code = format!("import os; os.system('{p}')");
+                match self.rng.gen_range(0..3) {
+                    0 => format!("python3 {opts} -c \"{code}\""),
+                    1 => format!("python3 {opts} notes"),
+                    _ => format!("python3 {opts} -m timeit -n 1 \"{code}\""),
+                }
+            }
+            1 => {
+                let opts = self.pick(&[
+                    "",
+                    "-C x",
+                    "--title x",
+                    "--no-warnings",
+                    "--stack-size=100",
+                    "--conditions x",
+                    "--inspect-port 0",
+                    "--frobnicate x",
+                ]);
+                let code = format!("require('child_process').execSync('{p}')");
+                match self.rng.gen_range(0..3) {
+                    0 => format!("node {opts} -e \"{code}\""),
+                    1 => format!("node {opts} -pe \"{code}\""),
+                    _ => format!("node {opts} notes"),
+                }
+            }
+            2 => {
+                let opts =
+                    self.pick(&["", "-I x", "-Ix", "-l", "-w", "-ln", "-0777", "-Z", "-i.x"]);
+                let code = format!("system('{p}')");
+                match self.rng.gen_range(0..2) {
+                    0 => format!("perl {opts} -e \"{code}\""),
+                    _ => format!("perl {opts} notes"),
+                }
+            }
+            _ => {
+                let prog = self.pick(&["bash", "sh"]);
+                let opts = self.pick(&["", "-e", "-o pipefail", "-x", "--norc", "-O extglob"]);
+                format!("{prog} {opts} -c '{p}'")
+            }
+        }
+    }
+
+    /// awk programs where awks read `/` differently.
+    fn awk_reading(&mut self, p: &str) -> String {
+        let sys = format!("system(\"{p}\")");
+        let awk = self.pick(&["awk", "mawk", "busybox awk"]);
+        let program = match self.rng.gen_range(0..11) {
+            0 => format!("BEGIN {{ length /#/; {sys} }}"),
+            1 => format!("BEGIN {{ x = length /2; {sys} #/ }}"),
+            2 => format!("BEGIN {{ a = 1; b = a++ /2; {sys} #/ }}"),
+            3 => format!("BEGIN {{ getline /2; {sys} #/ }}"),
+            4 => format!("BEGIN {{ x = \"a\" ~ /[]/]#/; {sys} }}"),
+            5 => format!("BEGIN {{ x = \"a\" ~ /[[:alpha:]/]#/; {sys} }}"),
+            6 => format!("BEGIN {{ x = 1 \\\n/2; {sys} #/\n}}"),
+            7 => format!("BEGIN {{ x = \"a\" ~ /[^]/]#/; {sys} }}"),
+            8 => "{ print length / 2 }".to_string(),
+            9 => "BEGIN { print length(\"ab\") / 2 }".to_string(),
+            _ => format!("BEGIN {{ x = \"a\" ~ /[/]#/; {sys} }}"),
+        };
+        format!("{awk} '{program}' notes < /dev/null")
+    }
+
+    /// A program that runs the program in its arguments, under a name or form the deny rules
+    /// must still see.
+    fn program_running_a_program(&mut self, p: &str) -> String {
+        let form = self.pick(&[
+            "setarch x86_64 /bin/",
+            "setarch x86_64 -R ",
+            "linux64 ",
+            "busybox ",
+            "/lib64/ld-linux-x86-64.so.2 /bin/",
+            "/lib64/ld-linux-x86-64.so.2 --argv0 x /bin/",
+            "time -- /bin/",
+            "time -p -- ",
+            "jobs -x ",
+            "jobs -lx ",
+            "command -p ",
+            "nohup /bin/",
+            "stdbuf -oL /bin/",
+            "nice -n 1 /bin/",
+            "exec -a x /bin/",
+            "env -C secrets /bin/",
+            "taskset 1 /bin/",
+            "unshare -U /bin/",
+            "/usr/bin/env ",
+        ]);
+        format!("{form}{p}")
+    }
+
+    /// A file a program writes, named as the program reads it.
+    fn file_a_program_writes(&mut self) -> String {
+        self.pick(&[
+            "cp .env secrets",
+            "cp notes x.env",
+            "cp -t secrets .env",
+            "cp --target-directory=secrets .env",
+            "mv notes x.env",
+            "ln .env secrets",
+            "ln -s .env secrets/",
+            "sort -ox.env notes",
+            "sort --output=x.env notes",
+            "shuf -o x.env notes",
+            "uniq notes x.env",
+            "env -C secrets tee x.env < notes",
+            "env --chdir=secrets cp ../notes x.env",
+            "git diff --no-index --output=x.env notes .env",
+            "git -C secrets diff --no-index --output=x.env key ../notes",
+            "dd if=notes of=x.env status=none",
+            "tee x.env < notes",
+            "install notes x.env",
+            "install -t secrets .env",
+            "mkdir d && cp .env d",
+            "cp notes secrets/ && cp .env secrets/",
+        ])
+        .to_string()
+    }
+
+    /// xargs with a command, its input appended or put in place of a replace string.
+    fn xargs(&mut self, p: &str) -> String {
+        match self.rng.gen_range(0..10) {
+            0 => "echo victim | xargs rm -rf".into(),
+            1 => "echo victim | xargs -0 rm -rf".into(),
+            2 => "echo '-exec rm -rf victim ;' | xargs find . -maxdepth 0".into(),
+            3 => format!("echo '{p}' | xargs -I{{}} sh -c '{{}}'"),
+            4 => format!("echo x | xargs -I{{}} {p}"),
+            5 => format!("echo -c '{p}' | xargs sh"),
+            6 => "echo victim | xargs --version".into(),
+            7 => "find . -name notes | xargs grep -n n".into(),
+            8 => "echo --output=x.env | xargs git diff --no-index notes .env".into(),
+            _ => format!("echo '{p}' | xargs env"),
+        }
+    }
+
+    /// Operands computed at run time: substitutions, globs.
+    fn computed_operand(&mut self, p: &str) -> String {
+        match self.rng.gen_range(0..10) {
+            0 => "find victim $(echo -delete)".into(),
+            1 => "find victim $(git merge-base HEAD HEAD 2>/dev/null)".into(),
+            2 => "git diff $(git rev-parse --verify HEAD 2>/dev/null)".into(),
+            3 => "git diff $(git log -1 --format=%s 2>/dev/null)".into(),
+            4 => "echo > ./-delete; find victim -depth -o -name x -o -de*".into(),
+            5 => "find . -name *.py".into(),
+            6 => "echo > ./-delete; find victim -name x -o *".into(),
+            7 => format!("timeout 1 $(echo {p})"),
+            8 => "find victim -name *.env -o -name x".into(),
+            _ => format!("timeout `echo 1` {p}"),
         }
     }
 
@@ -655,7 +1065,7 @@ fn cases() -> usize {
     std::env::var("POD_ORACLE_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(3000)
+        .unwrap_or(4000)
 }
 
 fn run_generated(seed: u64, cases: usize) -> Stats {
@@ -830,6 +1240,43 @@ const KNOWN: &[&str] = &[
     "ln -s notes x.env",
     "sort -o x.env notes",
     "truncate -s 0 x.env",
+    // Issue 26's classes (tests/analysis_classes.rs runs them through `pod serve`).
+    "echo hi <<EOF; echo hi\n$(rm -rf victim)\nEOF",
+    "cat <<EOF & echo hi\n$(rm -rf victim)\nEOF",
+    "echo hi; [[ -n <(rm -rf victim) ]]",
+    "[[ x < >(rm -rf victim) ]]",
+    "echo ${x:-<(rm -rf victim)}",
+    "echo ${x:-a<(rm -rf victim)}",
+    "x=a; echo ${x/a/<(rm -rf victim)}",
+    "find . -maxdepth 0 ${x:--exec rm -rf victim ;}",
+    "find . -maxdepth 0 ${x--exec touch pwned ;}",
+    "git -C {.,-c,core.fsmonitor=rm\\ -rf\\ victim} status",
+    "git -C {.,diff,--output=x.env} --no-index notes .env",
+    "sqlite3 -separator {x,-cmd,'.shell rm -rf victim'} x.db 'select 1'",
+    "env -u {x,rm} -rf victim",
+    "awk 'BEGIN { length /#/; system(\"rm -rf victim\") }'",
+    "awk 'BEGIN { x = \"a\" ~ /[]/]#/; system(\"rm -rf victim\") }'",
+    "awk 'BEGIN { x = \"a\" ~ /[[:alpha:]/]#/; system(\"rm -rf victim\") }'",
+    "awk 'BEGIN { x = 1 \\\n/2; system(\"rm -rf victim\") #/\n}'",
+    "busybox awk 'BEGIN { a = 1; b = a++ /2; system(\"rm -rf victim\") #/ }'",
+    "node -C x -e \"require('child_process').execSync('rm -rf victim')\"",
+    "python3 --check-hash-based-pycs never -c \"import os; os.system('rm -rf victim')\"",
+    "script -q -c true -c 'rm -rf victim' /dev/null",
+    "setarch x86_64 /bin/rm -rf victim",
+    "busybox rm -rf victim",
+    "/lib64/ld-linux-x86-64.so.2 /bin/rm -rf victim",
+    "time -- /bin/rm -rf victim",
+    "jobs -x rm -rf victim",
+    "cp .env secrets",
+    "sort -ox.env notes",
+    "env -C secrets tee x.env < notes",
+    "git diff --no-index --output=x.env notes .env",
+    "echo victim | xargs rm -rf",
+    "echo '-exec rm -rf victim ;' | xargs find . -maxdepth 0",
+    "echo 'rm -rf victim' | xargs -I{} sh -c '{}'",
+    // Found by the long run of the extended generator: bash 5.2 rejects `\;` in an array
+    // inside `$( )`, then runs the lines after the error.
+    "echo $( (y=(victim \\;)) ) ; nice true <<'E'\n$(rm -rf victim)\nE\n",
 ];
 
 /// The checks themselves can fail: a command that runs `rm` and writes outside its subjects,
@@ -846,7 +1293,7 @@ fn the_checks_report_what_bash_did() {
     assert!(!root.join("victim").exists(), "the command did run");
     let finding = allow_list_finding(&decision, &trace, &root).expect("an allow-list finding");
     assert!(finding.contains("rm"), "{finding}");
-    let finding = deny_list_finding(&trace).expect("a deny-list finding");
+    let finding = deny_list_finding(&trace, None).expect("a deny-list finding");
     assert!(finding.contains("rm"), "{finding}");
     // A command that does only what its subjects say is not a finding.
     let dir = scratch();

@@ -282,6 +282,24 @@ impl Rules {
                     Some(note),
                 )
             }
+            // Opaque only for what its first words say (`python3 -m pytest`), and allowed by a
+            // rule that spells those words out before any wildcard: the rule names it.
+            (Some(rule), Some(Problem::Opaque(_)))
+                if rule.spec.action == Action::Allow
+                    && subject
+                        .named
+                        .is_some_and(|n| literal_prefix(&rule.spec.pattern).len() >= n) =>
+            {
+                let named = subject.text.get(..subject.named.unwrap_or(0)).unwrap_or("");
+                (
+                    Action::Allow,
+                    Some(rule.reference()),
+                    Some(format!(
+                        "rule {} names `{named}` as written, so it allows what the engine cannot read of it",
+                        rule.index
+                    )),
+                )
+            }
             // Soundness: what the engine cannot read is never allowed, by a rule or a default.
             (rule, Some(Problem::Opaque(why))) => {
                 let action = rule.map_or(default, |r| r.spec.action);
@@ -303,16 +321,21 @@ impl Rules {
             let Some(part) = subject.text.get(offset..) else {
                 continue;
             };
-            match self.first_match(&subject.tool, part) {
-                Some(r) if r.spec.action != Action::Allow && r.spec.action > action => {
-                    action = r.spec.action;
-                    rule_ref = Some(r.reference());
-                    note = Some(format!(
-                        "rule {} matched `{part}`, which this command may run",
-                        r.index
-                    ));
+            // A command given as a path (`setarch x86_64 /bin/rm -rf x`) is tried as its
+            // basename too, as the command word of a subject is.
+            let base = command_basename(part);
+            for part in std::iter::once(part).chain(base.as_deref()) {
+                match self.first_match(&subject.tool, part) {
+                    Some(r) if r.spec.action != Action::Allow && r.spec.action > action => {
+                        action = r.spec.action;
+                        rule_ref = Some(r.reference());
+                        note = Some(format!(
+                            "rule {} matched `{part}`, which this command may run",
+                            r.index
+                        ));
+                    }
+                    _ => {}
                 }
-                _ => {}
             }
         }
         if (subject.guess || subject.deny_only) && rule_ref.is_none() {
@@ -328,6 +351,28 @@ impl Rules {
             note,
         })
     }
+}
+
+/// The literal text of a rule pattern before its first wildcard.
+fn literal_prefix(pattern: &str) -> &str {
+    pattern.split(['*', '?']).next().unwrap_or("")
+}
+
+/// `text` with its first word reduced to its basename, when that word is a path (`/bin/rm -rf
+/// x` gives `rm -rf x`).
+fn command_basename(text: &str) -> Option<String> {
+    let (head, rest) = match text.split_once(' ') {
+        Some((head, rest)) => (head, Some(rest)),
+        None => (text, None),
+    };
+    let base = head.rsplit('/').next().filter(|b| !b.is_empty())?;
+    if base == head {
+        return None;
+    }
+    Some(match rest {
+        Some(rest) => format!("{base} {rest}"),
+        None => base.to_string(),
+    })
 }
 
 /// What the permission layer knows: the rules (or none: the layer is off) and the workspace
@@ -441,7 +486,24 @@ impl Policy {
     fn decide_subjects(&self, subjects: Vec<Subject>, governed: Vec<SubjectDecision>) -> Decision {
         let subjects = subjects.into_iter();
         let mut subjects: Vec<SubjectDecision> = match &self.rules {
-            Some(rules) => subjects.filter_map(|s| rules.decide_subject(s)).collect(),
+            Some(rules) => subjects
+                .filter_map(|s| {
+                    // A file a program writes that no deny rule names still counts when it is
+                    // one of pod's own files (`git diff --output=pod.toml`).
+                    let written = s.deny_only.then(|| SubjectDecision {
+                        tool: s.tool.clone(),
+                        subject: s.text.clone(),
+                        action: Action::Allow,
+                        rule: None,
+                        opaque: false,
+                        invalid: false,
+                        note: Some("a file the command writes".into()),
+                    });
+                    rules
+                        .decide_subject(s)
+                        .or_else(|| written.filter(|w| self.protected.covers(w, &self.workspace)))
+                })
+                .collect(),
             None => subjects
                 .filter(|s| !s.guess && !s.deny_only)
                 .map(|s| SubjectDecision {
@@ -498,8 +560,10 @@ struct Subject {
     /// Not known to run (an argument that reads as a command line): only deny and ask rules
     /// apply.
     guess: bool,
-    /// A file a program writes (`cp x .env`): only deny rules apply.
+    /// A file a program writes (`cp x .env`): only deny rules apply (and protected paths).
     deny_only: bool,
+    /// Opaque only for what `text[..named]` says (see `ShellCommand::named`).
+    named: Option<usize>,
     /// The default when no rule matches, when it is not `[permissions] default_action` (an MCP
     /// server's default for the tool's annotations), and the note saying so.
     default: Option<(Action, String)>,
@@ -518,6 +582,7 @@ impl Subject {
             also_from: Vec::new(),
             guess: false,
             deny_only: false,
+            named: None,
             default: None,
         }
     }
@@ -599,10 +664,18 @@ fn shell_subjects(tool: &str, command: &str, workspace: &Path) -> Vec<Subject> {
         out.push(Subject {
             also_from: cmd.also_from,
             guess: cmd.guess,
+            named: cmd.named,
             ..Subject::new(tool, cmd.text, problem)
         });
     }
     for redirect in parsed.redirects {
+        // `cp key DIR` writes `DIR/key` only when DIR is a folder: look now (a command of the
+        // line that may make one first makes the subject opaque instead).
+        if let (Some(dir), None) = (&redirect.inside, &redirect.opaque) {
+            if !workspace.join(dir).is_dir() {
+                continue;
+            }
+        }
         let target_tool = match redirect.kind {
             shell::RedirectKind::Read => "read",
             shell::RedirectKind::Write => "file_write",

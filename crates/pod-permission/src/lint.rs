@@ -212,7 +212,10 @@ fn allows_only_opaque(rule: &RuleSpec, tools: &[&str]) -> Option<String> {
     }
     let sample = rule.pattern.replace(['*', '?'], "x");
     let subjects = super::shell::extract(&sample);
+    // A rule that spells out what makes a command opaque (`python3 -m pytest *`) allows it.
+    let literal = rule.pattern.split(['*', '?']).next().unwrap_or("");
     match subjects.commands.as_slice() {
+        [only] if only.named.is_some_and(|n| literal.len() >= n) => None,
         [only] => only.opaque.as_ref().map(|o| o.describe()),
         _ => None,
     }
@@ -337,6 +340,8 @@ mod tests {
             Action::Ask,
             vec![
                 spec("bash", "python3 -c *", Action::Allow),
+                // It names the module it runs, so it allows it.
+                spec("bash", "python3 -m pytest *", Action::Allow),
                 spec("bash", "python3 *", Action::Allow),
                 spec("bash", "eval *", Action::Deny),
             ],

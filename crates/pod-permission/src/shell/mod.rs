@@ -52,9 +52,14 @@ pub struct ShellCommand {
     /// each argument of a program that may run its arguments (an unknown program or a wrapper).
     /// Deny and ask rules are also tried on `text[offset..]`.
     pub also_from: Vec<usize>,
-    /// Not known to run: an argument of an unknown program that reads as a command line. Only
-    /// deny and ask rules apply to it.
+    /// Not known to run: an argument of an unknown program that reads as a command line, or
+    /// another name of what the command does (`git send-pack` is a push). Only deny and ask
+    /// rules apply to it.
     pub guess: bool,
+    /// Opaque only for what `text[..named]` says (`python3 -m pytest` runs that module): an
+    /// allow rule whose literal part (before its first wildcard) spells all of it out allows
+    /// the command.
+    pub named: Option<usize>,
 }
 
 /// Whether a redirection reads or writes its target.
@@ -79,6 +84,9 @@ pub struct ShellRedirect {
     /// rules apply to such a subject while it can be resolved (the command itself is the
     /// subject other rules decide).
     pub written_by: Option<String>,
+    /// The file is written only when this path is a folder (`cp key secrets` writes
+    /// `secrets/key` if `secrets` is one): the subject counts when it is one at decision time.
+    pub inside: Option<String>,
 }
 
 /// Why a subject's effect cannot be read statically.
@@ -133,6 +141,7 @@ pub fn extract(command: &str) -> ShellSubjects {
             opaque: Some(Opaque::ParseError(why)),
             also_from: Vec::new(),
             guess: false,
+            named: None,
         }],
         redirects: Vec::new(),
     };
@@ -165,6 +174,7 @@ pub fn extract(command: &str) -> ShellSubjects {
             opaque: Some(Opaque::Empty),
             also_from: Vec::new(),
             guess: false,
+            named: None,
         });
     }
     out

@@ -96,6 +96,9 @@ pub enum Dialect {
 pub struct Items<'a> {
     p: Parser<'a>,
     done: bool,
+    /// Items read but not handed out: an item whose here-document body starts at a later
+    /// newline (`cat <<EOF; echo` newline body) waits until the body is read.
+    queue: std::collections::VecDeque<AndOr>,
 }
 
 impl<'a> Items<'a> {
@@ -107,31 +110,36 @@ impl<'a> Items<'a> {
         let mut p = Parser::new(src, budget, 0, dialect);
         p.enter()?;
         p.level += 1;
-        Ok(Items { p, done: false })
+        Ok(Items {
+            p,
+            done: false,
+            queue: Default::default(),
+        })
     }
 
     /// The next top-level item, with its here-documents read; None at the end of the line.
+    /// An item ended by `;` or `&` before the newline its here-document body follows is held
+    /// back until that body has been read (the items up to the newline come with it).
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<AndOr>, ParseError> {
-        if self.done {
-            return Ok(None);
-        }
-        match self.p.list_item(Stop::End)? {
-            Some(item) => Ok(Some(item)),
-            None => {
-                self.done = true;
-                self.p.end_list()?;
-                if self.p.pos < self.p.b.len() {
-                    return self
-                        .p
-                        .err(format!("unexpected `{}`", self.p.b[self.p.pos] as char));
+        while !self.done && (self.queue.is_empty() || !self.p.pending.is_empty()) {
+            match self.p.list_item(Stop::End)? {
+                Some(item) => self.queue.push_back(item),
+                None => {
+                    self.done = true;
+                    self.p.end_list()?;
+                    if self.p.pos < self.p.b.len() {
+                        return self
+                            .p
+                            .err(format!("unexpected `{}`", self.p.b[self.p.pos] as char));
+                    }
+                    if !self.p.pending.is_empty() {
+                        return self.p.err("a here-document has no body");
+                    }
                 }
-                if !self.p.pending.is_empty() {
-                    return self.p.err("a here-document has no body");
-                }
-                Ok(None)
             }
         }
+        Ok(self.queue.pop_front())
     }
 
     /// What the items read so far assign.
@@ -266,6 +274,27 @@ struct Parser<'a> {
     assigned: Vec<(String, bool)>,
     sources: bool,
     dialect: Dialect,
+    /// Inside `$( )`, `<( )` or `>( )`.
+    in_sub: usize,
+}
+
+/// Whether `text` holds a backslash before a metacharacter, a blank or a quote.
+fn escapes_a_metacharacter(text: &[u8]) -> bool {
+    let mut i = 0;
+    while i < text.len() {
+        if text[i] == b'\\' {
+            if text
+                .get(i + 1)
+                .is_some_and(|c| b"|&;<>() \t\"'`".contains(c))
+            {
+                return true;
+            }
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    false
 }
 
 type R<T> = Result<T, ParseError>;
@@ -291,6 +320,7 @@ impl<'a> Parser<'a> {
             assigned: Vec::new(),
             sources: false,
             dialect,
+            in_sub: 0,
         }
     }
 
@@ -426,6 +456,13 @@ impl<'a> Parser<'a> {
             .iter()
             .copied()
             .find(|w| self.starts_with(w) && is_delimiter(self.b.get(self.pos + w.len()).copied()))
+    }
+
+    /// `word` is at the cursor, unquoted, followed by a delimiter or a line continuation.
+    fn at_plain_word(&self, word: &str) -> bool {
+        let after = self.pos + word.len();
+        self.starts_with(word)
+            && (is_delimiter(self.b.get(after).copied()) || self.b[after..].starts_with(b"\\\n"))
     }
 
     fn expect_reserved(&mut self, word: &str) -> R<()> {
@@ -661,10 +698,15 @@ impl<'a> Parser<'a> {
             match self.peek_reserved() {
                 Some("!") => self.bump()?,
                 Some("time") => {
+                    // `time [-p] [--]`, each unquoted and a word of its own, as bash reads it.
                     self.bash_only("`time`")?;
                     self.advance(4)?;
                     self.skip_blanks()?;
-                    if self.starts_with("-p") && is_delimiter(self.peek_at(2)) {
+                    if self.at_plain_word("-p") {
+                        self.advance(2)?;
+                        self.skip_blanks()?;
+                    }
+                    if self.at_plain_word("--") {
                         self.advance(2)?;
                     }
                 }
@@ -1022,6 +1064,8 @@ impl<'a> Parser<'a> {
             }
             let op = match (self.peek(), self.peek_at(1)) {
                 (None, _) => return self.err("`[[` has no `]]`"),
+                // `<(...)` and `>(...)` are words here too (process substitutions).
+                (Some(b'<' | b'>'), Some(b'(')) => None,
                 (Some(b'&'), Some(b'&')) => Some("&&"),
                 (Some(b'|'), Some(b'|')) => Some("||"),
                 (Some(b'('), _) => Some("("),
@@ -1355,11 +1399,19 @@ impl<'a> Parser<'a> {
     }
 
     fn array_elements(&mut self) -> R<Vec<(Option<String>, Word)>> {
+        let start = self.pos;
         let mut elements = Vec::new();
         loop {
             self.skip_blanks_comments()?;
             match self.peek() {
                 Some(b')') => {
+                    // bash 5.2 rejects an escaped metacharacter, blank or quote in an array
+                    // assignment inside `$( )` or `<( )` and runs the lines after the error.
+                    if self.in_sub > 0 && escapes_a_metacharacter(&self.b[start..self.pos]) {
+                        return self.err(
+                            "an escaped metacharacter in an array inside a substitution (bash rejects it)",
+                        );
+                    }
                     self.bump()?;
                     return Ok(elements);
                 }
@@ -1496,13 +1548,26 @@ impl<'a> Parser<'a> {
                         lit.push('\\');
                     }
                 },
+                // A process substitution starts a word, or stands anywhere in the word of an
+                // unquoted `${x:-word}` (bash runs it there too).
                 b'<' | b'>'
-                    if mode == Mode::Normal
-                        && self.pos == at_start
-                        && self.peek_at(1) == Some(b'(') =>
+                    if self.peek_at(1) == Some(b'(')
+                        && ((mode == Mode::Normal && self.pos == at_start)
+                            || matches!(
+                                mode,
+                                Mode::Brace {
+                                    in_dquote: false,
+                                    ..
+                                }
+                            )) =>
                 {
+                    self.bash_only("`<( )`")?;
+                    flush(&mut lit, &mut parts);
                     self.advance(2)?;
-                    let body = self.list(Stop::Paren)?;
+                    self.in_sub += 1;
+                    let body = self.list(Stop::Paren);
+                    self.in_sub -= 1;
+                    let body = body?;
                     self.expect_byte(b')')?;
                     parts.push(Part::ProcessSub(body));
                 }
@@ -1663,7 +1728,10 @@ impl<'a> Parser<'a> {
                     }
                     None => {
                         self.advance(2)?;
-                        let body = self.list(Stop::Paren)?;
+                        self.in_sub += 1;
+                        let body = self.list(Stop::Paren);
+                        self.in_sub -= 1;
+                        let body = body?;
                         self.expect_byte(b')')?;
                         Ok(Part::AmbiguousSub(body))
                     }
@@ -1671,7 +1739,10 @@ impl<'a> Parser<'a> {
             }
             Some(b'(') => {
                 self.advance(2)?;
-                let body = self.list(Stop::Paren)?;
+                self.in_sub += 1;
+                let body = self.list(Stop::Paren);
+                self.in_sub -= 1;
+                let body = body?;
                 self.expect_byte(b')')?;
                 Ok(Part::CommandSub(body))
             }
@@ -1801,7 +1872,7 @@ impl<'a> Parser<'a> {
                 let word = self.word(brace(false))?;
                 ParamOp::Word {
                     word,
-                    assigns: c == b'=',
+                    op: word_op(c),
                 }
             }
             (Some(b':'), _) => {
@@ -1820,7 +1891,7 @@ impl<'a> Parser<'a> {
                 let word = self.word(brace(false))?;
                 ParamOp::Word {
                     word,
-                    assigns: c == b'=',
+                    op: word_op(c),
                 }
             }
             (Some(c @ (b'#' | b'%' | b'^' | b',')), next) => {
@@ -1828,7 +1899,7 @@ impl<'a> Parser<'a> {
                 let word = self.word(brace(false))?;
                 ParamOp::Word {
                     word,
-                    assigns: false,
+                    op: word_op(c),
                 }
             }
             (Some(b'/'), next) => {
@@ -1853,7 +1924,10 @@ impl<'a> Parser<'a> {
             _ => return self.err("bad substitution: unsupported `${ }` operator"),
         };
         self.expect_byte(b'}')?;
-        if let ParamOp::Word { assigns: true, .. } = op {
+        if let ParamOp::Word {
+            op: WordOp::Assign, ..
+        } = op
+        {
             self.note(&name, false);
         }
         Ok(Param {
@@ -1875,6 +1949,18 @@ impl<'a> Parser<'a> {
             }
         }
         Ok(self.src[start..self.pos].to_string())
+    }
+}
+
+/// The operator of `${x OP word}` written as `c` (after an optional `:`).
+fn word_op(c: u8) -> WordOp {
+    match c {
+        b'-' => WordOp::Default,
+        b'=' => WordOp::Assign,
+        b'+' => WordOp::Alternate,
+        b'?' => WordOp::Error,
+        b'#' | b'%' => WordOp::Trim,
+        _ => WordOp::Case,
     }
 }
 

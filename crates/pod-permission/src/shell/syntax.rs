@@ -192,6 +192,30 @@ pub enum Part {
     ArrayLiteral(String),
 }
 
+/// What the operator of `${x OP word}` does with its word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WordOp {
+    /// `${x:-w}`, `${x-w}`: the word when `x` is unset (or empty).
+    Default,
+    /// `${x:=w}`, `${x=w}`: the word, assigned to `x`, when it is unset (or empty).
+    Assign,
+    /// `${x:+w}`, `${x+w}`: the word when `x` is set (and not empty).
+    Alternate,
+    /// `${x:?w}`, `${x?w}`: `x`, or an error showing the word.
+    Error,
+    /// `${x#w}`, `${x##w}`, `${x%w}`, `${x%%w}`: `x` with a pattern removed.
+    Trim,
+    /// `${x^w}`, `${x^^w}`, `${x,w}`, `${x,,w}`: `x` with letters' case changed.
+    Case,
+}
+
+impl WordOp {
+    /// The value may be the word's own text, not the variable's.
+    pub fn gives_word(self) -> bool {
+        matches!(self, WordOp::Default | WordOp::Assign | WordOp::Alternate)
+    }
+}
+
 /// A parameter expansion.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Param {
@@ -208,8 +232,8 @@ pub struct Param {
 pub enum ParamOp {
     /// `$x`, `${x}`, `${#x}`.
     Plain,
-    /// `${x:-w}`, `${x+w}`, `${x#w}`, `${x^^w}`, ...: `assigns` for `:=` / `=`.
-    Word { word: Word, assigns: bool },
+    /// `${x:-w}`, `${x+w}`, `${x#w}`, `${x^^w}`, ...
+    Word { word: Word, op: WordOp },
     /// `${x/pat/rep}`.
     Replace(Word, Option<Word>),
     /// `${x:offset:length}`: arithmetic text.

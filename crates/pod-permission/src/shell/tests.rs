@@ -256,9 +256,16 @@ fn syntax_outside_the_subset_is_unparsed() {
         "echo \"${x:-'a'}\"",
         "((1 + 'a'))",
         "cat <<EOF\nEOF)\nEOF",
+        // bash 5.2 rejects an escaped metacharacter in an array inside `$( )` (and runs the
+        // lines after the error).
+        "echo $( (y=(victim \\;)) )\n$(rm x)",
+        "echo $(y=(a \\|))",
+        "cat <(declare y=(a\\ b))",
     ] {
         unparsed(s);
     }
+    // Outside a substitution, and escapes bash keeps, are fine.
+    understood("y=(a \\;); echo $(y=(a \\$ \\*))");
 }
 
 #[test]
@@ -326,10 +333,15 @@ fn redirections_are_subjects() {
 
 #[test]
 fn redirections_after_a_path_changing_command_are_opaque() {
-    // `ln` writes `notes` itself (a subject resolved now), then the redirection is opaque.
+    // `ln` writes `notes` itself, or `notes/.env` when `notes` is a folder (subjects resolved
+    // now), then the redirection is opaque.
     assert_eq!(
         writes("ln -sf .env notes; echo x > notes"),
-        [("notes".into(), false), ("notes".into(), true)]
+        [
+            ("notes".into(), false),
+            ("notes/.env".into(), false),
+            ("notes".into(), true)
+        ]
     );
     assert_eq!(writes("cd secrets && echo x > key"), [("key".into(), true)]);
     assert_eq!(writes("mkdir -p d && echo x > d/f"), [("d/f".into(), true)]);
@@ -346,16 +358,28 @@ fn redirections_after_a_path_changing_command_are_opaque() {
     // A background job or a loop may open its files after the line changed paths.
     assert_eq!(
         writes("(sleep 1; echo x > f) & ln -s .env f"),
-        [("f".into(), true), ("f".into(), false)]
+        [
+            ("f".into(), true),
+            ("f".into(), false),
+            ("f/.env".into(), false)
+        ]
     );
     assert_eq!(
         writes("for i in 1 2; do echo x > f; ln -sf .env f; done"),
-        [("f".into(), true), ("f".into(), true)]
+        [
+            ("f".into(), true),
+            ("f".into(), true),
+            ("f/.env".into(), true)
+        ]
     );
     // A command substitution runs before the redirection is opened.
     assert_eq!(
         writes("echo $(ln -s .env f) > f"),
-        [("f".into(), false), ("f".into(), true)]
+        [
+            ("f".into(), false),
+            ("f/.env".into(), false),
+            ("f".into(), true)
+        ]
     );
 }
 
@@ -464,7 +488,9 @@ fn code_running_arguments_are_opaque() {
         "awk '{print > \"/tmp/x\"}'",
         "awk -f prog.awk",
         "gawk -l ext 1",
-        "echo a | xargs rm",
+        "echo a | xargs -I{} sh -c 'rm {}'",
+        "echo a | xargs find",
+        "echo a | xargs git",
         "tar -cf x.tar --to-command='rm x' .",
         "tar --checkpoint-action=exec=x -cf a .",
         "tar --use-compress-program=x -cf a .",
@@ -661,4 +687,298 @@ fn the_item_by_item_walk_agrees_with_the_whole_walk() {
         let whole = super::whole(s, &budget).expect("parses");
         assert_eq!(streamed.as_ref(), Some(&whole), "{s:?}");
     }
+}
+
+// ---- issue 26: the classes where the engine read a line otherwise than bash ----
+
+/// A: a here-document whose command ends at `;` or `&` has its body after the newline: it is
+/// read before the command is walked.
+#[test]
+fn a_here_document_body_after_a_separator_is_walked() {
+    for s in [
+        "git status <<EOF; git status\n$(rm -rf victim)\nEOF",
+        "git status <<EOF & git status\n$(rm -rf victim)\nEOF",
+        "cat <<A; cat <<B & echo\n$(rm -rf victim)\nA\nB",
+        "cat <<A; cat <<B & echo\nA\n$(rm -rf victim)\nB",
+    ] {
+        find(s, "rm -rf victim");
+    }
+    // The item by item walk and the whole walk agree on it.
+    let s = "git status <<EOF; echo a\n$(rm x)\nEOF\necho b";
+    let budget = parse::Budget::for_input(s.len());
+    let streamed = super::streamed(s, &budget).expect("parses");
+    let whole = super::whole(s, &budget).expect("parses");
+    assert_eq!(streamed.as_ref(), Some(&whole));
+}
+
+/// B: `<(...)` is a word in `[[ ]]`, and a process substitution anywhere in an unquoted
+/// `${x:-...}` runs.
+#[test]
+fn b_process_substitution_in_conditions_and_parameter_words() {
+    for s in [
+        "[[ -n <(rm -rf victim) ]]",
+        "[[ x < <(rm -rf victim) ]]",
+        "[[ >(rm -rf victim) == x ]]",
+        "git log ${x:-<(rm -rf victim)}",
+        "git log ${x:-a<(rm -rf victim)}",
+        "echo ${x:+<(rm -rf victim)}",
+        "echo ${x/a/<(rm -rf victim)}",
+        "echo ${x#<(rm -rf victim)}",
+        "echo ${x/<(rm -rf victim)/y}",
+    ] {
+        find(s, "rm -rf victim");
+    }
+    // Inside double quotes it is text, as bash reads it.
+    assert_eq!(
+        texts("echo \"${x:-<(rm -rf victim)}\""),
+        ["echo \"${x:-<(rm -rf victim)}\""]
+    );
+    // sh does not know it.
+    opaque("sh -c 'cat <(rm -rf victim)'");
+}
+
+/// C: `${x:-TEXT}` may be the model's TEXT even when `x` comes from pod's environment.
+#[test]
+fn c_a_parameter_default_is_the_models_text() {
+    for s in [
+        "find . -maxdepth 0 ${x:--exec rm -rf victim ;}",
+        "find . ${x--delete}",
+        "find . ${x:=-delete}",
+        "find . ${HOME:+-delete}",
+        "find . ${HOME/*/-delete}",
+        "git log ${x:--p}",
+    ] {
+        opaque(s);
+    }
+    // The variable's own value, trimmed or with its case changed, is still pod's.
+    understood("find . ${HOME#/}");
+    understood("find . ${HOME%/} -name x");
+    understood("find . ${X:-$HOME}");
+}
+
+/// D: an option's value that brace expansion, splitting or a glob can make several words (or
+/// none) moves the words after it.
+#[test]
+fn d_an_option_value_that_may_be_several_words() {
+    for s in [
+        "git -C {.,push,origin} main",
+        "git -C {.,-c,core.fsmonitor=rm\\ -rf\\ victim} status",
+        "d='. push'; git -C $d main",
+        "git -C * status",
+        "git -C $DIR status",
+        "git --git-dir {a,b} status",
+        "sort -o {a,b.env} x",
+        "timeout {1,rm} -rf victim",
+        "python3 -W {a,-c} x.py",
+        "sqlite3 -separator {x,-cmd,'.shell rm x'} db 'select 1'",
+    ] {
+        opaque(s);
+    }
+    understood("git -C \"$DIR\" status");
+    understood("git -C sub log --oneline");
+}
+
+/// E: where awks read `/` differently, every reading is checked.
+#[test]
+fn e_awk_slash_and_bracket_readings() {
+    use super::programs::awk_program_runs;
+    for runs in [
+        "BEGIN { length /#/; system(\"rm x\") }",
+        "BEGIN { x = length /2; system(\"rm x\") #/ }",
+        "BEGIN { a = 1; b = a++ /2; system(\"rm x\") #/ }",
+        "BEGIN { getline /2; system(\"rm x\") #/ }",
+        "BEGIN { x = \"a\" ~ /[]/]#/; system(\"rm x\") }",
+        "BEGIN { x = \"a\" ~ /[^]/]#/; system(\"rm x\") }",
+        "BEGIN { x = \"a\" ~ /[[:alpha:]/]#/; system(\"rm x\") }",
+        "BEGIN { x = \"a\" ~ /[/]#/; system(\"rm x\") }",
+        "BEGIN { x = 1 \\\n/2; system(\"rm x\") #/\n}",
+    ] {
+        assert!(awk_program_runs(runs).is_some(), "{runs:?}");
+    }
+    for fine in [
+        "{ print length / 2 }",
+        "{ print length($0) / 2 }",
+        "/[0-9]+\\/[0-9]+/ { print }",
+        "/[a-z]/ && /[0-9]/ && /[A-Z]/ && /[_]/ && /[.]/ && /[,]/ && /[;]/ && /[:]/ { n++ } END { print n / 2 }",
+        "{ n++ } END { print n }",
+        "{ print $1 / 2 }",
+        "/n|m/",
+    ] {
+        assert_eq!(awk_program_runs(fine), None, "{fine:?}");
+    }
+}
+
+/// F: an interpreter option the table does not know has an unknown arity: opaque.
+#[test]
+fn f_interpreter_options_outside_the_table() {
+    for s in [
+        "node -C x -e 1",
+        "node --title x -e 1",
+        "node --frobnicate x app.js",
+        "python3 --check-hash-based-pycs never -c 1",
+        "python3 -J x script.py",
+        "perl -Ilib -e 1",
+        "perl -Z script.pl",
+        "perl -lMstrict script.pl",
+        "ruby -C dir -e 1",
+        "php -f x.php -r 1",
+        "lua -v -e 1",
+        "julia --eval 1",
+        "R -f x.R",
+    ] {
+        opaque(s);
+    }
+    for s in [
+        "node app.js",
+        "node --no-warnings --title x app.js",
+        "node --max-old-space-size=4096 build.js",
+        "python3 -u -X dev script.py",
+        "python3 -W ignore script.py arg",
+        "perl -I lib -w script.pl",
+        "perl -l -n script.pl",
+        "python3 --check-hash-based-pycs never script.py",
+    ] {
+        understood(s);
+    }
+}
+
+/// G: a program given `-c` twice runs one of them, which depends on the program: both are
+/// walked.
+#[test]
+fn g_every_value_of_a_repeated_option_is_walked() {
+    find(
+        "script -q -c true -c 'rm -rf victim' /dev/null",
+        "rm -rf victim",
+    );
+    find(
+        "script -q -c 'rm -rf victim' -c true /dev/null",
+        "rm -rf victim",
+    );
+    find("su -c true --command='rm -rf victim' root", "rm -rf victim");
+    opaque("env -C a -C b rm x");
+    opaque("xargs -I A -I B rm A B");
+}
+
+/// H, I, J: programs that run programs, found under their other names.
+#[test]
+fn h_i_j_programs_that_run_programs() {
+    for (s, inner) in [
+        ("setarch x86_64 /bin/rm -rf victim", "rm -rf victim"),
+        ("setarch x86_64 -R rm -rf victim", "rm -rf victim"),
+        ("linux64 rm -rf victim", "rm -rf victim"),
+        ("busybox rm -rf victim", "rm -rf victim"),
+        ("busybox sh -c 'rm -rf victim'", "rm -rf victim"),
+        (
+            "/lib64/ld-linux-x86-64.so.2 /bin/rm -rf victim",
+            "rm -rf victim",
+        ),
+        ("ld.so --argv0 x /bin/rm -rf victim", "rm -rf victim"),
+        ("time -- /bin/rm -rf victim", "rm -rf victim"),
+        ("time -p -- rm -rf victim", "rm -rf victim"),
+        ("jobs -x rm -rf victim", "rm -rf victim"),
+        ("jobs -lx rm -rf victim", "rm -rf victim"),
+        (
+            "/usr/lib/git-core/git-push origin HEAD",
+            "git push origin HEAD",
+        ),
+        ("git-push origin HEAD", "git push origin HEAD"),
+    ] {
+        find(s, inner);
+    }
+    opaque("/lib64/ld-linux-x86-64.so.2 --preload x.so /bin/ls");
+    opaque("go test -exec 'sh -c \"rm -rf victim\"' ./...");
+    opaque("go test -exec=sh ./...");
+    opaque("go build -toolexec=/tmp/x ./...");
+    opaque("go env -w GOFLAGS=-toolexec=x");
+    opaque("GOFLAGS=-toolexec=x go test ./...");
+    opaque("mytool --exec 'rm -rf victim'");
+    opaque("mytool --run-command=x");
+    understood("go test ./...");
+    understood("go test -run 'TestA|TestB' -v ./...");
+    understood("busybox --list");
+    // `git send-pack` pushes: a deny rule for `git push` is tried on it.
+    let s = extract("git send-pack remote.git main");
+    assert!(s
+        .commands
+        .iter()
+        .any(|c| c.guess && c.text == "git push remote.git main"));
+}
+
+/// K: the files programs write, as bash and the program see them.
+#[test]
+fn k_files_programs_write() {
+    let paths = |s: &str| -> Vec<String> { writes(s).into_iter().map(|(p, _)| p).collect() };
+    assert_eq!(paths("cp key secrets"), ["secrets", "secrets/key"]);
+    assert_eq!(paths("cp -T key secrets"), ["secrets"]);
+    assert_eq!(paths("mv a/b/key secrets/"), ["secrets/", "secrets/key"]);
+    assert_eq!(
+        paths("cp -t secrets a b"),
+        ["secrets", "secrets/a", "secrets/b"]
+    );
+    assert_eq!(
+        paths("cp --target-directory=secrets a"),
+        ["secrets", "secrets/a"]
+    );
+    assert_eq!(paths("ln -s /etc/x"), ["./x"]);
+    assert_eq!(paths("sort -o.env k"), [".env"]);
+    assert_eq!(paths("sort --output=.env k"), [".env"]);
+    assert_eq!(paths("shuf -o .env k"), [".env"]);
+    assert_eq!(paths("uniq k .env"), [".env"]);
+    assert_eq!(paths("dd if=k of=secrets/key"), ["secrets/key"]);
+    assert_eq!(paths("echo x | env -C secrets tee key"), ["secrets/key"]);
+    assert_eq!(
+        paths("env --chdir=secrets cp a b"),
+        ["secrets/b", "secrets/b/a"]
+    );
+    assert_eq!(
+        paths("env -C a env -C b bash -c 'echo x > key'"),
+        ["a/b/key"]
+    );
+    assert_eq!(paths("git show --output=pod.toml"), ["pod.toml"]);
+    assert_eq!(paths("git diff --output .env"), [".env"]);
+    assert_eq!(paths("git -C sub diff --output=.env"), ["sub/.env"]);
+    assert_eq!(
+        writes("env -C \"$(echo d)\" tee key"),
+        [("key".into(), true)]
+    );
+    opaque("git diff --outp=x");
+    opaque("git format-patch -o out HEAD~1");
+}
+
+/// The false asks of the issue: what a rule can name is understood.
+#[test]
+fn commands_that_rules_can_name() {
+    // xargs is a wrapper: its command is a subject; what it reads is the model's.
+    let s = extract("find . -name '*.py' | xargs grep -n print");
+    assert!(s.commands.iter().all(|c| c.opaque.is_none()), "{s:#?}");
+    find("find . -name '*.py' | xargs grep -n print", "grep -n print");
+    find("xargs -0 rm", "rm");
+    understood("xargs --version");
+    opaque("xargs -I{} sh -c 'echo {}'");
+    opaque("xargs find");
+    opaque("xargs --process-slot-var=BASH_ENV bash x");
+    // A glob no expansion of which is a find action.
+    understood("find . -name *.py");
+    understood("find src -name *.rs -o -name *.toml");
+    opaque("find . -name *");
+    opaque("find . -name -de*");
+    // `$(git merge-base ...)` prints object names.
+    understood("git diff $(git merge-base main HEAD)");
+    understood("git diff \"$(git rev-parse --verify HEAD)\" -- src");
+    opaque("git diff $(git log -1 --format=%s)");
+    opaque("git diff $(git rev-parse --abbrev-ref HEAD)");
+    opaque("git diff $(git merge-base main HEAD > x)");
+    // python3 -m MODULE: opaque, naming the module.
+    let c = find("python3 -m pytest -q", "python3 -m pytest -q");
+    assert!(c.opaque.is_some());
+    assert_eq!(c.named, Some("python3 -m pytest".len()));
+    assert_eq!(
+        find("python3 -I -m pytest", "python3 -I -m pytest").named,
+        Some(20)
+    );
+    assert_eq!(
+        find("python3 -c 'print(1)' x", "python3 -c print(1) x").named,
+        Some("python3 -c print(1)".len())
+    );
+    assert_eq!(find("python3 -i x.py", "python3 -i x.py").named, None);
 }

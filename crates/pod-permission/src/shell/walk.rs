@@ -12,7 +12,7 @@
 use std::collections::HashSet;
 
 use super::parse::{self, is_name, Budget, Dialect, MAX_DEPTH};
-use super::programs::{self, dangerous_variable, harmless_variable, Inner};
+use super::programs::{self, dangerous_variable, harmless_variable, FileArg, Inner, Input, Write};
 use super::syntax::*;
 use super::{Opaque, RedirectKind, ShellCommand, ShellRedirect, ShellSubjects};
 
@@ -69,6 +69,12 @@ pub(super) struct Wd {
     prefix: String,
     /// The literal text holds a `/` (a glob then names paths, never a bare command).
     has_slash: bool,
+    /// Not written on the command line: the arguments `xargs` reads and appends. Analyzed with
+    /// the command, never part of its subject's text.
+    pub hidden: bool,
+    /// The word is plain unquoted text whose only expansion is a glob (`*.py`): the pattern,
+    /// so a program can tell which names it can expand to.
+    pub glob_pattern: Option<String>,
 }
 
 impl Wd {
@@ -85,6 +91,57 @@ impl Wd {
             opaque: None,
             prefix: text.to_string(),
             has_slash: text.contains('/'),
+            hidden: false,
+            glob_pattern: None,
+        }
+    }
+
+    /// A word the engine supplies itself (`git-push` is `git push`): static text.
+    pub fn synthetic(text: &str) -> Wd {
+        Wd {
+            text: text.to_string(),
+            is_static: true,
+            trusted: false,
+            glob: false,
+            may_start_dash: text.starts_with('-'),
+            splits: false,
+            array_literal: false,
+            opaque: None,
+            prefix: text.to_string(),
+            has_slash: text.contains('/'),
+            hidden: false,
+            glob_pattern: None,
+        }
+    }
+
+    /// What `xargs` appends to its command: words it reads, chosen by the model, any number of
+    /// them, options included.
+    pub fn input(what: &str) -> Wd {
+        Wd {
+            text: what.to_string(),
+            is_static: false,
+            trusted: false,
+            glob: false,
+            may_start_dash: true,
+            splits: true,
+            array_literal: false,
+            opaque: None,
+            prefix: String::new(),
+            has_slash: false,
+            hidden: true,
+            glob_pattern: None,
+        }
+    }
+
+    /// This word with what `xargs -I` puts in place of its replace string: chosen by the model
+    /// (one argument, which may start with `-`).
+    pub fn replaced(&self) -> Wd {
+        Wd {
+            is_static: false,
+            trusted: false,
+            may_start_dash: true,
+            glob_pattern: None,
+            ..self.clone()
         }
     }
 
@@ -270,6 +327,9 @@ pub(super) struct Walk<'b> {
     floating_redirects: Vec<usize>,
     /// Walking an argument read as a command line.
     guess: usize,
+    /// Folders the command being walked runs in, relative to the line's own (`env -C DIR`),
+    /// innermost last; None for one computed at run time.
+    cwd: Vec<Option<String>>,
     /// More distinct subjects than [`MAX_SUBJECTS`] were met.
     too_many: bool,
     /// What the walk assumed about names (see [`Walk::assumptions_hold`]).
@@ -330,6 +390,7 @@ impl<'b> Walk<'b> {
             floating: 0,
             floating_redirects: Vec::new(),
             guess: 0,
+            cwd: Vec::new(),
             seen: Default::default(),
             seen_redirects: Default::default(),
             too_many: false,
@@ -447,6 +508,7 @@ impl<'b> Walk<'b> {
                 ))),
                 also_from: Vec::new(),
                 guess: false,
+                named: None,
             });
         }
     }
@@ -486,6 +548,7 @@ impl<'b> Walk<'b> {
             opaque: Some(why),
             also_from: Vec::new(),
             guess: false,
+            named: None,
         });
         self.changed = true;
     }
@@ -756,6 +819,8 @@ impl<'b> Walk<'b> {
                     opaque: None,
                     prefix: String::new(),
                     has_slash: s.contains('/'),
+                    hidden: false,
+                    glob_pattern: None,
                 };
             }
         }
@@ -777,6 +842,12 @@ impl<'b> Walk<'b> {
             st.trusted = false;
         }
         let is_static = st.is_static;
+        // A glob in plain unquoted text, with nothing else computed (no braces, tilde or
+        // expansion): its pattern.
+        let glob_pattern = match w.parts.as_slice() {
+            [Part::Lit(text)] if glob && !tilde && !text.contains(['{', '}']) => Some(text.clone()),
+            _ => None,
+        };
         Wd {
             text: if is_static {
                 st.text
@@ -798,6 +869,8 @@ impl<'b> Walk<'b> {
             opaque: st.opaque,
             has_slash: st.prefix.contains('/') || w.src().contains('/'),
             prefix: st.prefix,
+            hidden: false,
+            glob_pattern,
         }
     }
 
@@ -818,7 +891,10 @@ impl<'b> Walk<'b> {
                     self.param(param, st, depth);
                 }
                 Part::CommandSub(s) => {
-                    st.dynamic(false, false, quoted);
+                    // The output of a command that prints only object names is data that
+                    // cannot start with `-`; the command itself is a subject of the line.
+                    let names = prints_object_names(s);
+                    st.dynamic(names, names, quoted);
                     self.script(s, depth + 1);
                 }
                 Part::AmbiguousSub(s) => {
@@ -863,20 +939,22 @@ impl<'b> Walk<'b> {
                 ));
             }
         }
-        let nested = |this: &mut Self, w: &Word, st: &mut WordState| {
+        // `gives`: the word's text may be the value (`${x:-TEXT}`): text the model wrote, so the
+        // value is the model's, whoever set `x`.
+        let nested = |this: &mut Self, w: &Word, st: &mut WordState, gives: bool| {
             let wd = this.word(w, depth + 1);
             if let Some(Opaque::Code(why)) = &wd.opaque {
                 st.opaque(why.clone());
             }
-            if wd.model_chosen() {
+            if wd.model_chosen() || (gives && has_text(&w.parts)) {
                 st.trusted = false;
             }
         };
         match &p.op {
             ParamOp::Plain => {}
-            ParamOp::Word { word, assigns } => {
-                nested(self, word, st);
-                if *assigns && dangerous_variable(&p.name) {
+            ParamOp::Word { word, op } => {
+                nested(self, word, st, op.gives_word());
+                if *op == WordOp::Assign && dangerous_variable(&p.name) {
                     st.opaque(format!(
                         "`${{{}:=...}}` assigns a variable that changes how commands run",
                         p.name
@@ -884,9 +962,9 @@ impl<'b> Walk<'b> {
                 }
             }
             ParamOp::Replace(pattern, replacement) => {
-                nested(self, pattern, st);
+                nested(self, pattern, st, false);
                 if let Some(r) = replacement {
-                    nested(self, r, st);
+                    nested(self, r, st, true);
                 }
             }
             ParamOp::Substring(offset, length) => {
@@ -1023,6 +1101,7 @@ impl<'b> Walk<'b> {
                 opaque: Some(opaque.unwrap_or(Opaque::DynamicCommandWord)),
                 also_from,
                 guess: false,
+                named: None,
             });
             self.changed = true;
             return;
@@ -1060,6 +1139,20 @@ impl<'b> Walk<'b> {
                 )));
             }
         }
+        // Opaque only for what the words up to `named` say (`python3 -m pytest`): how much of
+        // the subject's text that is.
+        let named = match (analysis.named, &opaque, &analysis.text) {
+            (Some(k), None, None) if analysis.opaque.is_some() => Some(
+                prefix.len()
+                    + name.len()
+                    + args[..k.min(args.len())]
+                        .iter()
+                        .filter(|w| !w.hidden)
+                        .map(|w| w.text.len() + 1)
+                        .sum::<usize>(),
+            ),
+            _ => None,
+        };
         if let Some(o) = analysis.opaque.clone() {
             opaque.get_or_insert(o);
         }
@@ -1070,7 +1163,22 @@ impl<'b> Walk<'b> {
             opaque,
             also_from,
             guess: false,
+            named,
         });
+        // What the command does under another name (`git send-pack` pushes): deny and ask
+        // rules only.
+        for form in &analysis.deny_forms {
+            self.guess += 1;
+            self.push(ShellCommand {
+                text: form.clone(),
+                path_form: None,
+                opaque: None,
+                also_from: Vec::new(),
+                guess: true,
+                named: None,
+            });
+            self.guess -= 1;
+        }
         if guess_args && self.guess < MAX_GUESS_DEPTH {
             for w in args {
                 // The word, or the value of `--option=value`.
@@ -1095,22 +1203,57 @@ impl<'b> Walk<'b> {
                 }
             }
         }
+        // What it runs and writes happens in the folders it changes to (`env -C DIR`).
+        let moved = !analysis.chdir.is_empty();
+        if moved {
+            let dir = chdir_path(args, &analysis.chdir);
+            self.cwd.push(dir);
+        }
         for inner in &analysis.inner {
             match inner {
-                Inner::Command { assigns, words } => {
+                Inner::Command {
+                    assigns,
+                    words,
+                    input,
+                } => {
                     let inner_assigns: Vec<AssignInfo> = args[assigns.clone()]
                         .iter()
                         .map(AssignInfo::from_word)
                         .collect();
-                    self.run(&inner_assigns, &args[words.clone()], depth + 1);
+                    let inner_words = &args[words.clone()];
+                    match input {
+                        Input::None => self.run(&inner_assigns, inner_words, depth + 1),
+                        Input::Appended => {
+                            let mut fed = inner_words.to_vec();
+                            fed.push(Wd::input("the arguments xargs reads"));
+                            self.run(&inner_assigns, &fed, depth + 1);
+                        }
+                        Input::Replaced(r) => {
+                            let fed: Vec<Wd> = inner_words
+                                .iter()
+                                .map(|w| {
+                                    if w.text.contains(r.as_str()) {
+                                        w.replaced()
+                                    } else {
+                                        w.clone()
+                                    }
+                                })
+                                .collect();
+                            self.run(&inner_assigns, &fed, depth + 1);
+                        }
+                    }
                 }
                 Inner::Script(script, dialect) => self.nested(script, depth + 1, *dialect),
             }
         }
-        for &i in &analysis.writes {
-            if let Some(w) = args.get(i) {
-                self.redirect_target(RedirectKind::Write, w.clone(), Some(&name));
+        for write in &analysis.writes {
+            if let Some((w, inside)) = written_word(args, write) {
+                let inside = inside.map(|dir| self.in_cwd(dir).text);
+                self.redirect_target(RedirectKind::Write, w, Some(&name), inside);
             }
+        }
+        if moved {
+            self.cwd.pop();
         }
         if analysis.changes_paths {
             self.changed = true;
@@ -1126,7 +1269,7 @@ impl<'b> Walk<'b> {
                 } else {
                     RedirectKind::Write
                 };
-                self.redirect_target(kind, wd, None);
+                self.redirect_target(kind, wd, None, None);
             }
             Redirect::Dup { read, target } => {
                 let wd = self.word(target, depth);
@@ -1140,11 +1283,11 @@ impl<'b> Walk<'b> {
                     } else {
                         RedirectKind::Write
                     };
-                    self.redirect_target(kind, wd, None);
+                    self.redirect_target(kind, wd, None, None);
                 }
             }
-            Redirect::HereDoc { body } => {
-                if let Some(Some(parts)) = body.get() {
+            Redirect::HereDoc { body } => match body.get() {
+                Some(Some(parts)) => {
                     let mut st = WordState {
                         is_static: true,
                         trusted: true,
@@ -1155,7 +1298,13 @@ impl<'b> Walk<'b> {
                         self.push_opaque("<<", o);
                     }
                 }
-            }
+                Some(None) => {}
+                // Never walk past a body that was not read: what it runs is unknown.
+                None => self.push_opaque(
+                    "<<",
+                    Opaque::ParseError("a here-document body was not read".into()),
+                ),
+            },
             Redirect::HereString(w) => {
                 let wd = self.word(w, depth);
                 if let Some(o) = wd.opaque {
@@ -1165,10 +1314,17 @@ impl<'b> Walk<'b> {
         }
     }
 
-    fn redirect_target(&mut self, kind: RedirectKind, wd: Wd, written_by: Option<&str>) {
+    fn redirect_target(
+        &mut self,
+        kind: RedirectKind,
+        wd: Wd,
+        written_by: Option<&str>,
+        inside: Option<String>,
+    ) {
         if self.guess > 0 {
             return;
         }
+        let wd = self.in_cwd(wd);
         if wd.is_static
             && matches!(
                 wd.text.as_str(),
@@ -1189,6 +1345,7 @@ impl<'b> Walk<'b> {
             path: wd.text,
             opaque,
             written_by: written_by.map(str::to_string),
+            inside,
         };
         if self.floating == 0 {
             let key = {
@@ -1208,6 +1365,158 @@ impl<'b> Walk<'b> {
             self.floating_redirects.push(self.out.redirects.len() - 1);
         }
     }
+}
+
+impl Walk<'_> {
+    /// A path as the shell line's own folder sees it: a relative one under the folders the
+    /// command runs in (`env -C secrets tee key` writes `secrets/key`); computed at run time
+    /// when one of those is.
+    fn in_cwd(&self, wd: Wd) -> Wd {
+        if self.cwd.is_empty() || !wd.is_static || wd.text.starts_with('/') {
+            return wd;
+        }
+        let mut path = String::new();
+        for dir in &self.cwd {
+            match dir {
+                None => {
+                    return Wd {
+                        is_static: false,
+                        ..wd
+                    }
+                }
+                Some(d) => path = join_path(&path, d),
+            }
+        }
+        Wd::synthetic(&join_path(&path, &wd.text))
+    }
+}
+
+/// `dir/path` (`path` when absolute or `dir` empty).
+fn join_path(dir: &str, path: &str) -> String {
+    if dir.is_empty() || path.starts_with('/') {
+        path.to_string()
+    } else {
+        format!("{}/{path}", dir.trim_end_matches('/'))
+    }
+}
+
+/// The folder a command's `-C` options lead to, from the line's folder; None when one of them
+/// is computed at run time.
+fn chdir_path(args: &[Wd], dirs: &[FileArg]) -> Option<String> {
+    let mut path = String::new();
+    for &dir in dirs {
+        let w = file_word(args, dir)?;
+        path = join_path(&path, w.lit()?);
+    }
+    Some(path)
+}
+
+/// The word a file argument names: all of the argument, or (for an attached option value) its
+/// text from `from` on; None when the argument is missing.
+fn file_word(args: &[Wd], f: FileArg) -> Option<Wd> {
+    let w = args.get(f.arg)?;
+    if f.from == 0 {
+        return Some(w.clone());
+    }
+    match w.lit() {
+        Some(t) => Some(Wd::synthetic(t.get(f.from..)?)),
+        // Computed at run time: a dynamic path.
+        None => Some(Wd {
+            is_static: false,
+            ..w.clone()
+        }),
+    }
+}
+
+/// The file a program writes, as a word (static when every part of it is), and the folder it
+/// is written into only when that is a folder.
+fn written_word(args: &[Wd], write: &Write) -> Option<(Wd, Option<Wd>)> {
+    match *write {
+        Write::File(f) => Some((file_word(args, f)?, None)),
+        Write::Into { dir, source } => {
+            let source = args.get(source)?;
+            let dir = match dir {
+                Some(d) => file_word(args, d)?,
+                None => Wd::synthetic("."),
+            };
+            Some(match (dir.lit(), source.lit()) {
+                (Some(d), Some(s)) => {
+                    let name = basename(s.trim_end_matches('/'));
+                    (Wd::synthetic(&join_path(d, name)), Some(dir.clone()))
+                }
+                // Computed at run time: a dynamic path, whatever the folder is.
+                _ if !dir.is_static => (dir, None),
+                _ => (
+                    Wd {
+                        is_static: false,
+                        text: format!("{}/{}", dir.text, source.text),
+                        ..source.clone()
+                    },
+                    None,
+                ),
+            })
+        }
+    }
+}
+
+/// Whether `script` is one command that prints only git object names (`git merge-base A B`,
+/// `git rev-parse REV`): its output never starts with `-`, holds no blank or glob, and the
+/// command is a subject of the line itself (decided by the rules like any other).
+fn prints_object_names(script: &Script) -> bool {
+    let [AndOr {
+        pipelines,
+        background: false,
+    }] = script.items.as_slice()
+    else {
+        return false;
+    };
+    let [Pipeline { commands }] = pipelines.as_slice() else {
+        return false;
+    };
+    let [Command::Simple(simple)] = commands.as_slice() else {
+        return false;
+    };
+    let quiet = simple.redirects.iter().all(|r| match r {
+        Redirect::File {
+            read: false,
+            target,
+        } => parse::literal_text(target) == Some("/dev/null"),
+        _ => false,
+    });
+    if !simple.assigns.is_empty() || !quiet {
+        return false;
+    }
+    let words: Option<Vec<&str>> = simple.words.iter().map(parse::literal_text).collect();
+    let Some(words) = words else { return false };
+    let plain = |t: &str| {
+        !t.is_empty()
+            && !t.starts_with('-')
+            && !t.contains([' ', '\t', '\n', '*', '?', '[', '{', '~', '='])
+    };
+    match words.as_slice() {
+        ["git", "merge-base", rest @ ..] => rest.iter().all(|t| {
+            plain(t) || matches!(*t, "--all" | "--octopus" | "--independent" | "--fork-point")
+        }),
+        ["git", "rev-parse", rest @ ..] => {
+            !rest.is_empty()
+                && rest.iter().all(|t| {
+                    plain(t)
+                        || matches!(*t, "--verify" | "--short" | "-q" | "--quiet")
+                        || t.strip_prefix("--short=")
+                            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+                })
+        }
+        _ => false,
+    }
+}
+
+/// Whether word parts hold literal text (a character the model wrote).
+fn has_text(parts: &[Part]) -> bool {
+    parts.iter().any(|p| match p {
+        Part::Lit(s) | Part::Quoted(s) => !s.is_empty(),
+        Part::Double { parts, .. } => has_text(parts),
+        _ => false,
+    })
 }
 
 fn changed_reason() -> Opaque {
@@ -1232,6 +1541,7 @@ fn identifiers(text: &str) -> impl Iterator<Item = &str> {
 fn join(words: &[Wd]) -> String {
     words
         .iter()
+        .filter(|word| !word.hidden)
         .map(|word| word.text.as_str())
         .collect::<Vec<_>>()
         .join(" ")
@@ -1242,7 +1552,7 @@ fn join(words: &[Wd]) -> String {
 fn suffixes(text: &str, head: usize, words: &[Wd], from: usize) -> Vec<usize> {
     let mut out = Vec::new();
     let mut offset = head;
-    for w in &words[from..] {
+    for w in words[from..].iter().filter(|w| !w.hidden) {
         if out.len() >= MAX_SUFFIXES {
             break;
         }

@@ -5,6 +5,8 @@ use super::*;
 
 pub(super) fn git(args: &[Wd]) -> Analysis {
     let mut i = 0;
+    // `-C DIR`, in order: git changes to each before it does anything.
+    let mut chdir = Vec::new();
     while i < args.len() {
         let w = &args[i];
         let Some(t) = w.lit() else {
@@ -26,7 +28,19 @@ pub(super) fn git(args: &[Wd]) -> Analysis {
             _ if t.starts_with("--exec-path=") => {
                 return Analysis::opaque("`git --exec-path=` runs git commands from another folder")
             }
-            "-C" | "--git-dir" | "--work-tree" | "--namespace" | "--super-prefix" => i += 2,
+            "-C" | "--git-dir" | "--work-tree" | "--namespace" | "--super-prefix" => {
+                // The value is one word, or the words after it are not where they seem
+                // (`git -C {.,push,origin} main` is `git -C . push origin main`).
+                match value_word("git", args, i + 1, t) {
+                    Ok(v) => {
+                        if t == "-C" {
+                            chdir.push(FileArg::whole(v));
+                        }
+                        i = v + 1;
+                    }
+                    Err(o) => return Analysis::from(o),
+                }
+            }
             "-p"
             | "-P"
             | "--paginate"
@@ -59,12 +73,21 @@ pub(super) fn git(args: &[Wd]) -> Analysis {
         }
     }
     let rest = args.get(i..).unwrap_or(&[]);
-    let text = std::iter::once("git")
-        .chain(rest.iter().map(|w| w.text.as_str()))
-        .collect::<Vec<_>>()
-        .join(" ");
+    let words = |ws: &[Wd]| {
+        ws.iter()
+            .filter(|w| !w.hidden)
+            .map(|w| w.text.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let text = if rest.iter().any(|w| !w.hidden) {
+        format!("git {}", words(rest))
+    } else {
+        "git".to_string()
+    };
     let mut a = Analysis {
         text: Some(text),
+        chdir,
         ..Analysis::default()
     };
     let Some(sub) = rest.first() else {
@@ -103,6 +126,45 @@ pub(super) fn git(args: &[Wd]) -> Analysis {
     ];
     a.changes_paths = !READ_ONLY.contains(&sub);
     let operands = &rest[1..];
+    let at = i + 1;
+    // `--output FILE` (diff, log, show, ...) writes FILE, relative to `-C`.
+    let mut k = 0;
+    while k < operands.len() {
+        if operands[k].static_prefix().starts_with("--output=") {
+            a.writes.push(Write::File(FileArg {
+                arg: at + k,
+                from: "--output=".len(),
+            }));
+        } else if let Some(t) = operands[k].lit() {
+            if t == "--" {
+                break;
+            }
+            if t == "--output" {
+                match value_word("git", operands, k + 1, t) {
+                    Ok(v) => a.writes.push(Write::File(FileArg::whole(at + v))),
+                    Err(o) => return a.with(Some(o)),
+                }
+                k += 1;
+            } else if t.starts_with("--outp")
+                && "--output".starts_with(t.split('=').next().unwrap_or(t))
+            {
+                return a.with(Some(Opaque::Code(format!(
+                    "`git {sub} {t}` may write a file"
+                ))));
+            } else if sub == "format-patch"
+                && (short_cluster_has(t, "o") || long_prefix_of(t, &["output-directory"]))
+            {
+                return a.with(Some(Opaque::Code(
+                    "`git format-patch -o` writes files into a folder".into(),
+                )));
+            }
+        }
+        k += 1;
+    }
+    // Plumbing that pushes: a `git push` rule holds for it too.
+    if matches!(sub, "send-pack" | "http-push") {
+        a.deny_forms.push(format!("git push {}", words(operands)));
+    }
     if let Some(w) = operands
         .iter()
         .find(|w| w.model_chosen() && w.may_start_dash)
@@ -141,9 +203,8 @@ pub(super) fn git(args: &[Wd]) -> Analysis {
         "submodule" if has(&|t: &str| t == "foreach") => {
             Some("`git submodule foreach` runs a command".into())
         }
-        "difftool" | "mergetool" | "filter-branch" | "filter-repo" | "daemon" | "instaweb" => {
-            Some(format!("`git {sub}` runs configured or given programs"))
-        }
+        "difftool" | "mergetool" | "filter-branch" | "filter-repo" | "daemon" | "instaweb"
+        | "remote-ext" => Some(format!("`git {sub}` runs configured or given programs")),
         "clone" if has(&|t: &str| short_cluster_has(t, "uc")) => {
             Some("`git clone -u`/`-c` runs a given program or sets configuration".into())
         }

@@ -100,7 +100,12 @@ pub(super) fn sqlite(args: &[Wd]) -> Analysis {
                 return Analysis::opaque(format!("`sqlite3 {t}` runs given commands"))
             }
             "-separator" | "-newline" | "-nullvalue" | "-vfs" | "-maxsize" | "-mmap"
-            | "-pagecache" | "-lookaside" | "-heap" => i += 2,
+            | "-pagecache" | "-lookaside" | "-heap" => match args.get(i + 1) {
+                Some(v) if v.model_chosen() || v.splits => {
+                    return Analysis::from(split_value("sqlite3", v))
+                }
+                _ => i += 2,
+            },
             _ if t.starts_with('-') => i += 1,
             _ => {
                 operands.push(t);
@@ -172,4 +177,50 @@ pub(super) fn rsync(args: &[Wd]) -> Analysis {
         }
     }
     Analysis::default().changes_paths()
+}
+
+/// `go`: building and testing run the project's own code (as `cargo` does), not its
+/// arguments; the flags that give go a program to run (`-exec`, `-toolexec`, `-vettool`, linker
+/// and gccgo flags, which can name an external linker or a wrapper) and `go env -w` (which sets
+/// `GOFLAGS` for every later build) are opaque.
+pub(super) fn go(args: &[Wd]) -> Analysis {
+    const RUNS: &[&str] = &[
+        "exec",
+        "toolexec",
+        "vettool",
+        "ldflags",
+        "gccgoflags",
+        "compiler",
+        "overlay",
+    ];
+    let a = Analysis {
+        runs_args: true,
+        ..Analysis::default()
+    }
+    .changes_paths();
+    if args.first().and_then(Wd::lit) == Some("env")
+        && args
+            .iter()
+            .any(|w| matches!(w.lit(), Some("-w" | "--w" | "-u" | "--u")))
+    {
+        return a.with(Some(Opaque::Code(
+            "`go env -w` sets configuration (`GOFLAGS`) every later go command reads".into(),
+        )));
+    }
+    for w in args {
+        if w.model_chosen() && w.may_start_dash {
+            return a.with(Some(computed_option("go", w)));
+        }
+        let Some(t) = w.lit() else { continue };
+        let Some(flag) = t.strip_prefix("--").or_else(|| t.strip_prefix('-')) else {
+            continue;
+        };
+        let flag = flag.split('=').next().unwrap_or("");
+        if RUNS.contains(&flag) {
+            return a.with(Some(Opaque::Code(format!(
+                "`go {t}` gives go a program to run"
+            ))));
+        }
+    }
+    a
 }

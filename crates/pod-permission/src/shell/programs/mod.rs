@@ -40,6 +40,8 @@ use shells::*;
 use wrappers::*;
 // The shell analysis' tests read sed scripts directly.
 #[cfg(test)]
+pub(in crate::shell) use awk::awk_program_runs;
+#[cfg(test)]
 pub(super) use sed::sed_script_runs;
 
 /// What a command does with its arguments.
@@ -61,17 +63,63 @@ pub(super) struct Analysis {
     /// The subject text to use instead of the words as written (`git` without its global
     /// options).
     pub text: Option<String>,
-    /// Arguments that name files the program writes (`tee FILE`): `file_write` subjects.
-    pub writes: Vec<usize>,
+    /// Files the program writes (`tee FILE`, `cp x DIR`): `file_write` subjects.
+    pub writes: Vec<Write>,
+    /// Folders the program changes to, in order, before it opens its own files or runs what
+    /// it runs (`env -C DIR`, `git -C DIR`): relative paths there are relative to them.
+    pub chdir: Vec<FileArg>,
+    /// Other names of what the command does (`git send-pack` pushes: `git push ...`): deny and
+    /// ask rules are tried on them too.
+    pub deny_forms: Vec<String>,
+    /// The command is opaque only for what its words up to this many arguments say (`python3
+    /// -m pytest`: the module run): a rule naming those words literally allows it.
+    pub named: Option<usize>,
+}
+
+/// A file named by an argument: the argument `arg`, from byte `from` of its text (an attached
+/// option value: `-o.env`, `of=x`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct FileArg {
+    pub arg: usize,
+    pub from: usize,
+}
+
+impl FileArg {
+    pub(super) fn whole(arg: usize) -> FileArg {
+        FileArg { arg, from: 0 }
+    }
+}
+
+/// A file a program writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Write {
+    /// The file named.
+    File(FileArg),
+    /// `DIR/basename(SOURCE)`: what `cp SOURCE DIR` writes when DIR is a folder (`dir` None:
+    /// the working folder, as `ln -s /x/y` makes `y`).
+    Into { dir: Option<FileArg>, source: usize },
+}
+
+/// What a wrapped command gets besides its words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Input {
+    /// Nothing: it runs as written.
+    None,
+    /// More arguments, read at run time (`xargs CMD`).
+    Appended,
+    /// Every word holding this string gets text read at run time in its place (`xargs -I{}`).
+    Replaced(String),
 }
 
 /// A command or script a program runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Inner {
-    /// Words of `args`: leading `NAME=value` assignments, then the command.
+    /// Words of `args`: leading `NAME=value` assignments, then the command, and what it gets
+    /// besides.
     Command {
         assigns: Range<usize>,
         words: Range<usize>,
+        input: Input,
     },
     /// A shell script given as a string (`bash -c STR`, `su -c STR`, `watch STR`), and the shell
     /// that reads it.
@@ -110,18 +158,29 @@ impl Analysis {
         self
     }
 
-    /// Shifts argument indexes by `by` (for `busybox APPLET ...`).
-    fn shifted(mut self, by: usize) -> Analysis {
-        let shift = |r: &Range<usize>| r.start + by..r.end + by;
+    /// Shifts argument indexes by `by`: an analysis of `args[k..]` as one of `args` (`by` =
+    /// k), or of words with `-by` synthetic ones in front (`git-push` read as `git push`).
+    fn shifted(mut self, by: isize) -> Analysis {
+        let at = |i: usize| i.saturating_add_signed(by);
+        let shift = |r: &Range<usize>| at(r.start)..at(r.end);
         for inner in &mut self.inner {
-            if let Inner::Command { assigns, words } = inner {
+            if let Inner::Command { assigns, words, .. } = inner {
                 *assigns = shift(assigns);
                 *words = shift(words);
             }
         }
+        let file = |f: &mut FileArg| f.arg = at(f.arg);
         for w in &mut self.writes {
-            *w += by;
+            match w {
+                Write::File(f) => file(f),
+                Write::Into { dir, source } => {
+                    dir.iter_mut().for_each(file);
+                    *source = at(*source);
+                }
+            }
         }
+        self.chdir.iter_mut().for_each(file);
+        self.named = self.named.map(at);
         self
     }
 }
@@ -233,7 +292,6 @@ const DATA: &[&str] = &[
     "dd",
     "kill",
     "wait",
-    "jobs",
     "exit",
     "return",
     "break",
@@ -398,6 +456,18 @@ pub(super) fn dangerous_variable(name: &str) -> bool {
         "GNUPGHOME",
         "WGETRC",
         "CURL_HOME",
+        "GOFLAGS",
+        "GOENV",
+        "GOTOOLCHAIN",
+        "GOROOT",
+        "GOPATH",
+        "GOWORK",
+        "GOPROXY",
+        "CGO_CFLAGS",
+        "CGO_CPPFLAGS",
+        "CGO_CXXFLAGS",
+        "CGO_FFLAGS",
+        "CGO_LDFLAGS",
     ];
     const PREFIXES: &[&str] = &[
         "BASH_",
@@ -654,13 +724,17 @@ pub(super) fn analyze(name: &str, args: &[Wd]) -> Analysis {
         "script" => script(args),
         "watch" => watch(args),
         "xargs" => xargs(args),
-        "busybox" => match args.first() {
-            Some(applet) if applet.is_static => {
-                analyze(super::walk::basename(&applet.text), &args[1..]).shifted(1)
-            }
-            Some(applet) => Analysis::from(computed_option("busybox", applet)),
-            None => Analysis::default(),
-        },
+        "busybox" => busybox(args),
+        "setarch" | "linux32" | "linux64" | "i386" | "x86_64" => setarch(name, args),
+        "jobs" => jobs(args),
+        "go" => go(args),
+        _ if is_dynamic_loader(name) => dynamic_loader(name, args),
+        // `/usr/lib/git-core/git-push ARGS` is `git push ARGS`.
+        _ if name.len() > 4 && name.starts_with("git-") => {
+            let mut words = vec![Wd::synthetic(&name[4..])];
+            words.extend(args.iter().cloned());
+            git(&words).shifted(-1)
+        }
         "source" | "." => source(args),
         "set" => set(args),
         "shopt" => shopt(args),
@@ -827,35 +901,67 @@ fn data(name: &str, args: &[Wd]) -> Analysis {
 }
 
 /// The files a data program writes, as `file_write` subjects: `tee FILE...`, `touch FILE...`,
-/// `truncate FILE...`, the destination of `cp`/`mv`/`ln`/`install` (the last operand, or
-/// `-t DIR`), `dd of=FILE`, `sort -o FILE`. A destination computed at run time is opaque
-/// through its own word (a dynamic path subject).
-fn written_files(name: &str, args: &[Wd]) -> Result<Vec<usize>, Opaque> {
-    let all_operands = |spec: &Spec| scan(name, args, 0, spec).map(|s| s.operands);
+/// `truncate FILE...`, the destination of `cp`/`mv`/`ln`/`install` (the last operand, or every
+/// `-t DIR`) and, unless `-T`, each source's name inside it (`cp key secrets` writes
+/// `secrets/key` when `secrets` is a folder), `dd of=FILE`, `sort -o FILE`, `shuf -o FILE`,
+/// `uniq IN OUT`. Values attached to their option (`-o.env`, `--output=x`) count. A destination
+/// computed at run time is opaque through its own word (a dynamic path subject).
+fn written_files(name: &str, args: &[Wd]) -> Result<Vec<Write>, Opaque> {
+    let files = |s: Scanned| {
+        s.operands
+            .into_iter()
+            .map(|i| Write::File(FileArg::whole(i)))
+    };
+    let options = |s: &Scanned, names: &[&str]| -> Vec<Write> {
+        s.opts
+            .iter()
+            .filter(|o| names.contains(&o.name.as_str()))
+            .filter_map(|o| o.file(args))
+            .map(Write::File)
+            .collect()
+    };
     match name {
-        "tee" => all_operands(&Spec {
-            flags: "aip",
-            long_flags: &["append", "ignore-interrupts"],
-            long_optional: &["output-error"],
-            permute: true,
-            ..Spec::default()
-        }),
-        "touch" => all_operands(&Spec {
-            flags: "acfhm",
-            values: "drt",
-            long_flags: &["no-create", "no-dereference"],
-            long_values: &["date", "reference", "time"],
-            permute: true,
-            ..Spec::default()
-        }),
-        "truncate" => all_operands(&Spec {
-            flags: "co",
-            values: "rs",
-            long_flags: &["no-create", "io-blocks"],
-            long_values: &["reference", "size"],
-            permute: true,
-            ..Spec::default()
-        }),
+        "tee" => Ok(files(scan(
+            name,
+            args,
+            0,
+            &Spec {
+                flags: "aip",
+                long_flags: &["append", "ignore-interrupts"],
+                long_optional: &["output-error"],
+                permute: true,
+                ..Spec::default()
+            },
+        )?)
+        .collect()),
+        "touch" => Ok(files(scan(
+            name,
+            args,
+            0,
+            &Spec {
+                flags: "acfhm",
+                values: "drt",
+                long_flags: &["no-create", "no-dereference"],
+                long_values: &["date", "reference", "time"],
+                permute: true,
+                ..Spec::default()
+            },
+        )?)
+        .collect()),
+        "truncate" => Ok(files(scan(
+            name,
+            args,
+            0,
+            &Spec {
+                flags: "co",
+                values: "rs",
+                long_flags: &["no-create", "io-blocks"],
+                long_values: &["reference", "size"],
+                permute: true,
+                ..Spec::default()
+            },
+        )?)
+        .collect()),
         "cp" | "mv" | "ln" | "install" => {
             let spec = Spec {
                 flags: "abdfHiLlnPprsTuvxRDcCZ",
@@ -909,23 +1015,55 @@ fn written_files(name: &str, args: &[Wd]) -> Result<Vec<usize>, Opaque> {
                 ..Spec::default()
             };
             let s = scan(name, args, 0, &spec)?;
-            let target = s
+            // `install -d DIR...` makes every operand a folder.
+            if name == "install" && (s.has("d") || s.has("--directory")) {
+                return Ok(files(s).collect());
+            }
+            let targets: Vec<FileArg> = s
                 .opts
                 .iter()
-                .find(|o| o.name == "t" || o.name == "--target-directory")
-                .and_then(|o| match o.value {
-                    Some(OptValue::Word(i)) => Some(i),
-                    _ => None,
-                });
-            Ok(match (target, s.operands.last()) {
-                (Some(t), _) => vec![t],
-                (None, Some(&last)) if s.operands.len() >= 2 => vec![last],
-                _ => Vec::new(),
-            })
+                .filter(|o| o.name == "t" || o.name == "--target-directory")
+                .filter_map(|o| o.file(args))
+                .collect();
+            let no_target = s.has("T") || s.has("--no-target-directory");
+            let mut out = Vec::new();
+            if !targets.is_empty() {
+                for &t in &targets {
+                    out.push(Write::File(t));
+                    for &source in &s.operands {
+                        out.push(Write::Into {
+                            dir: Some(t),
+                            source,
+                        });
+                    }
+                }
+            } else if let [sources @ .., dest] = s.operands.as_slice() {
+                if sources.is_empty() {
+                    // `ln -s /x/y`: a link named `y` in the working folder.
+                    if name == "ln" {
+                        out.push(Write::Into {
+                            dir: None,
+                            source: *dest,
+                        });
+                    }
+                } else {
+                    out.push(Write::File(FileArg::whole(*dest)));
+                    if !no_target {
+                        for &source in sources {
+                            out.push(Write::Into {
+                                dir: Some(FileArg::whole(*dest)),
+                                source,
+                            });
+                        }
+                    }
+                }
+            }
+            Ok(out)
         }
         "dd" => Ok(args
             .iter()
             .position(|w| w.static_prefix().starts_with("of="))
+            .map(|arg| Write::File(FileArg { arg, from: 3 }))
             .into_iter()
             .collect()),
         "sort" => {
@@ -972,13 +1110,50 @@ fn written_files(name: &str, args: &[Wd]) -> Result<Vec<usize>, Opaque> {
                     ..Spec::default()
                 },
             )?;
-            Ok(s.opts
-                .iter()
-                .filter(|o| o.name == "o" || o.name == "--output")
-                .filter_map(|o| match o.value {
-                    Some(OptValue::Word(i)) => Some(i),
-                    _ => None,
-                })
+            Ok(options(&s, &["o", "--output"]))
+        }
+        "shuf" => {
+            let s = scan(
+                name,
+                args,
+                0,
+                &Spec {
+                    flags: "erz",
+                    values: "ino",
+                    long_flags: &["echo", "repeat", "zero-terminated"],
+                    long_values: &["input-range", "head-count", "output", "random-source"],
+                    permute: true,
+                    ..Spec::default()
+                },
+            )?;
+            Ok(options(&s, &["o", "--output"]))
+        }
+        "uniq" => {
+            let s = scan(
+                name,
+                args,
+                0,
+                &Spec {
+                    flags: "cdDiuz",
+                    values: "fsw",
+                    long_flags: &[
+                        "count",
+                        "repeated",
+                        "ignore-case",
+                        "unique",
+                        "zero-terminated",
+                    ],
+                    long_values: &["skip-fields", "skip-chars", "check-chars"],
+                    long_optional: &["all-repeated", "group"],
+                    permute: true,
+                    numbers: true,
+                    ..Spec::default()
+                },
+            )?;
+            Ok(s.operands
+                .get(1)
+                .map(|&i| Write::File(FileArg::whole(i)))
+                .into_iter()
                 .collect())
         }
         _ => Ok(Vec::new()),
@@ -999,6 +1174,43 @@ fn unknown(name: &str, args: &[Wd]) -> Analysis {
             "an argument of `{name}` is computed at run time (`{}`) and may be a command it runs",
             w.text
         )));
+    } else if let Some(t) = args.iter().filter_map(Wd::lit).find(|t| names_a_program(t)) {
+        a.opaque = Some(Opaque::Code(format!(
+            "`{name} {t}`: an option named for running a program (its value may be a command \
+             line the engine cannot read)"
+        )));
     }
     a
+}
+
+/// An option whose name says it gives the program something to run (`--exec`, `-toolexec`,
+/// `--run-command`, `--shell`, `--pager`, `--entrypoint`, ...).
+fn names_a_program(t: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "exec",
+        "execute",
+        "toolexec",
+        "vettool",
+        "command",
+        "cmd",
+        "shell",
+        "wrapper",
+        "interpreter",
+        "pager",
+        "editor",
+        "hook",
+        "askpass",
+        "launcher",
+        "runner",
+        "entrypoint",
+    ];
+    let Some(flag) = t.strip_prefix('-') else {
+        return false;
+    };
+    let flag = flag.trim_start_matches('-');
+    let name = flag.split('=').next().unwrap_or("");
+    name.len() > 1
+        && name
+            .split(['-', '_'])
+            .any(|part| WORDS.contains(&part.to_ascii_lowercase().as_str()))
 }

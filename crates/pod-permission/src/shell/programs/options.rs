@@ -29,6 +29,25 @@ pub(super) struct Opt {
     /// `c` for `-c`, `--command` for long ones (full name).
     pub(super) name: String,
     pub(super) value: Option<OptValue>,
+    /// The argument holding the option.
+    pub(super) arg: usize,
+}
+
+impl Opt {
+    /// Where the value is, as a file argument.
+    pub(super) fn file(&self, args: &[Wd]) -> Option<FileArg> {
+        match &self.value {
+            Some(OptValue::Word(i)) => Some(FileArg::whole(*i)),
+            Some(OptValue::Attached(text)) => {
+                let len = args.get(self.arg)?.text.len();
+                Some(FileArg {
+                    arg: self.arg,
+                    from: len.checked_sub(text.len())?,
+                })
+            }
+            None => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,6 +124,24 @@ pub(super) fn unknown_option(prog: &str, option: &str) -> Opaque {
     ))
 }
 
+/// An option's value that bash may turn into several words, or none (`-C {.,push}`, `-C $d`):
+/// the words after it would not be where the engine reads them.
+pub(super) fn split_value(prog: &str, word: &Wd) -> Opaque {
+    Opaque::Code(format!(
+        "an option value of `{prog}` may expand to several words or none (`{}`), which moves the words after it",
+        word.text
+    ))
+}
+
+/// The value word at `i` of an option, checked: it exists and stays one word.
+pub(super) fn value_word(prog: &str, args: &[Wd], i: usize, option: &str) -> Result<usize, Opaque> {
+    match args.get(i) {
+        None => Err(unknown_option(prog, option)),
+        Some(w) if w.splits => Err(split_value(prog, w)),
+        Some(_) => Ok(i),
+    }
+}
+
 pub(super) fn computed_option(prog: &str, word: &Wd) -> Opaque {
     Opaque::Code(format!(
         "an argument of `{prog}` is computed at run time (`{}`) and may be an option",
@@ -178,14 +215,12 @@ pub(super) fn scan(prog: &str, args: &[Wd], start: usize, spec: &Spec) -> Result
             let Some(full) = long_match(name, &all) else {
                 return Err(unknown_option(prog, t));
             };
+            let at = i;
             let value = if spec.long_values.contains(&full) {
                 match attached {
                     Some(v) => Some(OptValue::Attached(v.to_string())),
                     None => {
-                        i += 1;
-                        if i >= args.len() {
-                            return Err(unknown_option(prog, t));
-                        }
+                        i = value_word(prog, args, i + 1, t)?;
                         Some(OptValue::Word(i))
                     }
                 }
@@ -199,6 +234,7 @@ pub(super) fn scan(prog: &str, args: &[Wd], start: usize, spec: &Spec) -> Result
             out.opts.push(Opt {
                 name: format!("--{full}"),
                 value,
+                arg: at,
             });
             i += 1;
             continue;
@@ -208,6 +244,7 @@ pub(super) fn scan(prog: &str, args: &[Wd], start: usize, spec: &Spec) -> Result
                 out.opts.push(Opt {
                     name: "NUMBER".into(),
                     value: Some(OptValue::Attached(t[1..].to_string())),
+                    arg: i,
                 });
                 i += 1;
                 continue;
@@ -218,17 +255,15 @@ pub(super) fn scan(prog: &str, args: &[Wd], start: usize, spec: &Spec) -> Result
                 let rest = &cluster[k + c.len_utf8()..];
                 if spec.values.contains(c) {
                     let value = if rest.is_empty() {
-                        if i + 1 >= args.len() {
-                            return Err(unknown_option(prog, t));
-                        }
                         consumed_next = true;
-                        OptValue::Word(i + 1)
+                        OptValue::Word(value_word(prog, args, i + 1, t)?)
                     } else {
                         OptValue::Attached(rest.to_string())
                     };
                     out.opts.push(Opt {
                         name: c.to_string(),
                         value: Some(value),
+                        arg: i,
                     });
                     break;
                 }
@@ -236,6 +271,7 @@ pub(super) fn scan(prog: &str, args: &[Wd], start: usize, spec: &Spec) -> Result
                     out.opts.push(Opt {
                         name: c.to_string(),
                         value: (!rest.is_empty()).then(|| OptValue::Attached(rest.to_string())),
+                        arg: i,
                     });
                     break;
                 }
@@ -243,6 +279,7 @@ pub(super) fn scan(prog: &str, args: &[Wd], start: usize, spec: &Spec) -> Result
                     out.opts.push(Opt {
                         name: c.to_string(),
                         value: None,
+                        arg: i,
                     });
                     continue;
                 }
