@@ -1,7 +1,7 @@
 //! The runtime: [`Pod`], one session of an agent, usable as a library before any server exists.
 //!
 //! Owns: the session state (history, the model's view of the conversation, session grants, the
-//! client's [`Restriction`]), the turn loop (`turn`), the check chain every tool call passes
+//! client's mode), the turn loop (`turn`), the check chain every tool call passes
 //! (`checks`), and who answers asks ([`approval`]).
 //!
 //! Must not touch: the wire. Events leave through an [`EventSink`]; the server decides how they
