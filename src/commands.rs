@@ -744,6 +744,62 @@ fn toml_string(s: &str) -> String {
 }
 
 /// `pod trust [DIR]`: trusts the folder's `pod.toml` as it is now, saying what that lets it do.
+/// `pod grants [DIR] [--revoke PATTERN]`: the project grants of a folder (manifest/grants.rs).
+pub fn grants(dir: Option<&Path>, revoke: Option<&str>) -> u8 {
+    use crate::manifest::grants;
+    let dir = dir.unwrap_or(Path::new("."));
+    let manifest = match Manifest::discover(dir, Vouch::Store) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("{e}");
+            return 1;
+        }
+    };
+    let workspace = &manifest.workspace;
+    let Some(file) = grants::path(workspace) else {
+        eprintln!("no user configuration folder (POD_CONFIG is empty): no project grants");
+        return 1;
+    };
+    if let Some(pattern) = revoke {
+        return match grants::revoke(workspace, pattern) {
+            Ok(0) => {
+                eprintln!("{}: no grant with pattern {pattern:?}", file.display());
+                1
+            }
+            Ok(n) => {
+                println!("revoked {n} grant(s) {pattern:?} in {}", file.display());
+                0
+            }
+            Err(e) => {
+                eprintln!("{}: {e}", file.display());
+                1
+            }
+        };
+    }
+    match grants::rules(&file) {
+        Ok(rules) if rules.is_empty() => {
+            println!("no project grants for {}", workspace.display());
+            0
+        }
+        Ok(rules) => {
+            for rule in rules {
+                println!(
+                    "{}:{}: {} \"{}\" allow",
+                    file.display(),
+                    rule.line.unwrap_or(1),
+                    rule.tool,
+                    rule.pattern
+                );
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            1
+        }
+    }
+}
+
 pub fn trust(dir: Option<&Path>) -> u8 {
     use crate::manifest::trust::Decision;
     let dir = dir.unwrap_or(Path::new("."));

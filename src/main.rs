@@ -129,6 +129,15 @@ enum Command {
         #[arg(long, value_name = "DIR", conflicts_with = "dir")]
         revoke: Option<PathBuf>,
     },
+    /// List the rules "always in this project" answers wrote for a folder, or revoke one
+    /// (docs/permissions.md, "Ask").
+    Grants {
+        /// The project's folder (default: the current folder).
+        dir: Option<PathBuf>,
+        /// Remove every grant with this pattern (as listed, e.g. `cargo test *`).
+        #[arg(long, value_name = "PATTERN")]
+        revoke: Option<String>,
+    },
     /// Print the configuration in effect, each section with the file it came from.
     Config {
         /// The project's manifest (default: as `pod serve` finds it).
@@ -251,6 +260,7 @@ fn main() -> ExitCode {
         }),
         Command::Check { manifest } => pod::commands::check(manifest.as_deref()),
         Command::Config { manifest } => pod::commands::config(manifest.as_deref()),
+        Command::Grants { dir, revoke } => pod::commands::grants(dir.as_deref(), revoke.as_deref()),
         Command::Trust { dir, list, revoke } => {
             if list {
                 pod::commands::trust_list()

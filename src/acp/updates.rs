@@ -167,6 +167,11 @@ fn option(decision: ReplyDecision) -> acp::PermissionOption {
             "Allow commands like this for this session",
             acp::PermissionOptionKind::AllowAlways,
         ),
+        ReplyDecision::AllowProject => acp::PermissionOption::new(
+            "allow_project",
+            "Always allow commands like this in this project",
+            acp::PermissionOptionKind::AllowAlways,
+        ),
         ReplyDecision::Deny => acp::PermissionOption::new(
             "reject_once",
             "Reject",

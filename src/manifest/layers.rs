@@ -136,7 +136,37 @@ impl Manifest {
             (None, None) => defaults(&workspace)?,
         };
         manifest.trust.ignored = ignored;
+        manifest.add_project_grants()?;
         Ok(manifest.with_key_variables())
+    }
+
+    /// The rules "always in this project" answers wrote for this workspace (`grants.rs`), after
+    /// every other rule: they settle what would otherwise fall to the default, never what a
+    /// deny or ask rule decides.
+    fn add_project_grants(&mut self) -> Result<(), ManifestError> {
+        let Some(file) = super::grants::path(&self.workspace) else {
+            return Ok(());
+        };
+        let extra = super::grants::rules(&file)?;
+        let Some(rules) = &self.permissions else {
+            return Ok(());
+        };
+        if extra.is_empty() {
+            return Ok(());
+        }
+        let specs: Vec<RuleSpec> = rules.specs().cloned().chain(extra).collect();
+        self.permissions = Some(
+            Rules::compile(rules.default_action(), specs, rules.ask_timeout()).map_err(
+                |(i, e)| ManifestError::Invalid {
+                    path: file.clone(),
+                    line: 1,
+                    column: 1,
+                    message: format!("the project grants (rule {}): {e}", i + 1),
+                },
+            )?,
+        );
+        self.files.push(file);
+        Ok(())
     }
 
     /// True when no configuration file was found and pod runs on its built-in defaults.

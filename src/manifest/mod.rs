@@ -9,6 +9,7 @@
 
 mod error;
 pub mod file;
+pub mod grants;
 mod layers;
 pub mod mcp;
 pub mod trust;
@@ -647,6 +648,11 @@ impl Manifest {
         if let Ok(store) = TrustStore::default_location() {
             out.push(entry(store.path().to_path_buf(), "pod's trust store"));
         }
+        if let Some(file) = grants::path(&self.workspace) {
+            if let Some(dir) = file.parent() {
+                out.push(entry(dir.to_path_buf(), "pod's project grants"));
+            }
+        }
         out.extend(self.extra_protected.iter().cloned());
         out
     }
@@ -929,6 +935,8 @@ mod tests {
         let paths: Vec<(String, String)> = m
             .protected_paths()
             .into_iter()
+            // Where the project grants live depends on this machine's user configuration.
+            .filter(|p| p.what != "pod's project grants")
             .map(|p| match p.path.file_name() {
                 Some(name) if name == trust::STORE_FILE => ("trust.json".into(), p.what),
                 _ => (path_text(&p.path, &ws), p.what),

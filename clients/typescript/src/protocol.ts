@@ -98,7 +98,8 @@ export type Event =
  * This interface was referenced by `PodProtocolV1`'s JSON-Schema
  * via the `definition` "ReplyDecision".
  */
-export type ReplyDecision = ("allow_once" | "allow_session" | "deny") | "allow_prefix";
+export type ReplyDecision =
+  ("allow_once" | "allow_session" | "deny") | "allow_prefix" | "allow_project";
 /**
  * Who ended a permission request.
  *
