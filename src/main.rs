@@ -129,6 +129,18 @@ enum Command {
         #[arg(long, value_name = "DIR", conflicts_with = "dir")]
         revoke: Option<PathBuf>,
     },
+    /// Write a commented pod.toml for a project (the stack is guessed from its files when not
+    /// given) and trust it, since you wrote it.
+    Init {
+        /// The project's folder (default: the current folder).
+        dir: Option<PathBuf>,
+        /// The manifest to start from: rust, node, python or generic.
+        #[arg(long, value_enum)]
+        stack: Option<pod::commands::Stack>,
+        /// Replace an existing pod.toml.
+        #[arg(long)]
+        force: bool,
+    },
     /// List the rules "always in this project" answers wrote for a folder, or revoke one
     /// (docs/permissions.md, "Ask").
     Grants {
@@ -214,6 +226,18 @@ fn main() -> ExitCode {
     pod::logging::init(cli.log_level.as_deref());
     // Test-only fault injection (`POD_TEST_PANIC=1`) is decided once, at start-up.
     pod::testing::panics_armed();
+    if !matches!(
+        cli.command,
+        Command::Serve { .. } | Command::Acp { .. } | Command::Chat { .. }
+    ) {
+        // A listing piped into `head` ends quietly when the reader goes, as other Unix tools
+        // do, instead of panicking on the closed pipe. The servers keep SIGPIPE ignored: a
+        // client that goes away is an error they handle.
+        // SAFETY: setting a signal's disposition to its default before any thread starts.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     let code = match cli.command {
         Command::Serve {
             manifest,
@@ -260,6 +284,7 @@ fn main() -> ExitCode {
         }),
         Command::Check { manifest } => pod::commands::check(manifest.as_deref()),
         Command::Config { manifest } => pod::commands::config(manifest.as_deref()),
+        Command::Init { dir, stack, force } => pod::commands::init(dir.as_deref(), stack, force),
         Command::Grants { dir, revoke } => pod::commands::grants(dir.as_deref(), revoke.as_deref()),
         Command::Trust { dir, list, revoke } => {
             if list {
