@@ -153,6 +153,8 @@ struct Tally {
     asks: usize,
     /// Those a person had to answer (the rest were settled by a grant meanwhile).
     answered: usize,
+    /// What was asked about, in order: the command or the path.
+    asked: Vec<String>,
     denied: usize,
     results: usize,
 }
@@ -169,6 +171,7 @@ fn session(mode: &str) -> (Tally, Workspace) {
     let id = pod.start("run", json!({"input": [{"type": "text", "text": "Go."}]}));
     let mut asks = 0;
     let mut answered = 0;
+    let mut asked = Vec::new();
     let mut pending = json!(id);
     loop {
         match pod.event_or_response("permissionRequest", &pending) {
@@ -189,6 +192,15 @@ fn session(mode: &str) -> (Tally, Workspace) {
                 );
                 if reply.get("result").is_some() {
                     answered += 1;
+                    let what = &request["input"];
+                    asked.push(format!(
+                        "{} {}",
+                        request["tool"].as_str().unwrap_or("?"),
+                        what["command"]
+                            .as_str()
+                            .or(what["path"].as_str())
+                            .unwrap_or("?")
+                    ));
                 } else {
                     // A grant taken for a sibling call of the same response settled this one
                     // before the person got to it (-32004, "resolved").
@@ -211,6 +223,7 @@ fn session(mode: &str) -> (Tally, Workspace) {
     let tally = Tally {
         asks,
         answered,
+        asked,
         denied,
         results: results.len(),
     };
