@@ -226,13 +226,20 @@ fn main() -> ExitCode {
     pod::logging::init(cli.log_level.as_deref());
     // Test-only fault injection (`POD_TEST_PANIC=1`) is decided once, at start-up.
     pod::testing::panics_armed();
-    if !matches!(
+    if matches!(
         cli.command,
-        Command::Serve { .. } | Command::Acp { .. } | Command::Chat { .. }
+        Command::Check { .. }
+            | Command::Config { .. }
+            | Command::Explain { .. }
+            | Command::Sessions { .. }
+            | Command::Trust { .. }
+            | Command::Grants { .. }
+            | Command::Init { .. }
     ) {
         // A listing piped into `head` ends quietly when the reader goes, as other Unix tools
-        // do, instead of panicking on the closed pipe. The servers keep SIGPIPE ignored: a
-        // client that goes away is an error they handle.
+        // do, instead of panicking on the closed pipe. The servers, the chat and the
+        // conformance runner keep SIGPIPE ignored: a peer that goes away is an error they
+        // handle.
         // SAFETY: setting a signal's disposition to its default before any thread starts.
         unsafe {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);

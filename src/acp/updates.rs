@@ -214,6 +214,7 @@ pub fn permission_request(
         "reason": request.reason,
         "subjects": request.subjects,
         "expiresAt": request.expires_at,
+        "prefixes": request.prefixes,
     })))
 }
 

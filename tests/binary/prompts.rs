@@ -252,6 +252,14 @@ fn a_sixty_call_session_asks_at_most_the_goal_in_each_mode_and_no_denied_command
         assert!(tally.answered <= goal, "{mode}: {tally:?}, goal {goal}");
         assert!(tally.denied >= 6, "{mode}: the six denied calls: {tally:?}");
         assert_nothing_denied_ran(&ws, mode);
+        // A denied call is never put to the person.
+        assert!(
+            !tally
+                .asked
+                .iter()
+                .any(|a| a.contains(".env") || a.contains("rm ") || a.contains("git clean")),
+            "{mode}: {tally:?}"
+        );
         table.push((mode, tally));
     }
     // `auto` runs only where the kernel bounds every call; elsewhere it is refused, saying why.
