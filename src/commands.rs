@@ -687,7 +687,8 @@ pub fn config_text(m: &Manifest) -> String {
     }
     for hook in &m.hooks {
         out.push_str(&format!(
-            "[[hooks.pre_tool_call]] # {}:{}\n",
+            "[[hooks.{}]] # {}:{}\n",
+            hook.event.key(),
             hook.dir.display(),
             hook.line
         ));

@@ -176,6 +176,11 @@ pub struct HooksSection {
     #[serde(default)]
     #[schemars(with = "Vec<HookEntry>")]
     pub pre_tool_call: Vec<Spanned<HookEntry>>,
+    /// Hooks that see each call's result after it ran, before the model does: they may keep
+    /// it, replace its text, mark it an error or add a note (docs/hooks.md).
+    #[serde(default)]
+    #[schemars(with = "Vec<HookEntry>")]
+    pub post_tool_call: Vec<Spanned<HookEntry>>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

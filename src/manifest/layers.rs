@@ -307,8 +307,12 @@ fn restrict(
     for hook in std::mem::take(&mut project.hooks) {
         ignore(
             format!(
-                "runs the hook `{}` before tool calls",
-                shorten(&hook.command.join(" "))
+                "runs the hook `{}` {}",
+                shorten(&hook.command.join(" ")),
+                match hook.event {
+                    super::HookEvent::PreToolCall => "before tool calls",
+                    super::HookEvent::PostToolCall => "on tool results",
+                }
             ),
             at(Some(hook.line)),
         );

@@ -190,16 +190,36 @@ impl Default for ModelConfig {
     }
 }
 
-/// A user `pre_tool_call` hook.
+/// When a hook runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookEvent {
+    /// Before a call the permission layer let through: may deny it.
+    PreToolCall,
+    /// After a call ran, before the model sees its result: may narrow the result.
+    PostToolCall,
+}
+
+impl HookEvent {
+    /// The manifest's name for it: `hooks.pre_tool_call`, `hooks.post_tool_call`.
+    pub fn key(self) -> &'static str {
+        match self {
+            HookEvent::PreToolCall => "pre_tool_call",
+            HookEvent::PostToolCall => "post_tool_call",
+        }
+    }
+}
+
+/// A user hook (`[[hooks.pre_tool_call]]` or `[[hooks.post_tool_call]]`).
 #[derive(Debug, Clone)]
 pub struct HookConfig {
+    pub event: HookEvent,
     /// Program and arguments; a program written as a relative path is resolved against the
     /// manifest's folder.
     pub command: Vec<String>,
     pub timeout: Duration,
     /// Wildmatch patterns of tool names (case-insensitive); empty means every tool.
     pub tools: Vec<String>,
-    /// Line of the hook's `[[hooks.pre_tool_call]]` header.
+    /// Line of the hook's `[[hooks.<event>]]` header.
     pub line: usize,
     /// The manifest's folder: the hook runs with it as its working directory.
     pub dir: PathBuf,
@@ -415,14 +435,25 @@ impl Manifest {
             .unwrap_or_default();
 
         let mut hooks = Vec::new();
-        for hook in raw.hooks.map(|h| h.pre_tool_call).unwrap_or_default() {
+        let (pre, post) = raw
+            .hooks
+            .map(|h| (h.pre_tool_call, h.post_tool_call))
+            .unwrap_or_default();
+        let entries = pre
+            .into_iter()
+            .map(|h| (HookEvent::PreToolCall, h))
+            .chain(post.into_iter().map(|h| (HookEvent::PostToolCall, h)));
+        for (event, hook) in entries {
             let offset = hook.span().start;
             let line = line_of(offset);
             let hook = hook.into_inner();
             let Some(program) = hook.command.first() else {
                 return Err(at(
                     offset,
-                    "hooks.pre_tool_call.command: must name a program (an argv array such as [\"python3\", \"hooks/guard.py\"])".into(),
+                    format!(
+                        "hooks.{}.command: must name a program (an argv array such as [\"python3\", \"hooks/guard.py\"])",
+                        event.key()
+                    ),
                 ));
             };
             let mut command = hook.command.clone();
@@ -430,6 +461,7 @@ impl Manifest {
                 command[0] = dir.join(program).to_string_lossy().into_owned();
             }
             hooks.push(HookConfig {
+                event,
                 command,
                 timeout: Duration::from_secs(hook.timeout_secs.unwrap_or(10)),
                 tools: hook.tools.unwrap_or_default(),
