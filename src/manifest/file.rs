@@ -89,7 +89,7 @@ pub struct ModelSection {
     pub system: Option<String>,
     /// Offline model only: a scenario file of scripted responses (relative to the manifest).
     pub scenario: Option<String>,
-    /// HTTP request timeout in seconds. Default 300.
+    /// HTTP request timeout in seconds. Default 120; a request that timed out is retried once.
     pub timeout_secs: Option<u64>,
     /// Retries on 429 / 5xx / connection reset. Default 3.
     pub max_retries: Option<u32>,

@@ -42,6 +42,9 @@ pub const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(1800);
 pub const DEFAULT_MAX_CONTEXT_BYTES: usize = 8 * 1024 * 1024;
 /// Default `[pod] max_session_bytes`.
 pub const DEFAULT_MAX_SESSION_BYTES: u64 = 512 * 1024 * 1024;
+/// Default `[model] timeout_secs`: connecting (at most 30 s of it) and each read. A request
+/// that times out is retried once, so a hung endpoint fails within about four minutes.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
 /// Default `[model] idle_timeout_secs`.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -537,6 +540,19 @@ impl Manifest {
         )?;
         at_least_one("model", "idle_timeout_secs", model.idle_timeout_secs)?;
         at_least_one("model", "max_context_bytes", model.max_context_bytes)?;
+        if let Some(url) = &model.base_url {
+            let lower = url.to_ascii_lowercase();
+            if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+                return Err(at(
+                    key_offset(text, "model", "base_url"),
+                    format!(
+                        "model.base_url: {url:?} has no scheme: write the whole address, e.g. \
+                         \"https://{}\"",
+                        url.trim_start_matches('/')
+                    ),
+                ));
+            }
+        }
         let model = ModelConfig {
             provider: model.provider,
             model: model.model,
@@ -546,7 +562,7 @@ impl Manifest {
             max_tokens: model.max_tokens.unwrap_or(4096),
             system: model.system,
             scenario: model.scenario.map(|f| dir.join(f)),
-            timeout: Duration::from_secs(model.timeout_secs.unwrap_or(300)),
+            timeout: Duration::from_secs(model.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS)),
             max_retries: model.max_retries.unwrap_or(3),
             max_response_bytes: model
                 .max_response_bytes

@@ -530,3 +530,18 @@ fn pod_init_writes_a_manifest_pod_check_passes_for_every_stack() {
     let manifest = std::fs::read_to_string(setup.project.path().join("pod.toml")).unwrap();
     assert!(manifest.contains("npm test *"));
 }
+
+/// A `base_url` without a scheme is refused by `pod check` (and so by `pod serve`), naming the
+/// line and the fix.
+#[test]
+fn a_base_url_without_a_scheme_is_an_error_that_names_the_fix() {
+    let setup = Setup::new(
+        Some("[model]\nprovider = \"anthropic\"\nmodel = \"m\"\nbase_url = \"api.example.com\"\n"),
+        None,
+    );
+    let out = setup.pod(&["check"]);
+    assert!(!out.status.success());
+    let said = text(&out.stderr) + &text(&out.stdout);
+    assert!(said.contains("pod.toml:4:"), "{said}");
+    assert!(said.contains("\"https://api.example.com\""), "{said}");
+}
