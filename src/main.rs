@@ -64,6 +64,9 @@ enum Command {
         /// example (an offline demo) with the current directory as its workspace.
         #[arg(long)]
         manifest: Option<PathBuf>,
+        /// Go on with this session (`pod sessions` lists them): its history and grants.
+        #[arg(long)]
+        resume: Option<String>,
     },
     /// Run the conformance kit against a pod command. Exit status: 0 passed, 1 a MUST failed
     /// (or a SHOULD, with --strict), 2 the kit does not load or nothing is selected, 3 the pod
@@ -267,7 +270,9 @@ fn main() -> ExitCode {
             manifest,
             state_dir,
         } => pod::commands::sessions(manifest.as_deref(), state_dir.as_deref()),
-        Command::Chat { manifest } => pod::chat::main(manifest.as_deref()),
+        Command::Chat { manifest, resume } => {
+            pod::chat::main(manifest.as_deref(), resume.as_deref())
+        }
         Command::Conformance {
             pod_cmd,
             protocol,
