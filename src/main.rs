@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use pod::conformance::kit::{Framing, Protocol};
 
 #[derive(Parser)]
@@ -132,6 +132,15 @@ enum Command {
         #[arg(long, value_name = "DIR", conflicts_with = "dir")]
         revoke: Option<PathBuf>,
     },
+    /// Print a shell completion script, generated from this command line's definition (e.g.
+    /// `pod completions bash > ~/.local/share/bash-completion/completions/pod`).
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), generated from this command line's definition (e.g.
+    /// `pod man > ~/.local/share/man/man1/pod.1`).
+    Man,
     /// Write a commented pod.toml for a project (the stack is guessed from its files when not
     /// given) and trust it, since you wrote it.
     Init {
@@ -238,6 +247,8 @@ fn main() -> ExitCode {
             | Command::Trust { .. }
             | Command::Grants { .. }
             | Command::Init { .. }
+            | Command::Completions { .. }
+            | Command::Man
     ) {
         // A listing piped into `head` ends quietly when the reader goes, as other Unix tools
         // do, instead of panicking on the closed pipe. The servers, the chat and the
@@ -296,6 +307,21 @@ fn main() -> ExitCode {
         }),
         Command::Check { manifest } => pod::commands::check(manifest.as_deref()),
         Command::Config { manifest } => pod::commands::config(manifest.as_deref()),
+        Command::Completions { shell } => {
+            let mut command = Cli::command();
+            clap_complete::generate(shell, &mut command, "pod", &mut std::io::stdout());
+            0
+        }
+        Command::Man => {
+            let page = clap_mangen::Man::new(Cli::command());
+            match page.render(&mut std::io::stdout()) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("pod man: {e}");
+                    1
+                }
+            }
+        }
         Command::Init { dir, stack, force } => pod::commands::init(dir.as_deref(), stack, force),
         Command::Grants { dir, revoke } => pod::commands::grants(dir.as_deref(), revoke.as_deref()),
         Command::Trust { dir, list, revoke } => {

@@ -545,3 +545,37 @@ fn a_base_url_without_a_scheme_is_an_error_that_names_the_fix() {
     assert!(said.contains("pod.toml:4:"), "{said}");
     assert!(said.contains("\"https://api.example.com\""), "{said}");
 }
+
+/// Completions and the man page come from the command line's definition: every subcommand is
+/// in them, and the bash script is valid bash.
+#[test]
+fn completions_and_the_man_page_name_every_subcommand() {
+    let setup = Setup::new(None, None);
+    let subcommands = [
+        "serve", "acp", "chat", "check", "trust", "grants", "init", "explain",
+    ];
+    for shell in ["bash", "zsh", "fish"] {
+        let out = setup.pod(&["completions", shell]);
+        assert!(out.status.success(), "{shell}: {}", text(&out.stderr));
+        let script = text(&out.stdout);
+        for sub in subcommands {
+            assert!(script.contains(sub), "{shell} completion lacks {sub}");
+        }
+    }
+    let bash = setup.pod(&["completions", "bash"]);
+    let script = setup.project.path().join("pod.bash");
+    std::fs::write(&script, &bash.stdout).unwrap();
+    let syntax = Command::new("bash")
+        .arg("-n")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(syntax.status.success(), "{}", text(&syntax.stderr));
+    let man = setup.pod(&["man"]);
+    assert!(man.status.success());
+    let page = text(&man.stdout);
+    assert!(page.contains(".TH pod 1"), "{page}");
+    for sub in subcommands {
+        assert!(page.contains(sub), "the man page lacks {sub}");
+    }
+}
