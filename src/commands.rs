@@ -508,7 +508,10 @@ pub fn sessions(path: Option<&Path>, state_dir: Option<&Path>) -> u8 {
         manifest.set_state_dir(folder);
     }
     let dir = manifest.sessions_dir();
-    let sessions = match crate::session::list(&dir) {
+    // A session opened and closed without a single item has nothing to resume: not listed.
+    let sessions = match crate::session::list(&dir)
+        .map(|all| all.into_iter().filter(|s| s.bytes > 0).collect::<Vec<_>>())
+    {
         Ok(s) => s,
         Err(e) => {
             eprintln!("{e}");
