@@ -67,10 +67,123 @@ pub fn trust_text(manifest: &Manifest, prefix: &str) -> String {
     out
 }
 
+/// The managed layer of a configuration, for `check` and `config`: its files and locks, then
+/// each setting of a lower layer it overrode or refused, each line starting with `prefix`.
+/// Empty without a managed file.
+pub fn managed_text(manifest: &Manifest, prefix: &str) -> String {
+    let managed = &manifest.managed;
+    if managed.files.is_empty() {
+        return String::new();
+    }
+    let files: Vec<String> = managed
+        .files
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect();
+    let mut out = format!(
+        "{prefix}managed: {} (nothing below can weaken it)\n",
+        files.join(", then ")
+    );
+    let locks = &managed.locks;
+    let mut held = Vec::new();
+    if locks.require_sandbox {
+        held.push("require_sandbox".to_string());
+    }
+    if let Some(modes) = &locks.allowed_modes {
+        let names: Vec<&str> = modes.iter().map(|m| m.as_str()).collect();
+        held.push(format!("allowed_modes = [{}]", names.join(", ")));
+    }
+    if locks.rules_only {
+        held.push("allow_managed_rules_only".into());
+    }
+    if locks.hooks_only {
+        held.push("allow_managed_hooks_only".into());
+    }
+    if !locks.allowed_servers.is_empty() {
+        held.push("allowed_mcp_servers".into());
+    }
+    if !locks.denied_servers.is_empty() {
+        held.push("denied_mcp_servers".into());
+    }
+    if !held.is_empty() {
+        out.push_str(&format!("{prefix}  locks: {}\n", held.join(", ")));
+    }
+    if managed.overrides.is_empty() {
+        out.push_str(&format!("{prefix}  it overrode nothing below it\n"));
+    } else {
+        out.push_str(&format!("{prefix}  it overrode or refused:\n"));
+    }
+    for o in &managed.overrides {
+        out.push_str(&format!("{prefix}    {}: {}\n", o.place, o.what));
+    }
+    out
+}
+
+/// The rules' examples for `pod check`: each decided with the configuration in effect, which
+/// may differ from the rule's own file (another layer's rule came first: that is not an
+/// error, but it is shown). Returns (examples, differing, table lines).
+fn examples_report(manifest: &Manifest) -> (usize, Vec<String>, Vec<String>) {
+    use crate::manifest::RuleExample;
+    let policy = manifest.policy();
+    let mut count = 0;
+    let mut differ = Vec::new();
+    let mut table = Vec::new();
+    for RuleExample {
+        file,
+        line,
+        tool,
+        action,
+        matches,
+        not_match,
+        ..
+    } in &manifest.examples
+    {
+        let Some(builtin) = Builtin::from_name(tool) else {
+            continue;
+        };
+        let place = format!("{}:{line}", file.display());
+        let cases = matches
+            .iter()
+            .map(|m| (m, true))
+            .chain(not_match.iter().map(|m| (m, false)));
+        for (text, expect) in cases {
+            count += 1;
+            let decision = policy.decide(tool, &crate::manifest::example_input(builtin, text));
+            let this = decision.subjects.iter().any(|s| {
+                s.rule.as_ref().is_some_and(|r| {
+                    r.line == Some(*line) && r.file.as_deref() == Some(&*file.to_string_lossy())
+                })
+            });
+            let holds = if expect {
+                this && decision.decision == *action
+            } else {
+                !this
+            };
+            let kind = if expect { "match" } else { "not_match" };
+            table.push(format!(
+                "  {place}  {kind:<9}  {tool} \"{text}\"  -> {} by {}{}",
+                decision.decision,
+                crate::manifest::example_decided_by(&decision),
+                if holds { "" } else { "  (differs in effect)" }
+            ));
+            if !holds {
+                differ.push(format!(
+                    "{place}: note: {kind} example \"{text}\" is decided {} by {} in the \
+                     configuration in effect (another layer's rule, a managed lock or the project's trust \
+                     comes first)",
+                    decision.decision,
+                    crate::manifest::example_decided_by(&decision)
+                ));
+            }
+        }
+    }
+    (count, differ, table)
+}
+
 /// `pod check`: validate as `pod serve` does, then lint. Exit 1 when anything is an error.
 /// Everything the files say is checked, as if trusted; what an untrusted project's
 /// configuration loses is listed after.
-pub fn check(path: Option<&Path>) -> u8 {
+pub fn check(path: Option<&Path>, show_examples: bool) -> u8 {
     let manifest = match Manifest::open(path, Vouch::Session) {
         Ok(m) => m,
         Err(e) => {
@@ -86,6 +199,7 @@ pub fn check(path: Option<&Path>) -> u8 {
         }
     };
     println!("{}", sources_text(&manifest));
+    print!("{}", managed_text(&in_force, ""));
     print!("{}", trust_text(&in_force, ""));
     if let Some(off) = in_force.permissions_off() {
         println!("WARNING: {off}");
@@ -117,6 +231,24 @@ pub fn check(path: Option<&Path>) -> u8 {
             None => "no [permissions]: every tool call runs".to_string(),
         };
         println!("{file}: ok ({permissions})");
+    }
+    let (examples, differ, table) = examples_report(&in_force);
+    if examples > 0 {
+        println!(
+            "examples: {examples} checked at load, each decided as its rule says; {} differ in \
+             the configuration in effect",
+            differ.len()
+        );
+        for line in &differ {
+            println!("{line}");
+        }
+        if show_examples {
+            for line in &table {
+                println!("{line}");
+            }
+        }
+    } else if show_examples {
+        println!("examples: no rule carries examples");
     }
     print!("{}", sandbox_text(&in_force));
     let env = crate::sandbox::ChildEnv::new(&in_force.sandbox.env);
@@ -594,6 +726,7 @@ pub fn config_text(m: &Manifest) -> String {
     };
     let quote = |s: &str| toml_string(s);
     let mut out = format!("# {}\n", sources_text(m));
+    out.push_str(&managed_text(m, "# "));
     out.push_str(&trust_text(m, "# "));
     out.push_str(&format!("# workspace: {}\n\n", m.workspace.display()));
 

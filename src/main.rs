@@ -116,6 +116,9 @@ enum Command {
     Check {
         /// The project's manifest (default: as `pod serve` finds it).
         manifest: Option<PathBuf>,
+        /// Print every rule example with the decision it gets in the configuration in effect.
+        #[arg(long)]
+        examples: bool,
     },
     /// Trust a folder's pod.toml (its MCP servers, hooks, model, allow rules... then take
     /// effect), list the folders you trusted, or revoke one (docs/permissions.md, "Trust").
@@ -249,7 +252,9 @@ fn main() -> ExitCode {
             json,
             list,
         }),
-        Command::Check { manifest } => pod::commands::check(manifest.as_deref()),
+        Command::Check { manifest, examples } => {
+            pod::commands::check(manifest.as_deref(), examples)
+        }
         Command::Config { manifest } => pod::commands::config(manifest.as_deref()),
         Command::Trust { dir, list, revoke } => {
             if list {

@@ -227,7 +227,15 @@ impl Pod {
     /// fails does not fail the pod: it is reported in [`Pod::mcp_servers`] and the log, and
     /// calls of its tools get an error result.
     pub async fn start(manifest: Manifest, mut options: PodOptions) -> Result<Arc<Pod>, PodError> {
-        let extra = std::mem::take(&mut options.mcp_servers);
+        let mut extra = std::mem::take(&mut options.mcp_servers);
+        // A client's servers pass the managed layer's locks as the configuration's did.
+        extra.retain(|server| match manifest.managed.locks.refuses(server) {
+            Some(why) => {
+                tracing::warn!("MCP server \"{}\" refused: {why}", server.name);
+                false
+            }
+            None => true,
+        });
         let mut configs: Vec<McpServerConfig> = manifest
             .mcp
             .servers
@@ -437,6 +445,21 @@ impl Pod {
             built_in_defaults: manifest.is_defaults(),
             provider: manifest.model.provider.as_str().to_string(),
             model: manifest.model.model.clone(),
+            managed: manifest
+                .managed
+                .files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect(),
+            managed_overrides: manifest
+                .managed
+                .overrides
+                .iter()
+                .map(|o| crate::protocol::IgnoredSetting {
+                    what: o.what.clone(),
+                    place: o.place.clone(),
+                })
+                .collect(),
         }
     }
 
@@ -482,6 +505,7 @@ impl Pod {
         Mode::ALL
             .into_iter()
             .filter(|m| *m != Mode::Auto || self.auto_refused().is_none())
+            .filter(|m| self.manifest.managed.locks.allows_mode(*m))
             .collect()
     }
 
@@ -496,6 +520,21 @@ impl Pod {
     /// the change in history. `auto` is refused, with the reason, where the kernel cannot bound
     /// every call.
     pub fn set_mode(&self, mode: Mode) -> Result<(), ModeError> {
+        if !self.manifest.managed.locks.allows_mode(mode) {
+            let place = self
+                .manifest
+                .managed
+                .files
+                .first()
+                .map(|f| f.display().to_string())
+                .unwrap_or_default();
+            return Err(ModeError {
+                mode,
+                why: format!(
+                    "the managed configuration ({place}) does not allow it (allowed_modes)"
+                ),
+            });
+        }
         if mode == Mode::Auto {
             if let Some(why) = self.auto_refused() {
                 return Err(ModeError { mode, why });
