@@ -23,6 +23,19 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+enum AuditAction {
+    /// Check the log's hash chain: exit 0 when every line is intact and in order, 1 at the
+    /// first line edited, inserted or removed.
+    Verify {
+        /// The log file (default: the `[audit] path` of the configuration in effect).
+        #[arg(long)]
+        path: Option<PathBuf>,
+        #[arg(long)]
+        manifest: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
 enum Command {
     /// Serve the JSON-RPC protocol on stdin/stdout (the main job).
     Serve {
@@ -109,6 +122,27 @@ enum Command {
         /// The folder holding the session logs, as given to `pod serve --state-dir`.
         #[arg(long)]
         state_dir: Option<PathBuf>,
+        /// List the denied calls of every session instead (session, call, tool, who denied).
+        #[arg(long)]
+        denied: bool,
+    },
+    /// Explain one past decision: the call, each subject with the rule that decided it, who
+    /// settled an ask, and the result, from the session log (and the decision log when
+    /// `[audit]` names one).
+    Why {
+        /// The session id (`pod sessions` lists them).
+        session: String,
+        /// The call id (`call_…`, as `pod sessions --denied` and the history show it).
+        call: String,
+        #[arg(long)]
+        manifest: Option<PathBuf>,
+        #[arg(long)]
+        state_dir: Option<PathBuf>,
+    },
+    /// The decision log (`[audit]`, docs/audit.md).
+    Audit {
+        #[command(subcommand)]
+        action: AuditAction,
     },
     /// Validate the configuration as `pod serve` would (the manifest layered over the user's
     /// configuration), lint its rules, and warn about what only the runtime can know; exit 1 on
@@ -229,7 +263,23 @@ fn main() -> ExitCode {
         Command::Sessions {
             manifest,
             state_dir,
-        } => pod::commands::sessions(manifest.as_deref(), state_dir.as_deref()),
+            denied,
+        } => {
+            if denied {
+                pod::commands::sessions_denied(manifest.as_deref(), state_dir.as_deref())
+            } else {
+                pod::commands::sessions(manifest.as_deref(), state_dir.as_deref())
+            }
+        }
+        Command::Why {
+            session,
+            call,
+            manifest,
+            state_dir,
+        } => pod::commands::why(manifest.as_deref(), state_dir.as_deref(), &session, &call),
+        Command::Audit {
+            action: AuditAction::Verify { path, manifest },
+        } => pod::commands::audit_verify(manifest.as_deref(), path.as_deref()),
         Command::Chat { manifest } => pod::chat::main(manifest.as_deref()),
         Command::Conformance {
             pod_cmd,

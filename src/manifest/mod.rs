@@ -767,6 +767,12 @@ impl Manifest {
         if let Ok(store) = TrustStore::default_location() {
             out.push(entry(store.path().to_path_buf(), "pod's trust store"));
         }
+        if let Some(audit) = &self.audit {
+            out.push(entry(audit.path.clone(), "the decision log"));
+            let mut rotated = audit.path.clone().into_os_string();
+            rotated.push(".1");
+            out.push(entry(PathBuf::from(rotated), "the decision log"));
+        }
         out.extend(self.extra_protected.iter().cloned());
         out
     }

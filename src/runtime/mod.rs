@@ -124,6 +124,8 @@ pub enum PodError {
     Sandbox(#[from] SandboxError),
     #[error("[permissions] {0}")]
     Mode(#[from] ModeError),
+    #[error("[audit] {0} (pod does not run without the decision log it is configured to keep)")]
+    Audit(#[from] crate::session::audit::AuditError),
 }
 
 /// Why `run` refused to start a turn.
@@ -208,6 +210,10 @@ pub struct Pod {
     exclusive: tokio::sync::Mutex<()>,
     /// `[tools] max_parallel` slots: one per hook run or tool run under way.
     slots: tokio::sync::Semaphore,
+    /// `[audit]`: the decision log every decision of the session is appended to.
+    audit: Option<crate::session::audit::AuditLog>,
+    /// The client that connected (`name version` of its `initialize`), for the decision log.
+    client: Mutex<Option<String>>,
 }
 
 impl Pod {
@@ -352,6 +358,15 @@ impl Pod {
             .cloned()
             .map(|h| UserHook::new(h).with_sandbox(sandbox.clone()))
             .collect();
+        let audit = match &manifest.audit {
+            Some(config) => {
+                let log =
+                    crate::session::audit::AuditLog::new(config.path.clone(), config.max_bytes);
+                log.check()?;
+                Some(log)
+            }
+            None => None,
+        };
         if manifest.mode == Mode::Auto {
             if let Some(missing) = sandbox.unbounded() {
                 return Err(ModeError {
@@ -388,6 +403,8 @@ impl Pod {
             }),
             exclusive: tokio::sync::Mutex::new(()),
             slots: tokio::sync::Semaphore::new(manifest.max_parallel),
+            audit,
+            client: Mutex::new(None),
             manifest,
         })
     }
@@ -567,6 +584,106 @@ impl Pod {
         if let Err(e) = state.log.append(&item) {
             tracing::error!("session log: {e}");
         }
+        if let Some(audit) = &self.audit {
+            if let Some(entry) = self.audit_entry(&item, &state.items) {
+                if let Err(e) = audit.append(entry) {
+                    tracing::error!("{e}");
+                }
+            }
+        }
         state.items.push(item);
+    }
+
+    /// Records the client that connected, named in the decision log when it answers an ask.
+    pub fn set_client(&self, name: &str, version: &str) {
+        *self.client.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!("{name} {version}"));
+    }
+
+    /// The decision-log line of a history item: a permission decision, or a denial of a later
+    /// check (hook, skill, scope).
+    fn audit_entry(
+        &self,
+        item: &Item,
+        before: &[Item],
+    ) -> Option<crate::session::audit::AuditEntry> {
+        use crate::protocol::{DecidedBy, DeniedBy};
+        use crate::session::audit::{subjects, AuditEntry};
+        let tool_of = |call: &str| {
+            before.iter().rev().find_map(|i| match i {
+                Item::ToolCall { call_id, tool, .. } if call_id == call => Some(tool.clone()),
+                _ => None,
+            })
+        };
+        let time = time::OffsetDateTime::now_utc()
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default();
+        let by_name = |by: DecidedBy| {
+            serde_json::to_value(by)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default()
+        };
+        match item {
+            Item::PermissionDecision {
+                turn_id,
+                call_id,
+                decision,
+                by,
+                request_id,
+                subjects: list,
+            } => {
+                let (kept, omitted) = subjects(list, *by);
+                let client = (*by == DecidedBy::Client)
+                    .then(|| {
+                        self.client
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .clone()
+                    })
+                    .flatten()
+                    .or_else(|| (*by == DecidedBy::Client).then(|| "a client".to_string()));
+                Some(AuditEntry {
+                    seq: 0,
+                    time,
+                    session: self.session_id.clone(),
+                    turn: turn_id.clone(),
+                    call: call_id.clone(),
+                    tool: tool_of(call_id)
+                        .or_else(|| list.first().map(|s| s.tool.clone()))
+                        .unwrap_or_default(),
+                    decision: *decision,
+                    by: by_name(*by),
+                    client,
+                    request: request_id.clone(),
+                    subjects: kept,
+                    subjects_omitted: omitted,
+                    prev: String::new(),
+                })
+            }
+            Item::ToolResult(result) => {
+                let by = match result.denied_by? {
+                    DeniedBy::Hook => "hook",
+                    DeniedBy::Skill => "skill",
+                    DeniedBy::Scope => "scope",
+                    DeniedBy::Permission | DeniedBy::Approval => return None,
+                };
+                Some(AuditEntry {
+                    seq: 0,
+                    time,
+                    session: self.session_id.clone(),
+                    turn: result.turn_id.clone(),
+                    call: result.call_id.clone(),
+                    tool: tool_of(&result.call_id).unwrap_or_default(),
+                    decision: crate::protocol::Action::Deny,
+                    by: by.into(),
+                    client: None,
+                    request: None,
+                    subjects: Vec::new(),
+                    subjects_omitted: 0,
+                    prev: String::new(),
+                })
+            }
+            _ => None,
+        }
     }
 }

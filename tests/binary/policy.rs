@@ -387,3 +387,150 @@ fn a_failing_example_stops_the_load_with_file_line_and_the_example() {
     let status = pod.wait_exit(common::WAIT);
     assert!(!status.success());
 }
+
+/// `pod ARGS` with the user's configuration `user` and the workspace's state folder.
+fn pod_with_user(ws: &Workspace, user: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pod"))
+        .args(args)
+        .env("POD_MANAGED_DIR", common::NO_MANAGED_DIR)
+        .env("POD_CONFIG", user)
+        .env("XDG_STATE_HOME", ws.state_home())
+        .current_dir(ws.dir.path())
+        .output()
+        .expect("run pod")
+}
+
+#[test]
+fn the_decision_log_chains_every_decision_and_pod_why_explains_them() {
+    let ws = Workspace::with_manifest(&common::manifest_text(1));
+    std::fs::write(ws.path("victim"), "keep me").expect("victim");
+    let log = ws.state_home().join("audit/decisions.jsonl");
+    let user = user_config(&ws, &format!("[audit]\npath = \"{}\"\n", log.display()));
+    let mut pod = spawn(&ws, Path::new(common::NO_MANAGED_DIR), Some(&user));
+    let init = pod.initialize(true);
+    let session = init["session"]["id"]
+        .as_str()
+        .expect("session id")
+        .to_string();
+
+    // Denied by a rule.
+    run(&mut pod, &bash("rm victim"));
+    // Approved by the person.
+    let id = pod.start(
+        "run",
+        json!({"input": [{"type": "text", "text": bash("touch approved")}]}),
+    );
+    let request = pod.wait_event_type("permissionRequest");
+    pod.call(
+        "permissionReply",
+        json!({"requestId": request["requestId"], "decision": "allow_once"}),
+    );
+    pod.response(&json!(id));
+    // Timed out (ask_timeout_secs = 1): nobody answers.
+    let id = pod.start(
+        "run",
+        json!({"input": [{"type": "text", "text": bash("touch timed_out")}]}),
+    );
+    pod.wait_event_type("permissionRequest");
+    pod.response(&json!(id));
+    pod.close_stdin();
+    pod.wait_exit(common::WAIT);
+    assert_eq!(common::read(&ws.path("victim")), "keep me");
+    assert!(ws.path("approved").exists());
+    assert!(!ws.path("timed_out").exists());
+    let calls: Vec<String> = results(&pod)
+        .iter()
+        .map(|r| r["callId"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(calls.len(), 3, "{calls:?}");
+
+    // One line per decision, each naming who decided.
+    let written = common::read(&log);
+    let lines: Vec<Value> = written
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 3, "{written}");
+    assert_eq!(lines[0]["by"], "rule", "{written}");
+    assert_eq!(lines[0]["decision"], "deny");
+    assert_eq!(
+        lines[0]["subjects"][0]["by"],
+        format!("{}:15", ws.manifest().display()),
+        "{written}"
+    );
+    assert_eq!(lines[1]["by"], "client");
+    assert_eq!(lines[1]["client"], "test 0", "{written}");
+    assert_eq!(lines[1]["decision"], "allow");
+    assert_eq!(lines[2]["by"], "timeout");
+    assert!(lines.iter().all(|l| l["session"] == session.as_str()));
+
+    // pod why explains each past decision.
+    let why = |call: &str| text_of(pod_with_user(&ws, &user, &["why", &session, call]));
+    let denied = why(&calls[0]);
+    assert!(
+        denied.contains("decision: deny, settled by a rule")
+            && denied.contains(&format!("at {}:15", ws.manifest().display()))
+            && denied.contains("result: not run (denied by permission)")
+            && denied.contains("decision log"),
+        "{denied}"
+    );
+    let approved = why(&calls[1]);
+    assert!(
+        approved.contains("decision: allow, settled by a person, through the client")
+            && approved.contains("via test 0")
+            && approved.contains("result: ran"),
+        "{approved}"
+    );
+    let timed_out = why(&calls[2]);
+    assert!(
+        timed_out.contains("nobody answered the ask in time"),
+        "{timed_out}"
+    );
+    // pod sessions --denied lists the two denied calls.
+    let denied_list = text_of(pod_with_user(&ws, &user, &["sessions", "--denied"]));
+    assert!(
+        denied_list.contains("2 denied calls in 1 sessions"),
+        "{denied_list}"
+    );
+    assert!(denied_list.contains(&calls[0]) && denied_list.contains(&calls[2]));
+
+    // The chain holds, then shows an edited line and a removed one.
+    let verify = || pod_with_user(&ws, &user, &["audit", "verify"]);
+    let ok = verify();
+    assert!(ok.status.success(), "{}", text(&ok));
+    assert!(
+        text(&ok).contains("3 lines, the chain holds"),
+        "{}",
+        text(&ok)
+    );
+    std::fs::write(
+        &log,
+        written.replacen("\"decision\":\"deny\"", "\"decision\":\"allow\"", 1),
+    )
+    .expect("edit");
+    let edited = verify();
+    assert_eq!(edited.status.code(), Some(1), "{}", text(&edited));
+    assert!(
+        text(&edited).contains(&format!("{}:1: its hash does not match", log.display())),
+        "{}",
+        text(&edited)
+    );
+    let without_second: String = written
+        .lines()
+        .enumerate()
+        .filter(|(i, _)| *i != 1)
+        .map(|(_, l)| format!("{l}\n"))
+        .collect();
+    std::fs::write(&log, without_second).expect("remove");
+    let removed = verify();
+    assert_eq!(removed.status.code(), Some(1), "{}", text(&removed));
+    assert!(
+        text(&removed).contains("a line was removed"),
+        "{}",
+        text(&removed)
+    );
+}
+
+fn text_of(out: Output) -> String {
+    text(&out)
+}
