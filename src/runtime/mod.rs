@@ -596,7 +596,20 @@ impl Pod {
 
     /// Records the client that connected, named in the decision log when it answers an ask.
     pub fn set_client(&self, name: &str, version: &str) {
-        *self.client.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!("{name} {version}"));
+        self.set_client_name(format!("{name} {version}"));
+    }
+
+    /// [`Pod::set_client`] with the name as [`Pod::client`] gives it (a reopened pod keeps it).
+    pub fn set_client_name(&self, name: String) {
+        *self.client.lock().unwrap_or_else(|e| e.into_inner()) = Some(name);
+    }
+
+    /// The client that connected, `name version`, when it said.
+    pub fn client(&self) -> Option<String> {
+        self.client
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The decision-log line of a history item: a permission decision, or a denial of a later

@@ -534,3 +534,40 @@ fn the_decision_log_chains_every_decision_and_pod_why_explains_them() {
 fn text_of(out: Output) -> String {
     text(&out)
 }
+
+#[test]
+fn under_allow_managed_hooks_only_a_project_hook_never_runs() {
+    let ws = Workspace::with_manifest(
+        "[model]\nprovider = \"offline\"\n[permissions]\ndefault_action = \"allow\"\n\
+         [[hooks.pre_tool_call]]\ncommand = [\"sh\", \"hook.sh\"]\n",
+    );
+    std::fs::write(
+        ws.path("hook.sh"),
+        "touch HOOK_RAN\necho '{\"action\":\"continue\"}'\n",
+    )
+    .expect("hook");
+    // The control: without the lock the project's hook runs.
+    let open = managed("[permissions]\ndefault_action = \"allow\"\n");
+    let mut control = spawn(&ws, open.path(), None);
+    control.initialize(false);
+    run(&mut control, &bash("echo one"));
+    assert!(
+        ws.path("HOOK_RAN").exists(),
+        "the control's hook did not run"
+    );
+    std::fs::remove_file(ws.path("HOOK_RAN")).expect("remove marker");
+
+    let admin = managed("[managed]\nallow_managed_hooks_only = true\n");
+    let mut pod = spawn(&ws, admin.path(), None);
+    let init = pod.initialize(false);
+    let overrides = init["configuration"]["managedOverrides"].to_string();
+    assert!(
+        overrides.contains("allow_managed_hooks_only")
+            && overrides.contains(&format!("{}:5", ws.manifest().display())),
+        "{init}"
+    );
+    run(&mut pod, &bash("echo two"));
+    let results = results(&pod);
+    assert_eq!(results[0]["isError"], false, "{results:?}");
+    assert!(!ws.path("HOOK_RAN").exists(), "a refused hook ran");
+}
