@@ -654,7 +654,13 @@ impl Chat {
             let now = time::OffsetDateTime::now_utc();
             self.say(&format!("  {}", expiry_text(expires, now)));
         }
-        if request.options.contains(&ReplyDecision::AllowPrefix) {
+        if request.options.contains(&ReplyDecision::AllowProject) {
+            print!(
+                "[y]es once / [a]lways this session / [p]refix: always `{}` / [P]roject: \
+                 always, in this project / [n]o (+ optional message): ",
+                request.prefixes.join("`, `")
+            );
+        } else if request.options.contains(&ReplyDecision::AllowPrefix) {
             print!(
                 "[y]es once / [a]lways this session / [p]refix: always `{}` / [n]o (+ optional message): ",
                 request.prefixes.join("`, `")
@@ -701,13 +707,17 @@ async fn request<T: serde::de::DeserializeOwned>(
         .map_err(|source| ChatError::Rpc { method, source })
 }
 
-/// `y` / `yes`, `a` / `always`, `n` / `no` optionally followed by a message for the model.
+/// `y` / `yes`, `a` / `always`, `p` / `prefix`, `P` / `project`, `n` / `no` optionally followed
+/// by a message for the model.
 fn parse_answer(line: &str) -> Option<(ReplyDecision, Option<String>)> {
     let line = line.trim();
     let (word, rest) = line
         .split_once(char::is_whitespace)
         .map(|(w, r)| (w, r.trim()))
         .unwrap_or((line, ""));
+    if word == "P" || word.eq_ignore_ascii_case("project") {
+        return Some((ReplyDecision::AllowProject, None));
+    }
     match word.to_ascii_lowercase().as_str() {
         "y" | "yes" => Some((ReplyDecision::AllowOnce, None)),
         "a" | "always" => Some((ReplyDecision::AllowSession, None)),
@@ -806,6 +816,8 @@ mod tests {
             Some((ReplyDecision::Deny, Some("too risky".into())))
         );
         assert_eq!(parse_answer("no"), Some((ReplyDecision::Deny, None)));
+        assert_eq!(parse_answer("P"), Some((ReplyDecision::AllowProject, None)));
+        assert_eq!(parse_answer("p"), Some((ReplyDecision::AllowPrefix, None)));
         assert_eq!(parse_answer("maybe"), None);
     }
 

@@ -1114,7 +1114,8 @@ pub fn config_text(m: &Manifest) -> String {
     }
     for hook in &m.hooks {
         out.push_str(&format!(
-            "[[hooks.pre_tool_call]] # {}:{}\n",
+            "[[hooks.{}]] # {}:{}\n",
+            hook.event.key(),
             hook.dir.display(),
             hook.line
         ));
@@ -1171,6 +1172,148 @@ fn toml_string(s: &str) -> String {
 }
 
 /// `pod trust [DIR]`: trusts the folder's `pod.toml` as it is now, saying what that lets it do.
+/// The manifests `pod init` starts from (the files in `examples/`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Stack {
+    Rust,
+    Node,
+    Python,
+    Generic,
+}
+
+impl Stack {
+    /// The stack a folder's files suggest: `Cargo.toml`, `package.json`, `pyproject.toml` /
+    /// `setup.py` / `requirements.txt`; else generic.
+    pub fn guess(dir: &Path) -> Stack {
+        let has = |name: &str| dir.join(name).is_file();
+        if has("Cargo.toml") {
+            Stack::Rust
+        } else if has("package.json") {
+            Stack::Node
+        } else if has("pyproject.toml") || has("setup.py") || has("requirements.txt") {
+            Stack::Python
+        } else {
+            Stack::Generic
+        }
+    }
+
+    fn template(self) -> &'static str {
+        match self {
+            Stack::Rust => include_str!("../examples/rust.toml"),
+            Stack::Node => include_str!("../examples/node.toml"),
+            Stack::Python => include_str!("../examples/python.toml"),
+            Stack::Generic => include_str!("../examples/pod.toml"),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Stack::Rust => "rust",
+            Stack::Node => "node",
+            Stack::Python => "python",
+            Stack::Generic => "generic",
+        }
+    }
+}
+
+/// `pod init [DIR] [--stack S] [--force]`: writes the stack's manifest as `DIR/pod.toml`, named
+/// for the folder, then trusts it (the user wrote it, here and now).
+pub fn init(dir: Option<&Path>, stack: Option<Stack>, force: bool) -> u8 {
+    let dir = dir.unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        eprintln!("{}: not a folder", dir.display());
+        return 1;
+    }
+    let file = dir.join(crate::manifest::PROJECT_FILE);
+    if file.exists() && !force {
+        eprintln!(
+            "{}: already exists; `pod check` explains it, `pod init --force` replaces it",
+            file.display()
+        );
+        return 1;
+    }
+    let stack = stack.unwrap_or_else(|| Stack::guess(dir));
+    let name = std::fs::canonicalize(dir)
+        .ok()
+        .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "project".into());
+    let placeholder = match stack {
+        Stack::Generic => "name = \"demo\"".to_string(),
+        _ => format!("name = \"{}-project\"", stack.name()),
+    };
+    let text = stack.template().replacen(
+        &placeholder,
+        &format!("name = {}", toml::Value::String(name)),
+        1,
+    );
+    if let Err(e) = std::fs::write(&file, text) {
+        eprintln!("{}: cannot write: {e}", file.display());
+        return 1;
+    }
+    println!(
+        "wrote {} ({} stack); `pod check` explains it, docs/permissions.md the rules",
+        file.display(),
+        stack.name()
+    );
+    trust(Some(dir))
+}
+
+/// `pod grants [DIR] [--revoke PATTERN]`: the project grants of a folder (manifest/grants.rs).
+pub fn grants(dir: Option<&Path>, revoke: Option<&str>) -> u8 {
+    use crate::manifest::grants;
+    let dir = dir.unwrap_or(Path::new("."));
+    let manifest = match Manifest::discover(dir, Vouch::Store) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("{e}");
+            return 1;
+        }
+    };
+    let workspace = &manifest.workspace;
+    let Some(file) = grants::path(workspace) else {
+        eprintln!("no user configuration folder (POD_CONFIG is empty): no project grants");
+        return 1;
+    };
+    if let Some(pattern) = revoke {
+        return match grants::revoke(workspace, pattern) {
+            Ok(0) => {
+                eprintln!("{}: no grant with pattern {pattern:?}", file.display());
+                1
+            }
+            Ok(n) => {
+                println!("revoked {n} grant(s) {pattern:?} in {}", file.display());
+                0
+            }
+            Err(e) => {
+                eprintln!("{}: {e}", file.display());
+                1
+            }
+        };
+    }
+    match grants::rules(&file) {
+        Ok(rules) if rules.is_empty() => {
+            println!("no project grants for {}", workspace.display());
+            0
+        }
+        Ok(rules) => {
+            for rule in rules {
+                println!(
+                    "{}:{}: {} \"{}\" allow",
+                    file.display(),
+                    rule.line.unwrap_or(1),
+                    rule.tool,
+                    rule.pattern
+                );
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            1
+        }
+    }
+}
+
 pub fn trust(dir: Option<&Path>) -> u8 {
     use crate::manifest::trust::Decision;
     let dir = dir.unwrap_or(Path::new("."));

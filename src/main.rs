@@ -166,6 +166,27 @@ enum Command {
         #[arg(long, value_name = "DIR", conflicts_with = "dir")]
         revoke: Option<PathBuf>,
     },
+    /// Write a commented pod.toml for a project (the stack is guessed from its files when not
+    /// given) and trust it, since you wrote it.
+    Init {
+        /// The project's folder (default: the current folder).
+        dir: Option<PathBuf>,
+        /// The manifest to start from: rust, node, python or generic.
+        #[arg(long, value_enum)]
+        stack: Option<pod::commands::Stack>,
+        /// Replace an existing pod.toml.
+        #[arg(long)]
+        force: bool,
+    },
+    /// List the rules "always in this project" answers wrote for a folder, or revoke one
+    /// (docs/permissions.md, "Ask").
+    Grants {
+        /// The project's folder (default: the current folder).
+        dir: Option<PathBuf>,
+        /// Remove every grant with this pattern (as listed, e.g. `cargo test *`).
+        #[arg(long, value_name = "PATTERN")]
+        revoke: Option<String>,
+    },
     /// Print the configuration in effect, each section with the file it came from.
     Config {
         /// The project's manifest (default: as `pod serve` finds it).
@@ -242,6 +263,25 @@ fn main() -> ExitCode {
     pod::logging::init(cli.log_level.as_deref());
     // Test-only fault injection (`POD_TEST_PANIC=1`) is decided once, at start-up.
     pod::testing::panics_armed();
+    if matches!(
+        cli.command,
+        Command::Check { .. }
+            | Command::Config { .. }
+            | Command::Explain { .. }
+            | Command::Sessions { .. }
+            | Command::Trust { .. }
+            | Command::Grants { .. }
+            | Command::Init { .. }
+    ) {
+        // A listing piped into `head` ends quietly when the reader goes, as other Unix tools
+        // do, instead of panicking on the closed pipe. The servers, the chat and the
+        // conformance runner keep SIGPIPE ignored: a peer that goes away is an error they
+        // handle.
+        // SAFETY: setting a signal's disposition to its default before any thread starts.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     let code = match cli.command {
         Command::Serve {
             manifest,
@@ -306,6 +346,8 @@ fn main() -> ExitCode {
             pod::commands::check(manifest.as_deref(), examples)
         }
         Command::Config { manifest } => pod::commands::config(manifest.as_deref()),
+        Command::Init { dir, stack, force } => pod::commands::init(dir.as_deref(), stack, force),
+        Command::Grants { dir, revoke } => pod::commands::grants(dir.as_deref(), revoke.as_deref()),
         Command::Trust { dir, list, revoke } => {
             if list {
                 pod::commands::trust_list()

@@ -141,7 +141,7 @@ pub struct ModelSection {
     pub system: Option<String>,
     /// Offline model only: a scenario file of scripted responses (relative to the manifest).
     pub scenario: Option<String>,
-    /// HTTP request timeout in seconds. Default 300.
+    /// HTTP request timeout in seconds. Default 120; a request that timed out is retried once.
     pub timeout_secs: Option<u64>,
     /// Retries on 429 / 5xx / connection reset. Default 3.
     pub max_retries: Option<u32>,
@@ -243,6 +243,11 @@ pub struct HooksSection {
     #[serde(default)]
     #[schemars(with = "Vec<HookEntry>")]
     pub pre_tool_call: Vec<Spanned<HookEntry>>,
+    /// Hooks that see each call's result after it ran, before the model does: they may keep
+    /// it, replace its text, mark it an error or add a note (docs/hooks.md).
+    #[serde(default)]
+    #[schemars(with = "Vec<HookEntry>")]
+    pub post_tool_call: Vec<Spanned<HookEntry>>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

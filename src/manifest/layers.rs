@@ -136,12 +136,42 @@ impl Manifest {
             (None, None) => defaults(&workspace)?,
         };
         manifest.trust.ignored = ignored;
+        manifest.add_project_grants()?;
         // The managed layer goes on last, over everything the lower layers hold (the project
         // grants included, so `allow_managed_rules_only` refuses them too).
         if let Some(managed) = super::managed::load(&workspace)? {
             manifest = super::managed::apply(manifest, managed)?;
         }
         Ok(manifest.with_key_variables())
+    }
+
+    /// The rules "always in this project" answers wrote for this workspace (`grants.rs`), after
+    /// every other rule: they settle what would otherwise fall to the default, never what a
+    /// deny or ask rule decides.
+    fn add_project_grants(&mut self) -> Result<(), ManifestError> {
+        let Some(file) = super::grants::path(&self.workspace) else {
+            return Ok(());
+        };
+        let extra = super::grants::rules(&file)?;
+        let Some(rules) = &self.permissions else {
+            return Ok(());
+        };
+        if extra.is_empty() {
+            return Ok(());
+        }
+        let specs: Vec<RuleSpec> = rules.specs().cloned().chain(extra).collect();
+        self.permissions = Some(
+            Rules::compile(rules.default_action(), specs, rules.ask_timeout()).map_err(
+                |(i, e)| ManifestError::Invalid {
+                    path: file.clone(),
+                    line: 1,
+                    column: 1,
+                    message: format!("the project grants (rule {}): {e}", i + 1),
+                },
+            )?,
+        );
+        self.files.push(file);
+        Ok(())
     }
 
     /// True when no configuration file was found and pod runs on its built-in defaults.
@@ -282,8 +312,12 @@ fn restrict(
     for hook in std::mem::take(&mut project.hooks) {
         ignore(
             format!(
-                "runs the hook `{}` before tool calls",
-                shorten(&hook.command.join(" "))
+                "runs the hook `{}` {}",
+                shorten(&hook.command.join(" ")),
+                match hook.event {
+                    super::HookEvent::PreToolCall => "before tool calls",
+                    super::HookEvent::PostToolCall => "on tool results",
+                }
             ),
             at(Some(hook.line)),
         );

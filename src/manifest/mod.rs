@@ -10,6 +10,7 @@
 mod error;
 mod examples;
 pub mod file;
+pub mod grants;
 mod layers;
 pub mod managed;
 pub mod mcp;
@@ -45,6 +46,9 @@ pub const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(1800);
 pub const DEFAULT_MAX_CONTEXT_BYTES: usize = 8 * 1024 * 1024;
 /// Default `[pod] max_session_bytes`.
 pub const DEFAULT_MAX_SESSION_BYTES: u64 = 512 * 1024 * 1024;
+/// Default `[model] timeout_secs`: connecting (at most 30 s of it) and each read. A request
+/// that times out is retried once, so a hung endpoint fails within about four minutes.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
 /// Default `[model] idle_timeout_secs`.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -227,16 +231,36 @@ impl Default for ModelConfig {
     }
 }
 
-/// A user `pre_tool_call` hook.
+/// When a hook runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookEvent {
+    /// Before a call the permission layer let through: may deny it.
+    PreToolCall,
+    /// After a call ran, before the model sees its result: may narrow the result.
+    PostToolCall,
+}
+
+impl HookEvent {
+    /// The manifest's name for it: `hooks.pre_tool_call`, `hooks.post_tool_call`.
+    pub fn key(self) -> &'static str {
+        match self {
+            HookEvent::PreToolCall => "pre_tool_call",
+            HookEvent::PostToolCall => "post_tool_call",
+        }
+    }
+}
+
+/// A user hook (`[[hooks.pre_tool_call]]` or `[[hooks.post_tool_call]]`).
 #[derive(Debug, Clone)]
 pub struct HookConfig {
+    pub event: HookEvent,
     /// Program and arguments; a program written as a relative path is resolved against the
     /// manifest's folder.
     pub command: Vec<String>,
     pub timeout: Duration,
     /// Wildmatch patterns of tool names (case-insensitive); empty means every tool.
     pub tools: Vec<String>,
-    /// Line of the hook's `[[hooks.pre_tool_call]]` header.
+    /// Line of the hook's `[[hooks.<event>]]` header.
     pub line: usize,
     /// The manifest's folder: the hook runs with it as its working directory.
     pub dir: PathBuf,
@@ -488,14 +512,25 @@ impl Manifest {
             .unwrap_or_default();
 
         let mut hooks = Vec::new();
-        for hook in raw.hooks.map(|h| h.pre_tool_call).unwrap_or_default() {
+        let (pre, post) = raw
+            .hooks
+            .map(|h| (h.pre_tool_call, h.post_tool_call))
+            .unwrap_or_default();
+        let entries = pre
+            .into_iter()
+            .map(|h| (HookEvent::PreToolCall, h))
+            .chain(post.into_iter().map(|h| (HookEvent::PostToolCall, h)));
+        for (event, hook) in entries {
             let offset = hook.span().start;
             let line = line_of(offset);
             let hook = hook.into_inner();
             let Some(program) = hook.command.first() else {
                 return Err(at(
                     offset,
-                    "hooks.pre_tool_call.command: must name a program (an argv array such as [\"python3\", \"hooks/guard.py\"])".into(),
+                    format!(
+                        "hooks.{}.command: must name a program (an argv array such as [\"python3\", \"hooks/guard.py\"])",
+                        event.key()
+                    ),
                 ));
             };
             let mut command = hook.command.clone();
@@ -503,6 +538,7 @@ impl Manifest {
                 command[0] = dir.join(program).to_string_lossy().into_owned();
             }
             hooks.push(HookConfig {
+                event,
                 command,
                 timeout: Duration::from_secs(hook.timeout_secs.unwrap_or(10)),
                 tools: hook.tools.unwrap_or_default(),
@@ -618,6 +654,19 @@ impl Manifest {
         )?;
         at_least_one("model", "idle_timeout_secs", model.idle_timeout_secs)?;
         at_least_one("model", "max_context_bytes", model.max_context_bytes)?;
+        if let Some(url) = &model.base_url {
+            let lower = url.to_ascii_lowercase();
+            if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+                return Err(at(
+                    key_offset(text, "model", "base_url"),
+                    format!(
+                        "model.base_url: {url:?} has no scheme: write the whole address, e.g. \
+                         \"https://{}\"",
+                        url.trim_start_matches('/')
+                    ),
+                ));
+            }
+        }
         let model = ModelConfig {
             provider: model.provider,
             model: model.model,
@@ -627,7 +676,7 @@ impl Manifest {
             max_tokens: model.max_tokens.unwrap_or(4096),
             system: model.system,
             scenario: model.scenario.map(|f| dir.join(f)),
-            timeout: Duration::from_secs(model.timeout_secs.unwrap_or(300)),
+            timeout: Duration::from_secs(model.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS)),
             max_retries: model.max_retries.unwrap_or(3),
             max_response_bytes: model
                 .max_response_bytes
@@ -766,6 +815,11 @@ impl Manifest {
         out.push(entry(self.state_root.clone(), "pod's state folder"));
         if let Ok(store) = TrustStore::default_location() {
             out.push(entry(store.path().to_path_buf(), "pod's trust store"));
+        }
+        if let Some(file) = grants::path(&self.workspace) {
+            if let Some(dir) = file.parent() {
+                out.push(entry(dir.to_path_buf(), "pod's project grants"));
+            }
         }
         if let Some(audit) = &self.audit {
             out.push(entry(audit.path.clone(), "the decision log"));
@@ -1109,6 +1163,8 @@ mod tests {
         let paths: Vec<(String, String)> = m
             .protected_paths()
             .into_iter()
+            // Where the project grants live depends on this machine's user configuration.
+            .filter(|p| p.what != "pod's project grants")
             .map(|p| match p.path.file_name() {
                 Some(name) if name == trust::STORE_FILE => ("trust.json".into(), p.what),
                 _ => (path_text(&p.path, &ws), p.what),

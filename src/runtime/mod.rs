@@ -30,7 +30,7 @@ pub use approval::{Answer, Approvals, Approver, ReplyError};
 pub use turn::TURN_FAILED_TEXT;
 
 use crate::hooks::UserHook;
-use crate::manifest::Trust;
+use crate::manifest::{HookEvent, Trust};
 use crate::manifest::{Manifest, McpServerConfig};
 use crate::mcp::McpServers;
 use crate::model::{self, Message, Model, ModelError};
@@ -191,6 +191,8 @@ pub struct Pod {
     model: Box<dyn Model>,
     skills: Skills,
     hooks: Vec<UserHook>,
+    /// `post_tool_call` hooks, in order: each sees the result the one before left.
+    post_hooks: Vec<UserHook>,
     /// Bounds every process the tools, hooks and MCP servers start; its `$TMPDIR` goes when the
     /// pod drops.
     sandbox: Arc<Sandbox>,
@@ -352,12 +354,12 @@ impl Pod {
             &manifest.writable,
             log.id(),
         )?);
-        let hooks = manifest
+        let (hooks, post_hooks): (Vec<UserHook>, Vec<UserHook>) = manifest
             .hooks
             .iter()
             .cloned()
             .map(|h| UserHook::new(h).with_sandbox(sandbox.clone()))
-            .collect();
+            .partition(|h| h.config.event == HookEvent::PreToolCall);
         let audit = match &manifest.audit {
             Some(config) => {
                 let log =
@@ -385,6 +387,7 @@ impl Pod {
             model,
             skills,
             hooks,
+            post_hooks,
             sandbox,
             mcp: McpServers::none(),
             approver: options.approver,

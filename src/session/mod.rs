@@ -102,6 +102,10 @@ pub fn list(dir: &Path) -> Result<Vec<SessionSummary>, SessionError> {
                 .to_string();
             check_id(&id).ok()?;
             let meta = entry.metadata().ok()?;
+            // A session opened and closed without a single item has nothing to resume.
+            if meta.len() == 0 {
+                return None;
+            }
             Some(SessionSummary {
                 id,
                 bytes: meta.len(),

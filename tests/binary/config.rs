@@ -487,3 +487,61 @@ fn in_the_home_folder_the_defaults_allow_no_read() {
     assert_eq!(decision(&explain(&project)), "ask");
     assert_eq!(decision(&explain(&project.join("me"))), "ask");
 }
+
+/// `pod init` writes, for each stack, a manifest that `pod check` passes without a warning,
+/// named for the folder and trusted; it never replaces an existing one unless told to.
+#[test]
+fn pod_init_writes_a_manifest_pod_check_passes_for_every_stack() {
+    for stack in ["rust", "node", "python", "generic"] {
+        let setup = Setup::new(None, None);
+        let out = setup.pod(&["init", "--stack", stack]);
+        assert!(out.status.success(), "{stack}: {}", text(&out.stderr));
+        let written = setup.project.path().join("pod.toml");
+        let manifest = std::fs::read_to_string(&written).unwrap();
+        let folder = setup.project.path().file_name().unwrap().to_string_lossy();
+        assert!(
+            manifest.contains(&format!("name = \"{folder}\"")),
+            "{manifest}"
+        );
+        let check = setup.pod(&["check"]);
+        let said = format!("{}{}", text(&check.stdout), text(&check.stderr));
+        assert!(check.status.success(), "{stack}: {said}");
+        assert!(!said.contains("warning"), "{stack}: {said}");
+        assert!(said.contains("is trusted"), "{stack}: {said}");
+        // A second init leaves the file as it is.
+        std::fs::write(&written, "# mine\n").unwrap();
+        let again = setup.pod(&["init", "--stack", stack]);
+        assert!(!again.status.success());
+        assert!(text(&again.stderr).contains("already exists"));
+        assert_eq!(std::fs::read_to_string(&written).unwrap(), "# mine\n");
+        let forced = setup.pod(&["init", "--stack", stack, "--force"]);
+        assert!(forced.status.success(), "{}", text(&forced.stderr));
+        assert_eq!(std::fs::read_to_string(&written).unwrap(), manifest);
+    }
+    // Without --stack, the folder's files choose.
+    let setup = Setup::new(None, None);
+    std::fs::write(setup.project.path().join("package.json"), "{}").unwrap();
+    let out = setup.pod(&["init"]);
+    assert!(
+        text(&out.stdout).contains("(node stack)"),
+        "{}",
+        text(&out.stdout)
+    );
+    let manifest = std::fs::read_to_string(setup.project.path().join("pod.toml")).unwrap();
+    assert!(manifest.contains("npm test *"));
+}
+
+/// A `base_url` without a scheme is refused by `pod check` (and so by `pod serve`), naming the
+/// line and the fix.
+#[test]
+fn a_base_url_without_a_scheme_is_an_error_that_names_the_fix() {
+    let setup = Setup::new(
+        Some("[model]\nprovider = \"anthropic\"\nmodel = \"m\"\nbase_url = \"api.example.com\"\n"),
+        None,
+    );
+    let out = setup.pod(&["check"]);
+    assert!(!out.status.success());
+    let said = text(&out.stderr) + &text(&out.stdout);
+    assert!(said.contains("pod.toml:4:"), "{said}");
+    assert!(said.contains("\"https://api.example.com\""), "{said}");
+}

@@ -539,8 +539,14 @@ fn sessions_are_listed_from_the_state_folder() {
     let mut pod = PodProcess::spawn(&ws, Framing::Lines);
     let init = pod.initialize(false);
     let id = init["session"]["id"].as_str().unwrap_or("").to_string();
+    pod.call("run", json!({"input": [{"type": "text", "text": "hello"}]}));
     pod.call("shutdown", json!({}));
     pod.wait_exit(std::time::Duration::from_secs(5));
+    // A session opened and closed without a turn has nothing to resume: not listed.
+    let mut empty = PodProcess::spawn(&ws, Framing::Lines);
+    empty.initialize(false);
+    empty.call("shutdown", json!({}));
+    empty.wait_exit(std::time::Duration::from_secs(5));
     let out = pod_command(&ws, &["sessions", "--manifest", "pod.toml"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(

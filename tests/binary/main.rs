@@ -24,6 +24,8 @@ mod load;
 mod mcp;
 mod modes;
 mod policy;
+mod post_hooks;
+mod prompts;
 mod rust_client;
 mod sandbox;
 mod schema;

@@ -571,3 +571,47 @@ fn under_allow_managed_hooks_only_a_project_hook_never_runs() {
     assert_eq!(results[0]["isError"], false, "{results:?}");
     assert!(!ws.path("HOOK_RAN").exists(), "a refused hook ran");
 }
+
+#[test]
+fn under_allow_managed_rules_only_a_project_grant_does_not_apply() {
+    let ws = Workspace::with_manifest(
+        "[model]\nprovider = \"offline\"\n[permissions]\ndefault_action = \"ask\"\n",
+    );
+    let user = user_config(&ws, "[model]\nprovider = \"offline\"\n");
+    // An "always in this project" answer's grant, where pod writes it: beside the user's file.
+    let key = pod::manifest::workspace_key(&ws.dir.path().canonicalize().expect("canonical"));
+    let grants = ws.state_home().join("projects").join(format!("{key}.toml"));
+    std::fs::create_dir_all(grants.parent().expect("folder")).expect("projects");
+    std::fs::write(
+        &grants,
+        "[permissions]\ndefault_action = \"ask\"\n[[permissions.rule]]\ntool = \"bash\"\n\
+         pattern = \"touch *\"\naction = \"allow\"\n",
+    )
+    .expect("grants");
+    // The control: the grant runs the call.
+    let open = managed("[permissions]\ndefault_action = \"ask\"\n");
+    let mut control = spawn(&ws, open.path(), Some(&user));
+    control.initialize(false);
+    run(&mut control, &bash("touch control"));
+    assert!(
+        ws.path("control").exists(),
+        "the grant did not apply in the control"
+    );
+
+    let admin = managed(
+        "[permissions]\ndefault_action = \"ask\"\n[managed]\nallow_managed_rules_only = true\n",
+    );
+    let mut pod = spawn(&ws, admin.path(), Some(&user));
+    let init = pod.initialize(false);
+    let overrides = init["configuration"]["managedOverrides"].to_string();
+    assert!(
+        overrides.contains(&format!("{}:3", grants.display()))
+            && overrides.contains("allow_managed_rules_only"),
+        "{init}"
+    );
+    run(&mut pod, &bash("touch made"));
+    assert!(
+        !ws.path("made").exists(),
+        "a project grant applied under rules_only"
+    );
+}

@@ -392,6 +392,20 @@ impl PodProcess {
         })
     }
 
+    /// Waits for whichever comes first: the next not-yet-seen event of type `kind` (`Ok`) or the
+    /// response to request `id` (`Err`), for a client that answers while a request runs.
+    pub fn event_or_response(&mut self, kind: &str, id: &Value) -> Result<Value, Value> {
+        self.pump_until(&format!("a {kind} event or the response to {id}"), |s| {
+            if let Some(found) = s.events[s.cursor..].iter().position(|e| e["type"] == kind) {
+                let index = s.cursor + found;
+                s.cursor = index + 1;
+                return Some(Ok(s.events[index].clone()));
+            }
+            s.take_reply(|r| r.is_object() && r.get("id") == Some(id))
+                .map(Err)
+        })
+    }
+
     pub fn wait_event_type(&mut self, kind: &str) -> Value {
         self.wait_event(kind, |e| e["type"] == kind)
     }

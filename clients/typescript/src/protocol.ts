@@ -98,7 +98,8 @@ export type Event =
  * This interface was referenced by `PodProtocolV1`'s JSON-Schema
  * via the `definition` "ReplyDecision".
  */
-export type ReplyDecision = ("allow_once" | "allow_session" | "deny") | "allow_prefix";
+export type ReplyDecision =
+  ("allow_once" | "allow_session" | "deny") | "allow_prefix" | "allow_project";
 /**
  * Who ended a permission request.
  *
@@ -347,7 +348,8 @@ export interface ConfigurationInfo {
   provider: string;
 }
 /**
- * One setting of the project's configuration that is ignored while the folder is untrusted.
+ * One setting that is ignored: the project's while its folder is untrusted (`workspaceTrust`), or
+ * a lower layer's that the managed layer overrode or refused (`configuration.managedOverrides`).
  *
  * This interface was referenced by `PodProtocolV1`'s JSON-Schema
  * via the `definition` "IgnoredSetting".
