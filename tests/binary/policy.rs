@@ -614,4 +614,25 @@ fn under_allow_managed_rules_only_a_project_grant_does_not_apply() {
         !ws.path("made").exists(),
         "a project grant applied under rules_only"
     );
+    // Nor is "always in this project" offered, where its grant could never apply.
+    for (dir, offered) in [(open.path(), true), (admin.path(), false)] {
+        let mut asking = spawn(&ws, dir, Some(&user));
+        asking.initialize(true);
+        let id = asking.start(
+            "run",
+            json!({"input": [{"type": "text", "text": bash("cargo test parser")}]}),
+        );
+        let request = asking.wait_event_type("permissionRequest");
+        let options = request["options"].as_array().cloned().unwrap_or_default();
+        assert_eq!(
+            options.contains(&json!("allow_project")),
+            offered,
+            "{request}"
+        );
+        asking.call(
+            "permissionReply",
+            json!({"requestId": request["requestId"], "decision": "deny"}),
+        );
+        asking.response(&json!(id));
+    }
 }
