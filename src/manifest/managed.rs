@@ -389,6 +389,41 @@ pub(super) fn apply(mut lower: Manifest, managed: Manifest) -> Result<Manifest, 
         }
     };
 
+    // Scope: only tighten (what both the lower and the managed `[scope]` let be written).
+    if had(&managed, "scope") {
+        let scope_file = first_file(&lower, "scope");
+        // The intersection: a lower folder inside a managed one, or a managed folder inside a
+        // lower one.
+        let lower_writable = std::mem::take(&mut lower.writable);
+        let mut kept: Vec<PathBuf> = Vec::new();
+        for w in &lower_writable {
+            for m in &managed.writable {
+                let inner = if w.starts_with(m) { w } else { m };
+                if (w.starts_with(m) || m.starts_with(w)) && !kept.contains(inner) {
+                    kept.push(inner.clone());
+                }
+            }
+        }
+        let outside = lower_writable.into_iter().filter(|w| {
+            !managed
+                .writable
+                .iter()
+                .any(|m| w.starts_with(m) || m.starts_with(w))
+        });
+        for w in outside {
+            overrides.push(Ignored::new(
+                format!(
+                    "scope.writable {} refused: outside the managed [scope]",
+                    w.display()
+                ),
+                &scope_file,
+                lower.lines.get("scope").copied(),
+            ));
+        }
+        lower.writable = kept;
+    }
+    lower.skill_dirs.extend(managed.skill_dirs.iter().cloned());
+
     // Tools: only tighten.
     if had(&managed, "tools") {
         lower.tools.retain(|t| managed.tools.contains(t));

@@ -636,3 +636,27 @@ fn under_allow_managed_rules_only_a_project_grant_does_not_apply() {
         asking.response(&json!(id));
     }
 }
+
+#[test]
+fn a_managed_scope_narrows_where_file_tools_write() {
+    let ws = Workspace::with_manifest(
+        "[model]\nprovider = \"offline\"\n[permissions]\ndefault_action = \"allow\"\n",
+    );
+    std::fs::create_dir(ws.path("src")).expect("src");
+    let admin = managed("[scope]\nwritable = [\"src\"]\n");
+    let mut pod = spawn(&ws, admin.path(), None);
+    pod.initialize(false);
+    let write = |path: &str| format!("@file_write {}", json!({"path": path, "content": "x"}));
+    run(
+        &mut pod,
+        &format!("{}\n{}", write("src/inside.txt"), write("top.txt")),
+    );
+    let results = results(&pod);
+    assert_eq!(results[0]["isError"], false, "{results:?}");
+    assert_eq!(results[1]["deniedBy"], "scope", "{results:?}");
+    assert!(ws.path("src/inside.txt").exists());
+    assert!(
+        !ws.path("top.txt").exists(),
+        "a write outside the managed scope ran"
+    );
+}
