@@ -67,10 +67,123 @@ pub fn trust_text(manifest: &Manifest, prefix: &str) -> String {
     out
 }
 
+/// The managed layer of a configuration, for `check` and `config`: its files and locks, then
+/// each setting of a lower layer it overrode or refused, each line starting with `prefix`.
+/// Empty without a managed file.
+pub fn managed_text(manifest: &Manifest, prefix: &str) -> String {
+    let managed = &manifest.managed;
+    if managed.files.is_empty() {
+        return String::new();
+    }
+    let files: Vec<String> = managed
+        .files
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect();
+    let mut out = format!(
+        "{prefix}managed: {} (nothing below can weaken it)\n",
+        files.join(", then ")
+    );
+    let locks = &managed.locks;
+    let mut held = Vec::new();
+    if locks.require_sandbox {
+        held.push("require_sandbox".to_string());
+    }
+    if let Some(modes) = &locks.allowed_modes {
+        let names: Vec<&str> = modes.iter().map(|m| m.as_str()).collect();
+        held.push(format!("allowed_modes = [{}]", names.join(", ")));
+    }
+    if locks.rules_only {
+        held.push("allow_managed_rules_only".into());
+    }
+    if locks.hooks_only {
+        held.push("allow_managed_hooks_only".into());
+    }
+    if !locks.allowed_servers.is_empty() {
+        held.push("allowed_mcp_servers".into());
+    }
+    if !locks.denied_servers.is_empty() {
+        held.push("denied_mcp_servers".into());
+    }
+    if !held.is_empty() {
+        out.push_str(&format!("{prefix}  locks: {}\n", held.join(", ")));
+    }
+    if managed.overrides.is_empty() {
+        out.push_str(&format!("{prefix}  it overrode nothing below it\n"));
+    } else {
+        out.push_str(&format!("{prefix}  it overrode or refused:\n"));
+    }
+    for o in &managed.overrides {
+        out.push_str(&format!("{prefix}    {}: {}\n", o.place, o.what));
+    }
+    out
+}
+
+/// The rules' examples for `pod check`: each decided with the configuration in effect, which
+/// may differ from the rule's own file (another layer's rule came first: that is not an
+/// error, but it is shown). Returns (examples, differing, table lines).
+fn examples_report(manifest: &Manifest) -> (usize, Vec<String>, Vec<String>) {
+    use crate::manifest::RuleExample;
+    let policy = manifest.policy();
+    let mut count = 0;
+    let mut differ = Vec::new();
+    let mut table = Vec::new();
+    for RuleExample {
+        file,
+        line,
+        tool,
+        action,
+        matches,
+        not_match,
+        ..
+    } in &manifest.examples
+    {
+        let Some(builtin) = Builtin::from_name(tool) else {
+            continue;
+        };
+        let place = format!("{}:{line}", file.display());
+        let cases = matches
+            .iter()
+            .map(|m| (m, true))
+            .chain(not_match.iter().map(|m| (m, false)));
+        for (text, expect) in cases {
+            count += 1;
+            let decision = policy.decide(tool, &crate::manifest::example_input(builtin, text));
+            let this = decision.subjects.iter().any(|s| {
+                s.rule.as_ref().is_some_and(|r| {
+                    r.line == Some(*line) && r.file.as_deref() == Some(&*file.to_string_lossy())
+                })
+            });
+            let holds = if expect {
+                this && decision.decision == *action
+            } else {
+                !this
+            };
+            let kind = if expect { "match" } else { "not_match" };
+            table.push(format!(
+                "  {place}  {kind:<9}  {tool} \"{text}\"  -> {} by {}{}",
+                decision.decision,
+                crate::manifest::example_decided_by(&decision),
+                if holds { "" } else { "  (differs in effect)" }
+            ));
+            if !holds {
+                differ.push(format!(
+                    "{place}: note: {kind} example \"{text}\" is decided {} by {} in the \
+                     configuration in effect (another layer's rule, a managed lock or the project's trust \
+                     comes first)",
+                    decision.decision,
+                    crate::manifest::example_decided_by(&decision)
+                ));
+            }
+        }
+    }
+    (count, differ, table)
+}
+
 /// `pod check`: validate as `pod serve` does, then lint. Exit 1 when anything is an error.
 /// Everything the files say is checked, as if trusted; what an untrusted project's
 /// configuration loses is listed after.
-pub fn check(path: Option<&Path>) -> u8 {
+pub fn check(path: Option<&Path>, show_examples: bool) -> u8 {
     let manifest = match Manifest::open(path, Vouch::Session) {
         Ok(m) => m,
         Err(e) => {
@@ -86,6 +199,7 @@ pub fn check(path: Option<&Path>) -> u8 {
         }
     };
     println!("{}", sources_text(&manifest));
+    print!("{}", managed_text(&in_force, ""));
     print!("{}", trust_text(&in_force, ""));
     if let Some(off) = in_force.permissions_off() {
         println!("WARNING: {off}");
@@ -117,6 +231,24 @@ pub fn check(path: Option<&Path>) -> u8 {
             None => "no [permissions]: every tool call runs".to_string(),
         };
         println!("{file}: ok ({permissions})");
+    }
+    let (examples, differ, table) = examples_report(&in_force);
+    if examples > 0 {
+        println!(
+            "examples: {examples} checked at load, each decided as its rule says; {} differ in \
+             the configuration in effect",
+            differ.len()
+        );
+        for line in &differ {
+            println!("{line}");
+        }
+        if show_examples {
+            for line in &table {
+                println!("{line}");
+            }
+        }
+    } else if show_examples {
+        println!("examples: no rule carries examples");
     }
     print!("{}", sandbox_text(&in_force));
     let env = crate::sandbox::ChildEnv::new(&in_force.sandbox.env);
@@ -533,6 +665,300 @@ pub fn sessions(path: Option<&Path>, state_dir: Option<&Path>) -> u8 {
     0
 }
 
+/// The sessions folder of the configuration in effect (`--state-dir` when given).
+fn sessions_folder(path: Option<&Path>, state_dir: Option<&Path>) -> Result<Manifest, u8> {
+    let mut manifest = Manifest::open(path, Vouch::Store).map_err(|e| {
+        eprintln!("{e}");
+        1u8
+    })?;
+    if let Some(folder) = state_dir {
+        manifest.set_state_dir(folder);
+    }
+    Ok(manifest)
+}
+
+/// `pod sessions --denied`: every denied call of every session, oldest session first: session,
+/// call, tool, who denied it, and the subject that decided.
+pub fn sessions_denied(path: Option<&Path>, state_dir: Option<&Path>) -> u8 {
+    use crate::protocol::{Action, Item};
+    let manifest = match sessions_folder(path, state_dir) {
+        Ok(m) => m,
+        Err(code) => return code,
+    };
+    let dir = manifest.sessions_dir();
+    let sessions = match crate::session::list(&dir) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return 1;
+        }
+    };
+    let mut count = 0;
+    for s in &sessions {
+        let items = match crate::session::items(&dir, &s.id) {
+            Ok(items) => items,
+            Err(e) => {
+                eprintln!("{e}");
+                continue;
+            }
+        };
+        let tool_of = |call: &str| {
+            items
+                .iter()
+                .find_map(|i| match i {
+                    Item::ToolCall { call_id, tool, .. } if call_id == call => Some(tool.as_str()),
+                    _ => None,
+                })
+                .unwrap_or("?")
+        };
+        for item in &items {
+            let line = match item {
+                Item::PermissionDecision {
+                    call_id,
+                    decision: Action::Deny,
+                    by,
+                    subjects,
+                    ..
+                } => {
+                    let deciding = subjects.iter().find(|s| s.action == Action::Deny);
+                    let what = deciding
+                        .map(|d| format!("`{}`", d.subject))
+                        .unwrap_or_default();
+                    let by = serde_json::to_value(by)
+                        .ok()
+                        .and_then(|v| v.as_str().map(String::from))
+                        .unwrap_or_default();
+                    let rule = deciding
+                        .and_then(|d| d.rule.as_ref())
+                        .and_then(|r| Some(format!(" ({}:{})", r.file.as_deref()?, r.line?)))
+                        .unwrap_or_default();
+                    format!(
+                        "{}  {call_id}  {}  denied by {by}{rule}  {what}",
+                        s.id,
+                        tool_of(call_id)
+                    )
+                }
+                Item::ToolResult(r) => match r.denied_by {
+                    Some(
+                        by @ (crate::protocol::DeniedBy::Hook
+                        | crate::protocol::DeniedBy::Skill
+                        | crate::protocol::DeniedBy::Scope),
+                    ) => format!(
+                        "{}  {}  {}  denied by {}",
+                        s.id,
+                        r.call_id,
+                        tool_of(&r.call_id),
+                        serde_json::to_value(by)
+                            .ok()
+                            .and_then(|v| v.as_str().map(String::from))
+                            .unwrap_or_default()
+                    ),
+                    _ => continue,
+                },
+                _ => continue,
+            };
+            count += 1;
+            println!("{line}");
+        }
+    }
+    println!(
+        "{count} denied calls in {} sessions ({})",
+        sessions.len(),
+        dir.display()
+    );
+    0
+}
+
+/// `pod why SESSION CALL`: the full reasoning of one past decision.
+pub fn why(path: Option<&Path>, state_dir: Option<&Path>, session: &str, call: &str) -> u8 {
+    use crate::protocol::{DecidedBy, Item};
+    let manifest = match sessions_folder(path, state_dir) {
+        Ok(m) => m,
+        Err(code) => return code,
+    };
+    let items = match crate::session::items(&manifest.sessions_dir(), session) {
+        Ok(items) => items,
+        Err(e) => {
+            eprintln!("{e}");
+            return 1;
+        }
+    };
+    let mut found = false;
+    let mut out = String::new();
+    for item in &items {
+        match item {
+            Item::ToolCall {
+                call_id,
+                tool,
+                input,
+                ..
+            } if call_id == call => {
+                found = true;
+                out.push_str(&format!(
+                    "call {call} of session {session}: {tool} {input}\n"
+                ));
+            }
+            Item::PermissionDecision {
+                call_id,
+                decision,
+                by,
+                request_id,
+                subjects,
+                ..
+            } if call_id == call => {
+                let who = match by {
+                    DecidedBy::Rule => "a rule".to_string(),
+                    DecidedBy::Default => "default_action (no rule matched)".into(),
+                    DecidedBy::Disabled => "nothing: the permission layer was off".into(),
+                    DecidedBy::FailClosed => {
+                        "no approver was connected, so the ask was denied".into()
+                    }
+                    DecidedBy::Client => "a person, through the client".into(),
+                    DecidedBy::SessionGrant => "a grant given earlier in the session".into(),
+                    DecidedBy::Cancel => "the turn was cancelled while it asked".into(),
+                    DecidedBy::Timeout => {
+                        "nobody answered the ask in time (ask_timeout_secs)".into()
+                    }
+                    DecidedBy::Disconnect => "the client went away while it asked".into(),
+                    DecidedBy::Shutdown => "the pod shut down while it asked".into(),
+                    DecidedBy::Mode => "the session's mode".into(),
+                };
+                out.push_str(&format!("decision: {decision}, settled by {who}\n"));
+                if let Some(id) = request_id {
+                    out.push_str(&format!("  asked as {id}\n"));
+                }
+                for s in subjects {
+                    let rule = match &s.rule {
+                        Some(r) => match (&r.file, r.line) {
+                            (Some(f), Some(l)) => format!(
+                                "rule {} ({} \"{}\") at {f}:{l}",
+                                r.index, r.tool, r.pattern
+                            ),
+                            _ => format!("rule {} ({} \"{}\")", r.index, r.tool, r.pattern),
+                        },
+                        None => "the default".into(),
+                    };
+                    let note = s
+                        .note
+                        .as_deref()
+                        .map(|n| format!(" ({n})"))
+                        .unwrap_or_default();
+                    out.push_str(&format!(
+                        "  {} `{}`: {} by {rule}{note}\n",
+                        s.tool, s.subject, s.action
+                    ));
+                }
+            }
+            Item::InputAmended { call_id, input, .. } if call_id == call => {
+                out.push_str(&format!(
+                    "  the person edited the input before approving: {input}\n"
+                ));
+            }
+            Item::ToolResult(r) if r.call_id == call => {
+                let how = match r.denied_by {
+                    Some(by) => format!(
+                        "not run (denied by {})",
+                        serde_json::to_value(by)
+                            .ok()
+                            .and_then(|v| v.as_str().map(String::from))
+                            .unwrap_or_default()
+                    ),
+                    None if r.is_error => "ran, with an error".into(),
+                    None => "ran".into(),
+                };
+                let first: String = r
+                    .content
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .chars()
+                    .take(160)
+                    .collect();
+                out.push_str(&format!("result: {how}: {first}\n"));
+            }
+            _ => {}
+        }
+    }
+    if !found {
+        eprintln!(
+            "no call {call} in session {session} (`pod sessions --denied` lists denied calls)"
+        );
+        return 1;
+    }
+    if let Some(audit) = &manifest.audit {
+        let entries: Vec<_> = crate::session::audit::entries(&audit.path)
+            .into_iter()
+            .filter(|e| e.session == session && e.call == call)
+            .collect();
+        for e in &entries {
+            let client = e
+                .client
+                .as_deref()
+                .map(|c| format!(" via {c}"))
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "decision log {} line {}: {} at {}, by {}{client}\n",
+                audit.path.display(),
+                e.seq,
+                e.decision,
+                e.time,
+                e.by
+            ));
+        }
+        if entries.is_empty() {
+            out.push_str(&format!(
+                "decision log {}: no line for this call\n",
+                audit.path.display()
+            ));
+        }
+    }
+    print!("{out}");
+    0
+}
+
+/// `pod audit verify`: the decision log's chain. Exit 1 at the first break.
+pub fn audit_verify(manifest: Option<&Path>, path: Option<&Path>) -> u8 {
+    let file = match path {
+        Some(p) => p.to_path_buf(),
+        None => match Manifest::open(manifest, Vouch::Store) {
+            Ok(m) => match m.audit {
+                Some(a) => a.path,
+                None => {
+                    eprintln!(
+                        "no [audit] in the configuration in effect: give the log with --path"
+                    );
+                    return 1;
+                }
+            },
+            Err(e) => {
+                eprintln!("{e}");
+                return 1;
+            }
+        },
+    };
+    match crate::session::audit::verify(&file) {
+        Ok(v) => match v.broken {
+            None => {
+                println!("{}: {} lines, the chain holds", file.display(), v.lines);
+                0
+            }
+            Some(what) => {
+                println!("{what}");
+                println!(
+                    "{}: the chain is broken ({} lines read up to the break)",
+                    file.display(),
+                    v.lines
+                );
+                1
+            }
+        },
+        Err(e) => {
+            eprintln!("{e}");
+            1
+        }
+    }
+}
+
 /// `pod schema [--check]`.
 pub fn schema(dir: &Path, check: bool) -> u8 {
     let mut stale = Vec::new();
@@ -597,6 +1023,7 @@ pub fn config_text(m: &Manifest) -> String {
     };
     let quote = |s: &str| toml_string(s);
     let mut out = format!("# {}\n", sources_text(m));
+    out.push_str(&managed_text(m, "# "));
     out.push_str(&trust_text(m, "# "));
     out.push_str(&format!("# workspace: {}\n\n", m.workspace.display()));
 

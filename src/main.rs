@@ -23,6 +23,19 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+enum AuditAction {
+    /// Check the log's hash chain: exit 0 when every line is intact and in order, 1 at the
+    /// first line edited, inserted or removed.
+    Verify {
+        /// The log file (default: the `[audit] path` of the configuration in effect).
+        #[arg(long)]
+        path: Option<PathBuf>,
+        #[arg(long)]
+        manifest: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
 enum Command {
     /// Serve the JSON-RPC protocol on stdin/stdout (the main job).
     Serve {
@@ -112,6 +125,27 @@ enum Command {
         /// The folder holding the session logs, as given to `pod serve --state-dir`.
         #[arg(long)]
         state_dir: Option<PathBuf>,
+        /// List the denied calls of every session instead (session, call, tool, who denied).
+        #[arg(long)]
+        denied: bool,
+    },
+    /// Explain one past decision: the call, each subject with the rule that decided it, who
+    /// settled an ask, and the result, from the session log (and the decision log when
+    /// `[audit]` names one).
+    Why {
+        /// The session id (`pod sessions` lists them).
+        session: String,
+        /// The call id (`call_…`, as `pod sessions --denied` and the history show it).
+        call: String,
+        #[arg(long)]
+        manifest: Option<PathBuf>,
+        #[arg(long)]
+        state_dir: Option<PathBuf>,
+    },
+    /// The decision log (`[audit]`, docs/audit.md).
+    Audit {
+        #[command(subcommand)]
+        action: AuditAction,
     },
     /// Validate the configuration as `pod serve` would (the manifest layered over the user's
     /// configuration), lint its rules, and warn about what only the runtime can know; exit 1 on
@@ -119,6 +153,9 @@ enum Command {
     Check {
         /// The project's manifest (default: as `pod serve` finds it).
         manifest: Option<PathBuf>,
+        /// Print every rule example with the decision it gets in the configuration in effect.
+        #[arg(long)]
+        examples: bool,
     },
     /// Trust a folder's pod.toml (its MCP servers, hooks, model, allow rules... then take
     /// effect), list the folders you trusted, or revoke one (docs/permissions.md, "Trust").
@@ -249,6 +286,8 @@ fn main() -> ExitCode {
             | Command::Init { .. }
             | Command::Completions { .. }
             | Command::Man
+            | Command::Why { .. }
+            | Command::Audit { .. }
     ) {
         // A listing piped into `head` ends quietly when the reader goes, as other Unix tools
         // do, instead of panicking on the closed pipe. The servers, the chat and the
@@ -280,7 +319,23 @@ fn main() -> ExitCode {
         Command::Sessions {
             manifest,
             state_dir,
-        } => pod::commands::sessions(manifest.as_deref(), state_dir.as_deref()),
+            denied,
+        } => {
+            if denied {
+                pod::commands::sessions_denied(manifest.as_deref(), state_dir.as_deref())
+            } else {
+                pod::commands::sessions(manifest.as_deref(), state_dir.as_deref())
+            }
+        }
+        Command::Why {
+            session,
+            call,
+            manifest,
+            state_dir,
+        } => pod::commands::why(manifest.as_deref(), state_dir.as_deref(), &session, &call),
+        Command::Audit {
+            action: AuditAction::Verify { path, manifest },
+        } => pod::commands::audit_verify(manifest.as_deref(), path.as_deref()),
         Command::Chat { manifest, resume } => {
             pod::chat::main(manifest.as_deref(), resume.as_deref())
         }
@@ -305,7 +360,9 @@ fn main() -> ExitCode {
             json,
             list,
         }),
-        Command::Check { manifest } => pod::commands::check(manifest.as_deref()),
+        Command::Check { manifest, examples } => {
+            pod::commands::check(manifest.as_deref(), examples)
+        }
         Command::Config { manifest } => pod::commands::config(manifest.as_deref()),
         Command::Completions { shell } => {
             let mut command = Cli::command();

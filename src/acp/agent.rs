@@ -67,6 +67,8 @@ pub struct Agent {
     state_dir: Option<PathBuf>,
     /// Set by `initialize`.
     client: Mutex<Option<acp::ClientCapabilities>>,
+    /// The client's `clientInfo` (`name version`), for the decision log.
+    client_name: Mutex<Option<String>>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     /// Folders trusted for this process only (`trust_session`).
     session_trust: Mutex<Vec<PathBuf>>,
@@ -117,6 +119,7 @@ impl Agent {
             peer,
             state_dir,
             client: Mutex::new(None),
+            client_name: Mutex::new(None),
             sessions: Mutex::new(HashMap::new()),
             session_trust: Mutex::new(Vec::new()),
         })
@@ -190,6 +193,7 @@ impl Agent {
         }
         if let Some(info) = &request.client_info {
             tracing::info!(name = %info.name, version = %info.version, "client connected");
+            *lock(&self.client_name) = Some(format!("{} {}", info.name, info.version));
         }
         *client = Some(request.client_capabilities);
         // pod speaks v1; a client asking for another version gets v1 and decides.
@@ -306,12 +310,20 @@ impl Agent {
         Ok(out)
     }
 
+    /// Tells a session's pod which client connected (the decision log names it).
+    fn name_client(&self, session: &Session) {
+        if let Some(name) = lock(&self.client_name).clone() {
+            session.pod.set_client_name(name);
+        }
+    }
+
     async fn new_session(&self, request: acp::NewSessionRequest) -> Result<Value, AcpError> {
         let manifest = self.manifest(&request.cwd)?;
         let servers = Self::mcp_servers(&request.mcp_servers, &manifest)?;
         let session = Session::open(manifest, None, servers, self.peer.clone(), &self.fs())
             .await
             .map_err(|e| AcpError::internal(format!("cannot open the session: {e}")))?;
+        self.name_client(&session);
         let response = acp::NewSessionResponse::new(session.id.clone())
             .modes(session.modes())
             .config_options(session.config_options())
@@ -420,7 +432,7 @@ impl Agent {
         }
         let manifest = self.manifest(cwd)?;
         let servers = Self::mcp_servers(mcp_servers, &manifest)?;
-        Session::open(
+        let session = Session::open(
             manifest,
             Some(id.clone()),
             servers,
@@ -433,7 +445,9 @@ impl Agent {
                 AcpError::session_not_found(&id).message(e.to_string())
             }
             e => AcpError::internal(format!("cannot load session {id}: {e}")),
-        })
+        })?;
+        self.name_client(&session);
+        Ok(session)
     }
 
     /// `trust/apply`: records the user's decision about `cwd`'s project (or, `trust_session`,
@@ -508,6 +522,7 @@ impl Agent {
             )
             .await
             .map_err(|e| AcpError::internal(format!("cannot reopen session {}: {e}", old.id)))?;
+            self.name_client(&reopened);
             if let Err(e) = reopened.pod.set_mode(mode) {
                 tracing::warn!("the reopened session keeps its configured mode: {e}");
             }

@@ -23,6 +23,7 @@ fn hook_for(path: &Path, timeout: Duration) -> UserHook {
         tools: Vec::new(),
         line: 7,
         dir: path.parent().unwrap().to_path_buf(),
+        file: None,
     })
 }
 
@@ -63,6 +64,7 @@ fn applies_to_uses_case_insensitive_wildmatch() {
             tools: tools.iter().map(|s| s.to_string()).collect(),
             line: 3,
             dir: PathBuf::from("."),
+            file: None,
         })
     };
     assert!(hook(&[]).applies_to("bash"));

@@ -26,6 +26,58 @@ pub struct ManifestFile {
     pub sandbox: Option<SandboxSection>,
     /// MCP servers whose tools the model may call.
     pub mcp: Option<McpSection>,
+    /// What a managed file (`/etc/pod/pod.toml`, `/etc/pod/pod.d/*.toml`) locks for every layer
+    /// below it (docs/manifest.md, "Layers"). Only a managed file may hold it.
+    pub managed: Option<ManagedSection>,
+    /// The decision log (docs/audit.md). Only a managed file or the user's configuration may
+    /// hold it.
+    pub audit: Option<AuditSection>,
+}
+
+/// `[managed]`: the locks an administrator puts on the layers below.
+#[derive(Debug, Deserialize, JsonSchema, Default, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct ManagedSection {
+    /// Commands, hooks and MCP servers always run inside the sandbox, and pod refuses to start
+    /// where the kernel cannot enforce it (`[sandbox] mode = "off"` below is overridden).
+    pub require_sandbox: Option<bool>,
+    /// The modes a session may start in or be switched to; default: every mode.
+    pub allowed_modes: Option<Vec<crate::protocol::Mode>>,
+    /// Only the managed files' `[[permissions.rule]]`s apply: the rules of the user's and the
+    /// project's files, and the project grants, are refused.
+    pub allow_managed_rules_only: Option<bool>,
+    /// Only the managed files' hooks run.
+    pub allow_managed_hooks_only: Option<bool>,
+    /// When set, an MCP server of a lower layer (or a client's) starts only if an entry
+    /// matches it.
+    #[schemars(with = "Option<Vec<McpServerMatch>>")]
+    pub allowed_mcp_servers: Option<Vec<Spanned<McpServerMatch>>>,
+    /// An MCP server of a lower layer (or a client's) that an entry matches never starts.
+    #[schemars(with = "Option<Vec<McpServerMatch>>")]
+    pub denied_mcp_servers: Option<Vec<Spanned<McpServerMatch>>>,
+}
+
+/// Which MCP servers an `allowed_mcp_servers` / `denied_mcp_servers` entry matches: every field
+/// given must match.
+#[derive(Debug, Deserialize, JsonSchema, Clone, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerMatch {
+    /// Wildmatch over the server's name, case-insensitive.
+    pub name: Option<String>,
+    /// Wildmatch over the server's command line: its program and arguments joined by spaces
+    /// (`npx -y @modelcontextprotocol/server-filesystem *`).
+    pub command: Option<String>,
+}
+
+/// `[audit]`: where the decision log goes.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AuditSection {
+    /// The log file (JSON lines), `~/` expanded, relative to the file's folder.
+    pub path: String,
+    /// Bytes the log may reach before it is rotated to `PATH.1` (one older file is kept).
+    /// Default 64 MiB.
+    pub max_bytes: Option<u64>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema, Default)]
@@ -160,6 +212,21 @@ pub struct RuleEntry {
     pub action: Action,
     /// Shown to the model when this rule denies.
     pub message: Option<String>,
+    /// Inputs this rule must decide and inputs it must not, checked at load.
+    #[schemars(with = "Option<RuleExamples>")]
+    pub examples: Option<Spanned<RuleExamples>>,
+}
+
+/// A rule's own tests: each `match` entry must be decided by this rule, as its action says; no
+/// `not_match` entry may be decided by it. An entry is the rule's tool's input: a command line
+/// for `bash`, a path for the others.
+#[derive(Debug, Deserialize, JsonSchema, Default, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct RuleExamples {
+    #[serde(rename = "match", default)]
+    pub matches: Vec<String>,
+    #[serde(default)]
+    pub not_match: Vec<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -137,6 +137,11 @@ impl Manifest {
         };
         manifest.trust.ignored = ignored;
         manifest.add_project_grants()?;
+        // The managed layer goes on last, over everything the lower layers hold (the project
+        // grants included, so `allow_managed_rules_only` refuses them too).
+        if let Some(managed) = super::managed::load(&workspace)? {
+            manifest = super::managed::apply(manifest, managed)?;
+        }
         Ok(manifest.with_key_variables())
     }
 
@@ -493,7 +498,7 @@ fn shorten(text: &str) -> String {
 }
 
 /// The stricter of two actions: deny, then ask, then allow.
-fn stricter(a: Action, b: Action) -> Action {
+pub(super) fn stricter(a: Action, b: Action) -> Action {
     let rank = |x: Action| match x {
         Action::Deny => 2,
         Action::Ask => 1,
@@ -557,13 +562,15 @@ fn merge(mut project: Manifest, user: Manifest) -> Result<Manifest, ManifestErro
             .extend(files.iter().cloned());
     }
     project.files.extend(user.files.iter().cloned());
+    project.examples.extend(user.examples.iter().cloned());
+    project.audit = user.audit.clone();
     Ok(project)
 }
 
 /// The servers of both files, in name order. A server both name (in any case, as rules match
 /// names) is started as the project says, with the stricter of the two defaults for each
 /// annotation kind, so a user's `default_action` deny for a server holds in every project.
-fn merge_mcp(project: &McpConfig, user: &McpConfig) -> McpConfig {
+pub(super) fn merge_mcp(project: &McpConfig, user: &McpConfig) -> McpConfig {
     let mut servers = project.servers.clone();
     for theirs in &user.servers {
         match servers
@@ -593,7 +600,7 @@ fn merge_mcp(project: &McpConfig, user: &McpConfig) -> McpConfig {
 /// The stricter value of each sandbox setting. Extra writable folders are the user's when the
 /// user lists any (a project cannot open more of the disk than the user allowed), else the
 /// project's.
-fn stricter_sandbox(
+pub(super) fn stricter_sandbox(
     (project_set, project): (bool, &SandboxConfig),
     (user_set, user): (bool, &SandboxConfig),
 ) -> SandboxConfig {

@@ -375,7 +375,10 @@ impl Pod {
         }
         if !prefixes.is_empty() {
             options.push(ReplyDecision::AllowPrefix);
-            if crate::manifest::grants::path(&self.manifest.workspace).is_some() {
+            // Under `allow_managed_rules_only` a project grant would never apply: not offered.
+            if crate::manifest::grants::path(&self.manifest.workspace).is_some()
+                && !self.manifest.managed.locks.rules_only
+            {
                 options.push(ReplyDecision::AllowProject);
             }
         }

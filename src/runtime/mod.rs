@@ -124,6 +124,8 @@ pub enum PodError {
     Sandbox(#[from] SandboxError),
     #[error("[permissions] {0}")]
     Mode(#[from] ModeError),
+    #[error("[audit] {0} (pod does not run without the decision log it is configured to keep)")]
+    Audit(#[from] crate::session::audit::AuditError),
 }
 
 /// Why `run` refused to start a turn.
@@ -210,6 +212,10 @@ pub struct Pod {
     exclusive: tokio::sync::Mutex<()>,
     /// `[tools] max_parallel` slots: one per hook run or tool run under way.
     slots: tokio::sync::Semaphore,
+    /// `[audit]`: the decision log every decision of the session is appended to.
+    audit: Option<crate::session::audit::AuditLog>,
+    /// The client that connected (`name version` of its `initialize`), for the decision log.
+    client: Mutex<Option<String>>,
 }
 
 impl Pod {
@@ -229,7 +235,15 @@ impl Pod {
     /// fails does not fail the pod: it is reported in [`Pod::mcp_servers`] and the log, and
     /// calls of its tools get an error result.
     pub async fn start(manifest: Manifest, mut options: PodOptions) -> Result<Arc<Pod>, PodError> {
-        let extra = std::mem::take(&mut options.mcp_servers);
+        let mut extra = std::mem::take(&mut options.mcp_servers);
+        // A client's servers pass the managed layer's locks as the configuration's did.
+        extra.retain(|server| match manifest.managed.locks.refuses(server) {
+            Some(why) => {
+                tracing::warn!("MCP server \"{}\" refused: {why}", server.name);
+                false
+            }
+            None => true,
+        });
         let mut configs: Vec<McpServerConfig> = manifest
             .mcp
             .servers
@@ -346,6 +360,15 @@ impl Pod {
             .cloned()
             .map(|h| UserHook::new(h).with_sandbox(sandbox.clone()))
             .partition(|h| h.config.event == HookEvent::PreToolCall);
+        let audit = match &manifest.audit {
+            Some(config) => {
+                let log =
+                    crate::session::audit::AuditLog::new(config.path.clone(), config.max_bytes);
+                log.check()?;
+                Some(log)
+            }
+            None => None,
+        };
         if manifest.mode == Mode::Auto {
             if let Some(missing) = sandbox.unbounded() {
                 return Err(ModeError {
@@ -383,6 +406,8 @@ impl Pod {
             }),
             exclusive: tokio::sync::Mutex::new(()),
             slots: tokio::sync::Semaphore::new(manifest.max_parallel),
+            audit,
+            client: Mutex::new(None),
             manifest,
         })
     }
@@ -440,6 +465,21 @@ impl Pod {
             built_in_defaults: manifest.is_defaults(),
             provider: manifest.model.provider.as_str().to_string(),
             model: manifest.model.model.clone(),
+            managed: manifest
+                .managed
+                .files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect(),
+            managed_overrides: manifest
+                .managed
+                .overrides
+                .iter()
+                .map(|o| crate::protocol::IgnoredSetting {
+                    what: o.what.clone(),
+                    place: o.place.clone(),
+                })
+                .collect(),
         }
     }
 
@@ -485,6 +525,7 @@ impl Pod {
         Mode::ALL
             .into_iter()
             .filter(|m| *m != Mode::Auto || self.auto_refused().is_none())
+            .filter(|m| self.manifest.managed.locks.allows_mode(*m))
             .collect()
     }
 
@@ -499,6 +540,21 @@ impl Pod {
     /// the change in history. `auto` is refused, with the reason, where the kernel cannot bound
     /// every call.
     pub fn set_mode(&self, mode: Mode) -> Result<(), ModeError> {
+        if !self.manifest.managed.locks.allows_mode(mode) {
+            let place = self
+                .manifest
+                .managed
+                .files
+                .first()
+                .map(|f| f.display().to_string())
+                .unwrap_or_default();
+            return Err(ModeError {
+                mode,
+                why: format!(
+                    "the managed configuration ({place}) does not allow it (allowed_modes)"
+                ),
+            });
+        }
         if mode == Mode::Auto {
             if let Some(why) = self.auto_refused() {
                 return Err(ModeError { mode, why });
@@ -531,6 +587,119 @@ impl Pod {
         if let Err(e) = state.log.append(&item) {
             tracing::error!("session log: {e}");
         }
+        if let Some(audit) = &self.audit {
+            if let Some(entry) = self.audit_entry(&item, &state.items) {
+                if let Err(e) = audit.append(entry) {
+                    tracing::error!("{e}");
+                }
+            }
+        }
         state.items.push(item);
+    }
+
+    /// Records the client that connected, named in the decision log when it answers an ask.
+    pub fn set_client(&self, name: &str, version: &str) {
+        self.set_client_name(format!("{name} {version}"));
+    }
+
+    /// [`Pod::set_client`] with the name as [`Pod::client`] gives it (a reopened pod keeps it).
+    pub fn set_client_name(&self, name: String) {
+        *self.client.lock().unwrap_or_else(|e| e.into_inner()) = Some(name);
+    }
+
+    /// The client that connected, `name version`, when it said.
+    pub fn client(&self) -> Option<String> {
+        self.client
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The decision-log line of a history item: a permission decision, or a denial of a later
+    /// check (hook, skill, scope).
+    fn audit_entry(
+        &self,
+        item: &Item,
+        before: &[Item],
+    ) -> Option<crate::session::audit::AuditEntry> {
+        use crate::protocol::{DecidedBy, DeniedBy};
+        use crate::session::audit::{subjects, AuditEntry};
+        let tool_of = |call: &str| {
+            before.iter().rev().find_map(|i| match i {
+                Item::ToolCall { call_id, tool, .. } if call_id == call => Some(tool.clone()),
+                _ => None,
+            })
+        };
+        let time = time::OffsetDateTime::now_utc()
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default();
+        let by_name = |by: DecidedBy| {
+            serde_json::to_value(by)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default()
+        };
+        match item {
+            Item::PermissionDecision {
+                turn_id,
+                call_id,
+                decision,
+                by,
+                request_id,
+                subjects: list,
+            } => {
+                let (kept, omitted) = subjects(list, *by);
+                let client = (*by == DecidedBy::Client)
+                    .then(|| {
+                        self.client
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .clone()
+                    })
+                    .flatten()
+                    .or_else(|| (*by == DecidedBy::Client).then(|| "a client".to_string()));
+                Some(AuditEntry {
+                    seq: 0,
+                    time,
+                    session: self.session_id.clone(),
+                    turn: turn_id.clone(),
+                    call: call_id.clone(),
+                    tool: tool_of(call_id)
+                        .or_else(|| list.first().map(|s| s.tool.clone()))
+                        .unwrap_or_default(),
+                    decision: *decision,
+                    by: by_name(*by),
+                    client,
+                    request: request_id.clone(),
+                    subjects: kept,
+                    subjects_omitted: omitted,
+                    prev: String::new(),
+                })
+            }
+            Item::ToolResult(result) => {
+                let by = match result.denied_by? {
+                    DeniedBy::Hook => "hook",
+                    DeniedBy::Skill => "skill",
+                    DeniedBy::Scope => "scope",
+                    DeniedBy::Permission | DeniedBy::Approval => return None,
+                };
+                Some(AuditEntry {
+                    seq: 0,
+                    time,
+                    session: self.session_id.clone(),
+                    turn: result.turn_id.clone(),
+                    call: result.call_id.clone(),
+                    tool: tool_of(&result.call_id).unwrap_or_default(),
+                    decision: crate::protocol::Action::Deny,
+                    by: by.into(),
+                    client: None,
+                    request: None,
+                    subjects: Vec::new(),
+                    subjects_omitted: 0,
+                    prev: String::new(),
+                })
+            }
+            _ => None,
+        }
     }
 }

@@ -23,6 +23,7 @@ mod flows;
 mod load;
 mod mcp;
 mod modes;
+mod policy;
 mod post_hooks;
 mod prompts;
 mod rust_client;

@@ -329,6 +329,16 @@ export interface ConfigurationInfo {
    */
   files: string[];
   /**
+   * The managed files in effect (`/etc/pod/pod.toml`, `/etc/pod/pod.d/*.toml`), which
+   * nothing below can weaken; omitted when there are none.
+   */
+  managed?: string[];
+  /**
+   * What the managed layer overrode or refused of the user's and the project's files, each
+   * with its `file:line`; omitted when nothing was.
+   */
+  managedOverrides?: IgnoredSetting[];
+  /**
    * The model name sent to the provider, when one is configured.
    */
   model?: string | null;
@@ -336,6 +346,23 @@ export interface ConfigurationInfo {
    * The model provider: `offline`, `anthropic` or `openai`.
    */
   provider: string;
+}
+/**
+ * One setting that is ignored: the project's while its folder is untrusted (`workspaceTrust`), or
+ * a lower layer's that the managed layer overrode or refused (`configuration.managedOverrides`).
+ *
+ * This interface was referenced by `PodProtocolV1`'s JSON-Schema
+ * via the `definition` "IgnoredSetting".
+ */
+export interface IgnoredSetting {
+  /**
+   * What it would do, in words: `starts MCP server "helper": sh -c …`.
+   */
+  what: string;
+  /**
+   * Where it is written: `file:line`.
+   */
+  where: string;
 }
 /**
  * Params of `cancel`, `history` and `shutdown`: an empty object. Whatever is sent is ignored.
@@ -508,22 +535,6 @@ export interface Usage {
  */
 export interface HistoryResult {
   items: Item[];
-}
-/**
- * One setting of the project's configuration that is ignored while the folder is untrusted.
- *
- * This interface was referenced by `PodProtocolV1`'s JSON-Schema
- * via the `definition` "IgnoredSetting".
- */
-export interface IgnoredSetting {
-  /**
-   * What it would do, in words: `starts MCP server "helper": sh -c …`.
-   */
-  what: string;
-  /**
-   * Where it is written: `file:line`.
-   */
-  where: string;
 }
 /**
  * This interface was referenced by `PodProtocolV1`'s JSON-Schema

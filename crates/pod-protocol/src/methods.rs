@@ -271,6 +271,14 @@ pub struct ConfigurationInfo {
     /// The model name sent to the provider, when one is configured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The managed files in effect (`/etc/pod/pod.toml`, `/etc/pod/pod.d/*.toml`), which
+    /// nothing below can weaken; omitted when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub managed: Vec<String>,
+    /// What the managed layer overrode or refused of the user's and the project's files, each
+    /// with its `file:line`; omitted when nothing was.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub managed_overrides: Vec<crate::trust::IgnoredSetting>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
