@@ -222,16 +222,17 @@ pub fn check_findings(manifest: &Manifest) -> Vec<lint::Finding> {
     if !plan.gaps.is_empty() {
         findings.push(lint::Finding {
             file: None,
-            severity: if manifest.sandbox.required {
+            severity: if plan.refuses {
                 Severity::Error
             } else {
                 Severity::Warning
             },
             line: manifest.sandbox.line,
-            message: if manifest.sandbox.required {
+            message: if plan.refuses {
                 format!(
-                    "sandbox: required = true, but this machine cannot enforce it (pod serve \
+                    "sandbox: required = {}, but this machine cannot enforce it (pod serve \
                      will refuse to start): {}",
+                    manifest.sandbox.required.shown(),
                     plan.gaps.join("; ")
                 )
             } else {
@@ -242,7 +243,7 @@ pub fn check_findings(manifest: &Manifest) -> Vec<lint::Finding> {
             },
         });
     }
-    let sandboxed = manifest.sandbox.mode == crate::manifest::SandboxMode::Landlock;
+    let sandboxed = manifest.sandbox.mode != crate::manifest::SandboxMode::Off;
     for missing in manifest
         .writable
         .iter()
@@ -699,11 +700,12 @@ pub fn config_text(m: &Manifest) -> String {
     let sandbox = &m.sandbox;
     out.push_str(&format!("[sandbox] {}\n", origin("sandbox")));
     let mode = match sandbox.mode {
+        crate::manifest::SandboxMode::Namespaces => "namespaces",
         crate::manifest::SandboxMode::Landlock => "landlock",
         crate::manifest::SandboxMode::Off => "off",
     };
     out.push_str(&format!("mode = {}\n", quote(mode)));
-    out.push_str(&format!("required = {}\n", sandbox.required));
+    out.push_str(&format!("required = {}\n", sandbox.required.shown()));
     let network = match sandbox.network {
         crate::protocol::NetworkAccess::Allow => "allow",
         crate::protocol::NetworkAccess::Deny => "deny",
