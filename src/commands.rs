@@ -157,7 +157,11 @@ pub fn sandbox_text(manifest: &Manifest) -> String {
     } else {
         "NOT enforced".to_string()
     };
-    let mut out = format!("sandbox: landlock, {abi}: {state}\n");
+    let kind = match plan.info.kind {
+        crate::protocol::SandboxKind::Namespaces => "namespaces (bubblewrap) + seccomp",
+        _ => "landlock + seccomp",
+    };
+    let mut out = format!("sandbox: {kind}, {abi}: {state}\n");
     let mut writable: Vec<String> = manifest
         .writable
         .iter()
@@ -175,7 +179,11 @@ pub fn sandbox_text(manifest: &Manifest) -> String {
     writable.push("/dev/null and the other device files a shell needs".into());
     out.push_str(&format!("  writable: {}\n", writable.join(", ")));
     out.push_str("  everything else: read and execute only\n");
+    let namespaces = plan.bwrap.is_some();
     let network = match (config.network, plan.info.network) {
+        (_, NetworkAccess::Deny) if namespaces => {
+            "an empty network namespace (loopback only) and no Unix sockets"
+        }
         (_, NetworkAccess::Deny) => {
             "TCP connect and bind refused (UDP, DNS and Unix sockets are not covered)"
         }
@@ -184,6 +192,9 @@ pub fn sandbox_text(manifest: &Manifest) -> String {
     };
     out.push_str(&format!("  network: {network}\n"));
     out.push_str("  processes: every process a call starts is killed when the call ends\n");
+    for held in &plan.info.guarantees {
+        out.push_str(&format!("  held: {held}\n"));
+    }
     for gap in &plan.gaps {
         out.push_str(&format!("  not held: {gap}\n"));
     }

@@ -228,9 +228,7 @@ pub struct EnvSection {
 }
 
 /// How processes started by tool calls and hooks are confined, weakest first.
-#[derive(
-    Debug, Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default,
-)]
+#[derive(Debug, Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum SandboxMode {
     /// No confinement: processes run with the pod's own rights.
@@ -244,13 +242,36 @@ pub enum SandboxMode {
 }
 
 /// `[sandbox] required`: a boolean, or the level below which the pod refuses to start.
-#[derive(Debug, Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, JsonSchema, Clone, Copy, PartialEq, Eq)]
 #[serde(untagged)]
 pub enum RequiredSetting {
     /// true: everything configured must hold; false: nothing is required.
     All(bool),
     /// At least this level must hold.
     Level(RequiredLevel),
+}
+
+impl<'de> Deserialize<'de> for RequiredSetting {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = RequiredSetting;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("true, false, \"namespaces\" or \"landlock\"")
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<RequiredSetting, E> {
+                Ok(RequiredSetting::All(v))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RequiredSetting, E> {
+                match v {
+                    "namespaces" => Ok(RequiredSetting::Level(RequiredLevel::Namespaces)),
+                    "landlock" => Ok(RequiredSetting::Level(RequiredLevel::Landlock)),
+                    _ => Err(E::invalid_value(serde::de::Unexpected::Str(v), &self)),
+                }
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
 }
 
 /// A level `[sandbox] required` names.

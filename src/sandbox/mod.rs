@@ -557,7 +557,8 @@ impl Sandbox {
 
     /// Whether `output` tells of a network connection the sandbox refused (`network = "deny"`
     /// in force and a refusal about `connect`, `bind` or `/dev/tcp`, or, in a network
-    /// namespace, an unreachable network or an unresolvable host).
+    /// namespace, an unreachable network, a refused connection (nothing listens on the call's
+    /// own loopback) or an unresolvable host).
     pub fn blocked_network(&self, output: &str) -> bool {
         let enforced = self.ruleset.is_some() || self.wrap.is_some();
         enforced
@@ -569,6 +570,7 @@ impl Sandbox {
                         || line.contains("/dev/tcp/")))
                     || (self.wrap.is_some()
                         && (line.contains("Network is unreachable")
+                            || line.contains("Connection refused")
                             || line.contains("Could not resolve host")
                             || line.contains("Temporary failure in name resolution")))
             })
@@ -833,7 +835,11 @@ mod tests {
         assert_eq!(p.info.kind, SandboxKind::Namespaces);
         assert!(p.bwrap.is_some() && !p.apply && !p.refuses && p.gaps.is_empty());
         assert_eq!(p.info.network, NetworkAccess::Deny);
-        assert!(p.info.guarantees.iter().any(|g| g.contains("empty network namespace")));
+        assert!(p
+            .info
+            .guarantees
+            .iter()
+            .any(|g| g.contains("empty network namespace")));
         let p = plan_for(&ns(Required::No), 7, no_ns());
         assert_eq!(p.info.kind, SandboxKind::Landlock);
         assert!(p.apply && p.info.enforced && !p.refuses);

@@ -145,7 +145,11 @@ pub struct Wrap {
 
 impl Wrap {
     /// The command line for `layout`, with `seccomp` (the two programs' bytes).
-    pub fn new(bwrap: PathBuf, layout: &Layout, seccomp: [Vec<u8>; 2]) -> Result<Wrap, NamespaceError> {
+    pub fn new(
+        bwrap: PathBuf,
+        layout: &Layout,
+        seccomp: [Vec<u8>; 2],
+    ) -> Result<Wrap, NamespaceError> {
         let mut args: Vec<OsString> = Vec::new();
         let mut push = |words: &[&OsStr]| args.extend(words.iter().map(|w| w.to_os_string()));
         push(&[
@@ -195,7 +199,12 @@ impl Wrap {
             memfds.push(memfd);
             push(&["--add-seccomp-fd".as_ref(), fd.to_string().as_ref()]);
         }
-        for p in layout.writable.iter().chain(&layout.read_only).chain(&layout.masked) {
+        for p in layout
+            .writable
+            .iter()
+            .chain(&layout.read_only)
+            .chain(&layout.masked)
+        {
             if p.as_os_str().as_bytes().contains(&0) {
                 return Err(NamespaceError::Nul(p.clone()));
             }

@@ -41,7 +41,12 @@ pub struct Filters {
     absent: BpfProgram,
 }
 
-fn cond(arg: u8, len: SeccompCmpArgLen, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, String> {
+fn cond(
+    arg: u8,
+    len: SeccompCmpArgLen,
+    op: SeccompCmpOp,
+    value: u64,
+) -> Result<SeccompCondition, String> {
     SeccompCondition::new(arg, len, op, value).map_err(|e| e.to_string())
 }
 
@@ -54,7 +59,9 @@ impl Filters {
     pub fn build(deny_unix: bool) -> Result<Filters, SeccompError> {
         let arch = std::env::consts::ARCH;
         let fail = |why: String| SeccompError { arch, why };
-        let target = arch.try_into().map_err(|e: seccompiler::BackendError| fail(e.to_string()))?;
+        let target = arch
+            .try_into()
+            .map_err(|e: seccompiler::BackendError| fail(e.to_string()))?;
         let newuser = libc::CLONE_NEWUSER as u64;
         let masked = || -> Result<SeccompRule, String> {
             rule(vec![cond(
@@ -75,7 +82,12 @@ impl Filters {
                         SeccompCmpOp::Eq,
                         libc::TIOCSTI as u64,
                     )?])?,
-                    rule(vec![cond(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, TIOCLINUX)?])?,
+                    rule(vec![cond(
+                        1,
+                        SeccompCmpArgLen::Dword,
+                        SeccompCmpOp::Eq,
+                        TIOCLINUX,
+                    )?])?,
                 ],
             );
             for call in [
