@@ -238,7 +238,7 @@ pub fn check_required(config: &SandboxConfig) -> Result<Plan, SandboxError> {
     if plan.refuses {
         let mut reasons = plan.gaps.clone();
         if reasons.is_empty() {
-            reasons.push(format!("mode = \"off\" holds nothing"));
+            reasons.push("mode = \"off\" holds nothing".to_string());
         }
         return Err(SandboxError::Unenforceable {
             required: config.required.shown(),

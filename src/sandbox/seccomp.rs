@@ -23,7 +23,9 @@ use seccompiler::{
     SeccompRule,
 };
 
-/// `TIOCLINUX` (asm-generic ioctls.h); the libc crate does not name it on every target.
+/// `TIOCSTI` and `TIOCLINUX` (asm-generic ioctls.h, as on x86 and arm64); the libc crate does
+/// not name both, nor with one type, on every target.
+const TIOCSTI: u64 = 0x5412;
 const TIOCLINUX: u64 = 0x541C;
 
 /// A filter could not be built for this machine.
@@ -80,7 +82,7 @@ impl Filters {
                         1,
                         SeccompCmpArgLen::Dword,
                         SeccompCmpOp::Eq,
-                        libc::TIOCSTI as u64,
+                        TIOCSTI,
                     )?])?,
                     rule(vec![cond(
                         1,
