@@ -2,8 +2,8 @@
 //! Landlock do not mediate, built once per session with `seccompiler` (the rust-vmm / Firecracker
 //! filter compiler) into classic BPF.
 //!
-//! Owns: the list of refused system calls and its two programs: [`Filters::refuse`] (those calls
-//! fail with `EPERM`) and [`Filters::absent`] (`clone3` fails with `ENOSYS`, so the C library
+//! Owns: the list of refused system calls and its two programs: `Filters::refuse` (those calls
+//! fail with `EPERM`) and `Filters::absent` (`clone3` fails with `ENOSYS`, so the C library
 //! falls back to `clone`, whose flags a classic filter can read). Refused, in every mode:
 //! - `ioctl(TIOCSTI)` and `ioctl(TIOCLINUX)`: typing into a terminal (the user's own shell);
 //! - `io_uring_*` (its operations bypass the filter), `bpf`, `perf_event_open`, `userfaultfd`,
