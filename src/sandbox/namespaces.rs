@@ -173,8 +173,10 @@ impl Wrap {
         for w in &layout.writable {
             push(&["--bind".as_ref(), w.as_os_str(), w.as_os_str()]);
         }
+        // `-try`: a file removed from outside after the session opened is skipped, rather than
+        // failing every later call.
         for p in &layout.read_only {
-            push(&["--ro-bind".as_ref(), p.as_os_str(), p.as_os_str()]);
+            push(&["--ro-bind-try".as_ref(), p.as_os_str(), p.as_os_str()]);
         }
         for p in &layout.masked {
             if p.is_dir() {
