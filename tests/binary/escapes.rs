@@ -513,3 +513,27 @@ fn nothing_survives_a_killed_pod() {
         tasks_with(&marker).is_empty()
     });
 }
+
+#[test]
+fn the_landlock_fall_back_keeps_the_seccomp_filter() {
+    let ws = Workspace::with_manifest(&manifest("", "[sandbox]\nmode = \"landlock\"\n"));
+    let mut pod = PodProcess::spawn(&ws, Framing::Lines);
+    let init = pod.initialize(false);
+    assert_eq!(init["sandbox"]["kind"], "landlock", "{}", init["sandbox"]);
+    let body = "import fcntl, os, termios\n\
+                fd = os.openpty()[1]\n\
+                try:\n\
+                \x20   fcntl.ioctl(fd, termios.TIOCSTI, b'x')\n\
+                \x20   print('typed')\n\
+                except OSError as e:\n\
+                \x20   print('refused', e.errno)\n\
+                import ctypes\n\
+                libc = ctypes.CDLL(None, use_errno=True)\n\
+                if libc.unshare(0x10000000) == 0:\n\
+                \x20   print('new user namespace')\n\
+                else:\n\
+                \x20   print('unshare refused', ctypes.get_errno())\n";
+    let out = run_script(&mut pod, "s.py", "python3", body, "");
+    assert!(out.contains("refused 1"), "{out}");
+    assert!(out.contains("unshare refused 1"), "{out}");
+}
