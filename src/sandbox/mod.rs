@@ -507,10 +507,29 @@ impl Sandbox {
     /// the pod's) and `$TMPDIR`, and installs [`Sandbox::pre_exec`]. Call it first, then set the
     /// caller's own variables; spawn with [`CallProcess::spawn`] so that its processes die
     /// with the call.
+    ///
+    /// Fails closed: under namespaces, a command that was not made by [`Sandbox::command`]
+    /// (its program is not `bwrap`) fails to spawn rather than run outside the namespaces.
     pub fn prepare(&self, cmd: &mut tokio::process::Command) {
         self.env.apply(cmd);
         if let Some(tmp) = self.tmpdir() {
             cmd.env("TMPDIR", tmp);
+        }
+        let outside = self
+            .wrap
+            .as_deref()
+            .is_some_and(|w| !w.made(cmd.as_std().get_program()));
+        if outside {
+            tracing::error!(
+                "sandbox: {} was not made by Sandbox::command; refusing to start it outside the \
+                 namespaces",
+                cmd.as_std().get_program().to_string_lossy()
+            );
+            // SAFETY: the hook makes no system call and allocates nothing.
+            unsafe {
+                cmd.pre_exec(|| Err(std::io::Error::from_raw_os_error(libc::EPERM)));
+            }
+            return;
         }
         // SAFETY: the hook makes only async-signal-safe system calls and allocates nothing.
         unsafe {
@@ -911,6 +930,31 @@ mod tests {
         assert_eq!(s.writable_shown(), [".", "$TMPDIR"]);
         drop(s);
         assert!(!tmp.exists(), "the session's TMPDIR outlived it");
+    }
+
+    #[tokio::test]
+    async fn a_command_not_made_by_the_sandbox_does_not_start_under_namespaces() {
+        let ws = tempfile::tempdir().unwrap();
+        let ws = ws.path().canonicalize().unwrap();
+        let s = Sandbox::open(
+            &SandboxConfig::default(),
+            &ws,
+            std::slice::from_ref(&ws),
+            "unit",
+        )
+        .unwrap();
+        assert_eq!(
+            s.info().kind,
+            SandboxKind::Namespaces,
+            "needs bwrap: {:?}",
+            s.info()
+        );
+        let mut plain = tokio::process::Command::new("true");
+        s.prepare(&mut plain);
+        assert!(plain.status().await.is_err(), "ran outside the namespaces");
+        let mut made = s.command("true");
+        s.prepare(&mut made);
+        assert!(made.status().await.unwrap().success());
     }
 
     #[test]

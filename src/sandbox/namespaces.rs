@@ -250,6 +250,11 @@ impl Wrap {
         Ok(())
     }
 
+    /// Whether a command whose program is `program` was made by [`Wrap::command`].
+    pub fn made(&self, program: &OsStr) -> bool {
+        program == self.bwrap.as_os_str()
+    }
+
     /// The `bwrap` arguments (for `pod check` and tests).
     pub fn args(&self) -> &[OsString] {
         &self.args
