@@ -373,6 +373,14 @@ impl Chat {
         let s = &init.sandbox;
         let sandbox = match (s.kind, s.enforced) {
             (SandboxKind::None, _) => "off".to_string(),
+            (SandboxKind::Namespaces, _) => format!(
+                "namespaces + seccomp{}",
+                if s.network == NetworkAccess::Deny {
+                    ", no network"
+                } else {
+                    ""
+                }
+            ),
             (SandboxKind::Landlock, true) => format!(
                 "landlock ABI {}, enforced{}",
                 s.abi,

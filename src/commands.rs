@@ -289,7 +289,11 @@ pub fn sandbox_text(manifest: &Manifest) -> String {
     } else {
         "NOT enforced".to_string()
     };
-    let mut out = format!("sandbox: landlock, {abi}: {state}\n");
+    let kind = match plan.info.kind {
+        crate::protocol::SandboxKind::Namespaces => "namespaces (bubblewrap) + seccomp",
+        _ => "landlock + seccomp",
+    };
+    let mut out = format!("sandbox: {kind}, {abi}: {state}\n");
     let mut writable: Vec<String> = manifest
         .writable
         .iter()
@@ -307,7 +311,11 @@ pub fn sandbox_text(manifest: &Manifest) -> String {
     writable.push("/dev/null and the other device files a shell needs".into());
     out.push_str(&format!("  writable: {}\n", writable.join(", ")));
     out.push_str("  everything else: read and execute only\n");
+    let namespaces = plan.bwrap.is_some();
     let network = match (config.network, plan.info.network) {
+        (_, NetworkAccess::Deny) if namespaces => {
+            "an empty network namespace (loopback only) and no Unix sockets"
+        }
         (_, NetworkAccess::Deny) => {
             "TCP connect and bind refused (UDP, DNS and Unix sockets are not covered)"
         }
@@ -316,6 +324,9 @@ pub fn sandbox_text(manifest: &Manifest) -> String {
     };
     out.push_str(&format!("  network: {network}\n"));
     out.push_str("  processes: every process a call starts is killed when the call ends\n");
+    for held in &plan.info.guarantees {
+        out.push_str(&format!("  held: {held}\n"));
+    }
     for gap in &plan.gaps {
         out.push_str(&format!("  not held: {gap}\n"));
     }
@@ -354,16 +365,17 @@ pub fn check_findings(manifest: &Manifest) -> Vec<lint::Finding> {
     if !plan.gaps.is_empty() {
         findings.push(lint::Finding {
             file: None,
-            severity: if manifest.sandbox.required {
+            severity: if plan.refuses {
                 Severity::Error
             } else {
                 Severity::Warning
             },
             line: manifest.sandbox.line,
-            message: if manifest.sandbox.required {
+            message: if plan.refuses {
                 format!(
-                    "sandbox: required = true, but this machine cannot enforce it (pod serve \
+                    "sandbox: required = {}, but this machine cannot enforce it (pod serve \
                      will refuse to start): {}",
+                    manifest.sandbox.required.shown(),
                     plan.gaps.join("; ")
                 )
             } else {
@@ -374,7 +386,7 @@ pub fn check_findings(manifest: &Manifest) -> Vec<lint::Finding> {
             },
         });
     }
-    let sandboxed = manifest.sandbox.mode == crate::manifest::SandboxMode::Landlock;
+    let sandboxed = manifest.sandbox.mode != crate::manifest::SandboxMode::Off;
     for missing in manifest
         .writable
         .iter()
@@ -1130,11 +1142,12 @@ pub fn config_text(m: &Manifest) -> String {
     let sandbox = &m.sandbox;
     out.push_str(&format!("[sandbox] {}\n", origin("sandbox")));
     let mode = match sandbox.mode {
+        crate::manifest::SandboxMode::Namespaces => "namespaces",
         crate::manifest::SandboxMode::Landlock => "landlock",
         crate::manifest::SandboxMode::Off => "off",
     };
     out.push_str(&format!("mode = {}\n", quote(mode)));
-    out.push_str(&format!("required = {}\n", sandbox.required));
+    out.push_str(&format!("required = {}\n", sandbox.required.shown()));
     let network = match sandbox.network {
         crate::protocol::NetworkAccess::Allow => "allow",
         crate::protocol::NetworkAccess::Deny => "deny",

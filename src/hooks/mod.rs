@@ -267,7 +267,7 @@ impl UserHook {
         let Some((program, args)) = self.config.command.split_first() else {
             return Err(HookFailure::Spawn("the command is empty".into()));
         };
-        let mut command = tokio::process::Command::new(program);
+        let mut command = self.sandbox.command(program);
         // First: it replaces the environment with the session's.
         self.sandbox.prepare(&mut command);
         command

@@ -265,14 +265,18 @@ pub struct HookEntry {
 #[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
 pub struct SandboxSection {
-    /// landlock (default): processes run in a Landlock domain where the kernel has it; off:
-    /// they run with the pod's own rights.
+    /// namespaces (default): each call in namespaces of its own (bubblewrap) with a seccomp
+    /// filter, falling back to Landlock where namespaces cannot be made; landlock: a Landlock
+    /// domain and the seccomp filter only; off: processes run with the pod's own rights.
     pub mode: Option<SandboxMode>,
-    /// true: the pod refuses to start when the kernel cannot enforce the sandbox as configured.
-    /// Default false (the pod starts, warns, and reports `enforced: false`).
-    pub required: Option<bool>,
-    /// allow (default) or deny: deny makes the kernel refuse TCP connect and bind (Landlock ABI
-    /// 4+). UDP, DNS and Unix sockets are not covered.
+    /// true: the pod refuses to start when this machine cannot enforce the sandbox as
+    /// configured; "namespaces": refuses unless calls run in namespaces; "landlock": refuses
+    /// unless at least the Landlock write boundary holds. Default false (the pod starts, warns,
+    /// and reports what holds).
+    pub required: Option<RequiredSetting>,
+    /// allow (default) or deny: deny gives each call an empty network namespace (loopback only:
+    /// no TCP, UDP, DNS) and refuses Unix sockets; under Landlock alone, only TCP connect and
+    /// bind are refused (ABI 4+).
     pub network: Option<NetworkAccess>,
     /// Extra folders processes may write in, besides `[scope].writable` and the session's
     /// `$TMPDIR`: relative to the workspace, absolute, or under `~` (the home folder).
@@ -295,15 +299,61 @@ pub struct EnvSection {
     pub set: Option<BTreeMap<String, String>>,
 }
 
-/// How processes started by tool calls and hooks are confined.
-#[derive(Debug, Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq, Default)]
+/// How processes started by tool calls and hooks are confined, weakest first.
+#[derive(Debug, Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum SandboxMode {
-    /// A Landlock domain per call, where the kernel has Landlock.
-    #[default]
-    Landlock,
     /// No confinement: processes run with the pod's own rights.
     Off,
+    /// A Landlock domain and the seccomp filter per call, where the kernel has Landlock.
+    Landlock,
+    /// Namespaces of its own per call (bubblewrap), the seccomp filter, and a fall-back to
+    /// Landlock where namespaces cannot be made.
+    #[default]
+    Namespaces,
+}
+
+/// `[sandbox] required`: a boolean, or the level below which the pod refuses to start.
+#[derive(Debug, JsonSchema, Clone, Copy, PartialEq, Eq)]
+#[serde(untagged)]
+pub enum RequiredSetting {
+    /// true: everything configured must hold; false: nothing is required.
+    All(bool),
+    /// At least this level must hold.
+    Level(RequiredLevel),
+}
+
+impl<'de> Deserialize<'de> for RequiredSetting {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = RequiredSetting;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("true, false, \"namespaces\" or \"landlock\"")
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<RequiredSetting, E> {
+                Ok(RequiredSetting::All(v))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RequiredSetting, E> {
+                match v {
+                    "namespaces" => Ok(RequiredSetting::Level(RequiredLevel::Namespaces)),
+                    "landlock" => Ok(RequiredSetting::Level(RequiredLevel::Landlock)),
+                    _ => Err(E::invalid_value(serde::de::Unexpected::Str(v), &self)),
+                }
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+/// A level `[sandbox] required` names.
+#[derive(Debug, Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum RequiredLevel {
+    /// Calls run in namespaces of their own.
+    Namespaces,
+    /// At least Landlock's write boundary holds.
+    Landlock,
 }
 
 /// Model Context Protocol servers (docs/manifest.md, "MCP servers").

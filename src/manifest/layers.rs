@@ -377,7 +377,7 @@ fn restrict(
             "runs commands, hooks and MCP servers without the sandbox (mode = \"off\")".into(),
             at(sandbox_line),
         );
-        project.sandbox.mode = SandboxMode::Landlock;
+        project.sandbox.mode = SandboxMode::default();
     }
     let extra = std::mem::take(&mut project.sandbox.writable);
     if !extra.is_empty() {
@@ -608,12 +608,8 @@ pub(super) fn stricter_sandbox(
         (_, false) => project.clone(),
         (false, true) => user.clone(),
         (true, true) => SandboxConfig {
-            mode: if project.mode == SandboxMode::Off && user.mode == SandboxMode::Off {
-                SandboxMode::Off
-            } else {
-                SandboxMode::Landlock
-            },
-            required: project.required || user.required,
+            mode: project.mode.max(user.mode),
+            required: project.required.max(user.required),
             network: if project.network == NetworkAccess::Deny
                 || user.network == NetworkAccess::Deny
             {

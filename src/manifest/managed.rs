@@ -444,8 +444,11 @@ pub(super) fn apply(mut lower: Manifest, managed: Manifest) -> Result<Manifest, 
                 lower.sandbox.line,
             ));
         }
-        lower.sandbox.mode = SandboxMode::Landlock;
-        lower.sandbox.required = true;
+        // Off becomes the default, the strongest mode; a stronger one chosen below stays.
+        if lower.sandbox.mode == SandboxMode::Off {
+            lower.sandbox.mode = SandboxMode::default();
+        }
+        lower.sandbox.required = super::Required::All;
     }
 
     // Modes: a ceiling.

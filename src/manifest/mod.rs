@@ -22,7 +22,7 @@ use std::time::Duration;
 
 pub use error::{line_col, ManifestError};
 pub use examples::{decided_by as example_decided_by, input as example_input};
-pub use file::{Provider, SandboxMode};
+pub use file::{Provider, RequiredLevel, RequiredSetting, SandboxMode};
 pub use layers::{user_config_path, CONFIG_ENV, DEFAULTS, PROJECT_FILE};
 pub use managed::{managed_dir, Managed, MANAGED_DIR, MANAGED_ENV};
 pub use mcp::{McpConfig, McpServerConfig, McpTransport};
@@ -167,11 +167,47 @@ pub struct EnvConfig {
 }
 
 /// `[sandbox]`, resolved.
+/// What `[sandbox] required` asks of this machine, weakest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum Required {
+    /// Nothing: the pod starts with what holds, and says so.
+    #[default]
+    No,
+    /// At least Landlock's write boundary.
+    Landlock,
+    /// Calls in namespaces of their own.
+    Namespaces,
+    /// Everything the configuration asks for (`required = true`).
+    All,
+}
+
+impl Required {
+    /// From the file's setting.
+    pub fn from_setting(setting: Option<RequiredSetting>) -> Required {
+        match setting {
+            None | Some(RequiredSetting::All(false)) => Required::No,
+            Some(RequiredSetting::All(true)) => Required::All,
+            Some(RequiredSetting::Level(RequiredLevel::Landlock)) => Required::Landlock,
+            Some(RequiredSetting::Level(RequiredLevel::Namespaces)) => Required::Namespaces,
+        }
+    }
+
+    /// As the file would say it.
+    pub fn shown(self) -> &'static str {
+        match self {
+            Required::No => "false",
+            Required::Landlock => "\"landlock\"",
+            Required::Namespaces => "\"namespaces\"",
+            Required::All => "true",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct SandboxConfig {
     pub mode: SandboxMode,
-    /// Refuse to start when the kernel cannot enforce the sandbox.
-    pub required: bool,
+    /// What must hold for the pod to start.
+    pub required: Required,
     pub network: NetworkAccess,
     /// Extra writable folders, absolute and normalized (`~` expanded).
     pub writable: Vec<PathBuf>,
@@ -564,7 +600,7 @@ impl Manifest {
             None => SandboxConfig::default(),
             Some(section) => SandboxConfig {
                 mode: section.mode.unwrap_or_default(),
-                required: section.required.unwrap_or(false),
+                required: Required::from_setting(section.required),
                 network: section.network.unwrap_or_default(),
                 writable: section
                     .writable

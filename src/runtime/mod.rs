@@ -348,11 +348,21 @@ impl Pod {
             })
             .collect();
         let messages = calls::messages_from_items(&items);
-        let sandbox = Arc::new(Sandbox::open(
+        let protected: Vec<std::path::PathBuf> = manifest
+            .protected_paths()
+            .into_iter()
+            .map(|p| p.path)
+            .collect();
+        let sandbox = Arc::new(Sandbox::open_guarded(
             &manifest.sandbox,
             &manifest.workspace,
             &manifest.writable,
             log.id(),
+            crate::sandbox::Guard {
+                protected: &protected,
+                state_root: Some(&manifest.state_root),
+                policy: Some(&policy),
+            },
         )?);
         let (hooks, post_hooks): (Vec<UserHook>, Vec<UserHook>) = manifest
             .hooks

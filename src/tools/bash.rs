@@ -133,7 +133,7 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
         Ok(w) => w,
         Err(e) => return ToolOutput::error(format!("cannot create output pipe: {e}")),
     };
-    let mut cmd = tokio::process::Command::new("bash");
+    let mut cmd = ctx.sandbox.command("bash");
     // First: it replaces the environment with the session's.
     ctx.sandbox.prepare(&mut cmd);
     cmd.arg("-c")

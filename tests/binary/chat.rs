@@ -90,7 +90,7 @@ fn a_denied_command_shows_the_denial_and_eof_exits_zero() {
     assert!(!text.contains(PROMPT), "{text}");
     assert!(ws.path("build").exists());
     // The banner says what the sandbox holds.
-    assert!(text.contains(", sandbox: landlock ABI "), "{text}");
+    assert!(text.contains(", sandbox: namespaces + seccomp"), "{text}");
 }
 
 #[test]

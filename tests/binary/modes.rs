@@ -109,7 +109,7 @@ fn unattended_denies_every_ask_at_once_and_auto_is_refused_here() {
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
     let message = refused["error"]["message"].as_str().unwrap_or_default();
     assert!(
-        message.contains("calls do not run in namespaces"),
+        message.contains("no exec gate decides the programs a call starts"),
         "{message}"
     );
     pod.call("setMode", json!({"mode": "unattended"}));

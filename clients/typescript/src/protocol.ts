@@ -229,7 +229,7 @@ export type McpServerState = "running" | "failed" | "exited";
  * This interface was referenced by `PodProtocolV1`'s JSON-Schema
  * via the `definition` "SandboxKind".
  */
-export type SandboxKind = "landlock" | "none";
+export type SandboxKind = "namespaces" | "landlock" | "none";
 /**
  * Whether sandboxed processes may open TCP connections and listen on TCP ports.
  *
@@ -629,6 +629,11 @@ export interface SandboxInfo {
    * the whole write boundary (ABI 3 or newer).
    */
   enforced: boolean;
+  /**
+   * Every guarantee held, one sentence each; the ones configured and not held are logged
+   * and listed by `pod check`.
+   */
+  guarantees?: string[];
   kind: SandboxKind;
   network: NetworkAccess;
 }
