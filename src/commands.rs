@@ -176,6 +176,11 @@ pub fn sandbox_text(manifest: &Manifest) -> String {
     out.push_str(&format!("  writable: {}\n", writable.join(", ")));
     out.push_str("  everything else: read and execute only\n");
     let network = match (config.network, plan.info.network) {
+        (_, NetworkAccess::Proxy) => {
+            "TCP only to pod's proxy, which decides each host by the network rules (UDP and DNS \
+             are not covered)"
+        }
+        (NetworkAccess::Proxy, NetworkAccess::Allow) => "allowed (proxy is NOT enforced)",
         (_, NetworkAccess::Deny) => {
             "TCP connect and bind refused (UDP, DNS and Unix sockets are not covered)"
         }
@@ -707,6 +712,7 @@ pub fn config_text(m: &Manifest) -> String {
     let network = match sandbox.network {
         crate::protocol::NetworkAccess::Allow => "allow",
         crate::protocol::NetworkAccess::Deny => "deny",
+        crate::protocol::NetworkAccess::Proxy => "proxy",
     };
     out.push_str(&format!("network = {}\n", quote(network)));
     let extra: Vec<String> = sandbox

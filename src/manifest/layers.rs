@@ -22,7 +22,7 @@ use super::{
     Vouch,
 };
 use crate::permission::{RuleError, RuleSpec, Rules};
-use crate::protocol::{Action, NetworkAccess, TrustStatus};
+use crate::protocol::{Action, TrustStatus};
 
 /// The environment variable naming the user's configuration file; empty: none.
 pub const CONFIG_ENV: &str = "POD_CONFIG";
@@ -573,13 +573,7 @@ fn stricter_sandbox(
                 SandboxMode::Landlock
             },
             required: project.required || user.required,
-            network: if project.network == NetworkAccess::Deny
-                || user.network == NetworkAccess::Deny
-            {
-                NetworkAccess::Deny
-            } else {
-                NetworkAccess::Allow
-            },
+            network: project.network.stricter(user.network),
             writable: if user.writable.is_empty() {
                 project.writable.clone()
             } else {

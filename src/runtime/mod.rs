@@ -39,6 +39,7 @@ use crate::protocol::{
     AskMode, ConfigurationInfo, EnvironmentInfo, Event, IgnoredSetting, Item, McpServerInfo,
     PermissionsInfo, SandboxInfo, ToolInfo, TrustDecision, TrustStatus, WorkspaceTrust,
 };
+use crate::network::{Net, Proxy};
 use crate::sandbox::{Sandbox, SandboxError};
 use crate::scope::Scope;
 use crate::session::{SessionError, SessionLog};
@@ -192,6 +193,10 @@ pub struct Pod {
     /// Bounds every process the tools, hooks and MCP servers start; its `$TMPDIR` goes when the
     /// pod drops.
     sandbox: Arc<Sandbox>,
+    /// The `network` rules applied to hosts (web_fetch, the proxy).
+    net: Arc<Net>,
+    /// The session's proxy, under `[sandbox] network = "proxy"`.
+    proxy: Option<Arc<Proxy>>,
     /// The session's MCP servers, whose tools are in `toolbox`.
     mcp: McpServers,
     approver: Approver,
@@ -332,11 +337,23 @@ impl Pod {
             })
             .collect();
         let messages = calls::messages_from_items(&items);
-        let sandbox = Arc::new(Sandbox::open(
+        let net = Arc::new(Net::new(policy.clone()));
+        // No proxy (it could not start): the sandbox then allows no TCP port at all.
+        let proxy = (manifest.sandbox.network == crate::protocol::NetworkAccess::Proxy)
+            .then(|| match Proxy::start(net.clone()) {
+                Ok(proxy) => Some(Arc::new(proxy)),
+                Err(e) => {
+                    tracing::warn!("network = \"proxy\": the proxy cannot start ({e}), so calls reach no network");
+                    None
+                }
+            })
+            .flatten();
+        let sandbox = Arc::new(Sandbox::open_with_proxy(
             &manifest.sandbox,
             &manifest.workspace,
             &manifest.writable,
             log.id(),
+            proxy.as_ref().map(|p| p.port()),
         )?);
         let hooks = manifest
             .hooks
@@ -363,6 +380,8 @@ impl Pod {
             skills,
             hooks,
             sandbox,
+            net,
+            proxy,
             mcp: McpServers::none(),
             approver: options.approver,
             editor: options.editor,

@@ -460,6 +460,9 @@ impl Pod {
             files: self.files.clone(),
             sandbox: self.sandbox.clone(),
             editor: self.editor.clone(),
+            call_id: call.id.clone(),
+            net: Some(self.net.clone()),
+            proxy: self.proxy.clone(),
         };
         if crate::testing::panics_armed() {
             crate::testing::maybe_panic(&call.input.to_string(), crate::testing::TOOL_MARKER);

@@ -102,10 +102,15 @@ fn plan_for(config: &SandboxConfig, abi: u32) -> Plan {
              {FULL_WRITE_ABI}, Linux 6.2, is needed)"
         ));
     }
-    let deny_network = config.network == NetworkAccess::Deny;
+    let deny_network = config.network != NetworkAccess::Allow;
     if deny_network && abi < NETWORK_ABI {
         gaps.push(format!(
-            "network = \"deny\" needs Landlock ABI {NETWORK_ABI} (Linux 6.7); this kernel has {}",
+            "network = \"{}\" needs Landlock ABI {NETWORK_ABI} (Linux 6.7); this kernel has {}",
+            if config.network == NetworkAccess::Proxy {
+                "proxy"
+            } else {
+                "deny"
+            },
             if abi == 0 {
                 "none".to_string()
             } else {
@@ -119,7 +124,7 @@ fn plan_for(config: &SandboxConfig, abi: u32) -> Plan {
             abi,
             enforced: abi >= FULL_WRITE_ABI,
             network: if deny_network && abi >= NETWORK_ABI {
-                NetworkAccess::Deny
+                config.network
             } else {
                 NetworkAccess::Allow
             },
@@ -189,6 +194,20 @@ impl Sandbox {
         scope_writable: &[PathBuf],
         label: &str,
     ) -> Result<Sandbox, SandboxError> {
+        Sandbox::open_with_proxy(config, workspace, scope_writable, label, None)
+    }
+
+    /// [`Sandbox::open`] for `network = "proxy"`: `proxy_port` is the port of the session's
+    /// proxy (`network::Proxy`), the one TCP port a process may connect to. This is the seam
+    /// the namespace sandbox replaces: there the proxy is reached through a socket placed in
+    /// the call's network namespace instead of a Landlock port rule.
+    pub fn open_with_proxy(
+        config: &SandboxConfig,
+        workspace: &Path,
+        scope_writable: &[PathBuf],
+        label: &str,
+        proxy_port: Option<u16>,
+    ) -> Result<Sandbox, SandboxError> {
         let plan = check_required(config)?;
         if config.mode == SandboxMode::Off {
             return Ok(Sandbox {
@@ -233,7 +252,9 @@ impl Sandbox {
         let ruleset = if plan.apply {
             domain::build(&domain::Rules {
                 writable: writable.clone(),
-                deny_network: config.network == NetworkAccess::Deny,
+                deny_network: config.network != NetworkAccess::Allow,
+                // Proxy mode without a proxy (none could start) allows no port at all.
+                proxy_port: proxy_port.filter(|_| config.network == NetworkAccess::Proxy),
             })?
             .map(Arc::new)
         } else {
@@ -369,7 +390,7 @@ impl Sandbox {
     /// "deny"` in force and a "Permission denied" about `connect`, `bind` or `/dev/tcp`).
     pub fn blocked_network(&self, output: &str) -> bool {
         self.ruleset.is_some()
-            && self.info.network == NetworkAccess::Deny
+            && self.info.network != NetworkAccess::Allow
             && output.lines().any(|line| {
                 (line.contains("Permission denied") || line.contains("Operation not permitted"))
                     && (line.contains("connect")
