@@ -22,7 +22,7 @@ use crate::permission::network::{self as rules, Host, NETWORK};
 use crate::permission::Policy;
 use crate::protocol::{Action, Decision};
 
-pub use proxy::{Admission, Proxy};
+pub use proxy::{Admission, NetworkAsk, Proxy};
 
 /// How long resolving one name may take.
 pub const RESOLVE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -33,7 +33,7 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{text}")]
 pub struct Refusal {
-    /// The `x-proxy-error` value: `blocked-by-rule`, `blocked-by-ask`, `invalid-host`,
+    /// The `x-proxy-error` value: `blocked-by-rule`, `blocked-by-ask`, `blocked-by-approval`, `invalid-host`,
     /// `blocked-address`, `resolve-failed`, `connect-failed`, `proxy-auth-required`,
     /// `bad-request`, `limit`.
     pub code: &'static str,
@@ -69,11 +69,16 @@ impl Net {
         )
     }
 
+    /// `[permissions] default_action`, when the layer is on.
+    pub fn default_action(&self) -> Option<Action> {
+        self.policy.rules().map(|r| r.default_action())
+    }
+
     /// [`Net::decide`] as a verdict: `Ok(subject)` when allowed, else the refusal naming the
     /// rule (or the default) and, for an ask, what would let it through.
     pub fn check(&self, host: &str, port: u16) -> Result<String, Refusal> {
         let decision = self.decide(host, port);
-        verdict(&decision, self.policy.rules().map(|r| r.default_action()))
+        verdict(&decision, self.default_action())
     }
 }
 
@@ -101,12 +106,7 @@ pub fn verdict(decision: &Decision, default: Option<Action>) -> Result<String, R
         Action::Deny => Err(Refusal::new("blocked-by-rule", format!("denied: {}", why()))),
         Action::Ask => Err(Refusal::new(
             "blocked-by-ask",
-            format!(
-                "not allowed without approval: {}; a connection a running command opens cannot \
-                 be asked about yet, so add a `network` allow rule for it (or use web_fetch, \
-                 whose call is asked)",
-                why()
-            ),
+            format!("not allowed without approval, and nobody can be asked: {}", why()),
         )),
     }
 }

@@ -22,10 +22,20 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::Semaphore;
+use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::{Net, Refusal};
+use crate::protocol::{Action, Decision};
+
+/// A connection the rules ask about, handed to whoever runs the call (the runtime settles it
+/// through the normal approval round trip, attributed to the call): the decision, and where
+/// the verdict goes (`Err`: the text saying why not).
+#[derive(Debug)]
+pub struct NetworkAsk {
+    pub decision: Decision,
+    pub answer: oneshot::Sender<Result<(), String>>,
+}
 
 /// Longest request head read (request line and headers).
 pub const MAX_HEAD: usize = 32 * 1024;
@@ -63,6 +73,8 @@ struct Call {
     record: Mutex<Record>,
     /// Cancelled when the call ends: its tunnels close.
     ended: CancellationToken,
+    /// Where asks go; `None`: an ask is refused (`blocked-by-ask`).
+    asks: Option<mpsc::Sender<NetworkAsk>>,
 }
 
 impl Call {
@@ -153,14 +165,16 @@ impl Proxy {
         self.addr.port()
     }
 
-    /// Lets the processes of call `call_id` use the proxy until the admission drops.
-    pub fn admit(&self, call_id: &str) -> Admission {
+    /// Lets the processes of call `call_id` use the proxy until the admission drops; asks go
+    /// to `asks`.
+    pub fn admit(&self, call_id: &str, asks: Option<mpsc::Sender<NetworkAsk>>) -> Admission {
         let token = uuid::Uuid::new_v4().simple().to_string();
         let key = format!("Basic {}", base64(format!("pod:{token}").as_bytes()));
         let call = Arc::new(Call {
             call_id: call_id.to_string(),
             record: Mutex::new(Record::default()),
             ended: CancellationToken::new(),
+            asks,
         });
         self.shared
             .calls
@@ -427,7 +441,11 @@ async fn serve(mut client: TcpStream, shared: &Shared) {
         });
         return refuse(&mut client, "400 Bad Request", &refusal, "").await;
     };
-    let decided = shared.net.check(&host, port);
+    let decision = shared.net.decide(&host, port);
+    let decided = match (&call.asks, decision.decision) {
+        (Some(asks), Action::Ask) => ask(asks, &call, decision).await,
+        _ => super::verdict(&decision, shared.net.default_action()),
+    };
     let subject = match &decided {
         Ok(s) => s.clone(),
         Err(_) => super::subject(&host, port).unwrap_or_else(|_| host.escape_debug().to_string()),
@@ -502,6 +520,40 @@ async fn serve(mut client: TcpStream, shared: &Shared) {
         () = call.ended.cancelled() => (0, 0),
     };
     call.bytes(index, up + first.len() as u64, down);
+}
+
+/// Hands an ask to the call's runner and waits for its verdict (a call that ends first
+/// refuses it).
+async fn ask(
+    asks: &mpsc::Sender<NetworkAsk>,
+    call: &Call,
+    decision: Decision,
+) -> Result<String, Refusal> {
+    let subject = decision
+        .subjects
+        .first()
+        .map(|s| s.subject.clone())
+        .unwrap_or_default();
+    let (tx, rx) = oneshot::channel();
+    let gone = || Refusal::new("blocked-by-ask", "the call ended before the ask was answered");
+    if asks
+        .send(NetworkAsk {
+            decision,
+            answer: tx,
+        })
+        .await
+        .is_err()
+    {
+        return Err(gone());
+    }
+    tokio::select! {
+        answer = rx => match answer {
+            Ok(Ok(())) => Ok(subject),
+            Ok(Err(text)) => Err(Refusal::new("blocked-by-approval", text)),
+            Err(_) => Err(gone()),
+        },
+        () = call.ended.cancelled() => Err(gone()),
+    }
 }
 
 /// Copies both ways until both sides are done or a side passes [`MAX_BYTES`].

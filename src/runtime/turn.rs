@@ -13,6 +13,7 @@ use super::calls::{self, Call};
 use super::checks::{self, Stop};
 use super::deltas::Deltas;
 use super::{Approver, EventSink, Pod, RunError};
+use crate::network::NetworkAsk;
 use crate::model::{Message, ModelError, ModelRequest, ModelStop, ToolCall, ToolResult};
 use crate::permission::SubjectKind;
 use crate::protocol::{
@@ -453,6 +454,8 @@ impl Pod {
             }
         };
 
+        // The proxy's asks about this call's connections, settled here while the tool runs.
+        let (asks, mut asked) = tokio::sync::mpsc::channel::<NetworkAsk>(8);
         let ctx = ToolContext {
             workspace: self.manifest.workspace.clone(),
             cancel: turn.cancel.child_token(),
@@ -463,6 +466,7 @@ impl Pod {
             call_id: call.id.clone(),
             net: Some(self.net.clone()),
             proxy: self.proxy.clone(),
+            asks: self.proxy.as_ref().map(|_| asks),
         };
         if crate::testing::panics_armed() {
             crate::testing::maybe_panic(&call.input.to_string(), crate::testing::TOOL_MARKER);
@@ -491,12 +495,31 @@ impl Pod {
             };
         }
         turn.events.call_started(&turn.id, &call.id).await;
-        let output = tool.run(call.input.clone(), &ctx).await;
+        let run = tool.run(call.input.clone(), &ctx);
+        tokio::pin!(run);
+        let mut settling = futures::stream::FuturesUnordered::new();
+        let output = loop {
+            tokio::select! {
+                output = &mut run => break output,
+                Some(ask) = asked.recv() => settling.push(self.settle_network_ask(turn, call, ask)),
+                Some(()) = futures::StreamExt::next(&mut settling), if !settling.is_empty() => {}
+            }
+        };
         Outcome {
             output,
             denied_by: None,
             decision: decision_item,
         }
+    }
+
+    /// An ask of the proxy about a connection of `call`'s processes: the normal approval round
+    /// trip (session grants, the mode, the approver), a `permissionRequest` of `call` whose
+    /// subject is the `network` one. Not recorded as the call's decision (it has one already):
+    /// the call's result records what it reached.
+    async fn settle_network_ask(&self, turn: &Turn<'_>, call: &Call, ask: NetworkAsk) {
+        let mut edited = None;
+        let (verdict, _) = Box::pin(self.permission_hook(turn, call, &ask.decision, &mut edited)).await;
+        let _ = ask.answer.send(verdict.map_err(|d| d.text));
     }
 
     /// The permission layer's decision for a call. Shell commands are analyzed on a blocking

@@ -138,7 +138,10 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
     ctx.sandbox.prepare(&mut cmd);
     // Under `network = "proxy"`: the call's way out, and what it reached (the admission ends
     // with the call, and so do its connections).
-    let admission = ctx.proxy.as_ref().map(|p| p.admit(&ctx.call_id));
+    let admission = ctx
+        .proxy
+        .as_ref()
+        .map(|p| p.admit(&ctx.call_id, ctx.asks.clone()));
     for (name, value) in admission.iter().flat_map(|a| a.env()) {
         cmd.env(name, value);
     }

@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use crate::builtin::Builtin;
 use crate::permission::{path, FileRules};
 use crate::protocol::{ToolAnnotations, ToolInfo};
-use crate::network::{Net, Proxy};
+use crate::network::{Net, NetworkAsk, Proxy};
 use crate::sandbox::Sandbox;
 pub use editor::{EditorError, EditorFiles};
 
@@ -91,6 +91,8 @@ pub struct ToolContext {
     /// The session's proxy under `[sandbox] network = "proxy"`: `bash` sends its processes
     /// through it.
     pub proxy: Option<Arc<Proxy>>,
+    /// Where the proxy's asks for this call go (the runtime settles them).
+    pub asks: Option<tokio::sync::mpsc::Sender<NetworkAsk>>,
 }
 
 impl ToolContext {
@@ -109,6 +111,7 @@ impl ToolContext {
             call_id: String::new(),
             net: None,
             proxy: None,
+            asks: None,
         }
     }
 

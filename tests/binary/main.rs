@@ -23,6 +23,7 @@ mod flows;
 mod load;
 mod mcp;
 mod modes;
+mod network;
 mod rust_client;
 mod sandbox;
 mod schema;
