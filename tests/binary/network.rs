@@ -72,8 +72,8 @@ impl Server {
     }
 }
 
-const HOSTS: &str =
-    "allowed.test=127.0.0.1,other.test=127.0.0.1,allowed.test.evil.test=127.0.0.1";
+const HOSTS: &str = "allowed.test=127.0.0.1,other.test=127.0.0.1,\
+                     allowed.test.evil.test=127.0.0.1,asked.test=127.0.0.1";
 
 fn manifest(network: &str) -> String {
     format!(
@@ -82,14 +82,19 @@ fn manifest(network: &str) -> String {
          [[permissions.rule]]\ntool = \"bash\"\npattern = \"*\"\naction = \"allow\"\n\n\
          [[permissions.rule]]\ntool = \"network\"\npattern = \"allowed.test:*\"\naction = \"allow\"\n\n\
          [[permissions.rule]]\ntool = \"network\"\npattern = \"localhost:*\"\naction = \"allow\"\n\n\
+         [[permissions.rule]]\ntool = \"network\"\npattern = \"asked.test:*\"\naction = \"ask\"\n\n\
          [sandbox]\nnetwork = \"{network}\"\n"
     )
 }
 
 fn start(network: &str) -> (Workspace, PodProcess, Value) {
+    start_with(network, false)
+}
+
+fn start_with(network: &str, approval: bool) -> (Workspace, PodProcess, Value) {
     let ws = Workspace::with_manifest(&manifest(network));
     let mut pod = PodProcess::spawn_env(&ws, Framing::Lines, &[], &[("POD_TEST_HOSTS", HOSTS)]);
-    let init = pod.initialize(false);
+    let init = pod.initialize(approval);
     (ws, pod, init)
 }
 
@@ -276,4 +281,50 @@ fn web_fetch_follows_the_rules_and_decides_each_redirect_again() {
             "GET /to-self HTTP/1.1".to_string(),
         ]
     );
+}
+
+#[test]
+fn a_host_that_asks_goes_through_the_approval_round_trip_of_its_call() {
+    let server = Server::start();
+    let port = server.port;
+    let (_ws, mut pod, init) = start_with("proxy", true);
+    require_proxy(&init);
+    for (decision, reached) in [("deny", false), ("allow_once", true)] {
+        let id = pod.start(
+            "run",
+            json!({"input": [{"type": "text", "text": format!("!curl -sS -m 60 http://asked.test:{port}/{decision}")}]}),
+        );
+        let request = pod.wait_event_type("permissionRequest");
+        // The request is the bash call's, and names the host it asks about.
+        assert_eq!(request["tool"], "bash", "{request}");
+        assert!(
+            request["subjects"].as_array().is_some_and(|s| s
+                .iter()
+                .any(|s| s["tool"] == "network" && s["subject"] == format!("asked.test:{port}"))),
+            "{request}"
+        );
+        assert!(server.seen().is_empty() || reached, "{:?}", server.seen());
+        pod.call(
+            "permissionReply",
+            json!({"requestId": request["requestId"], "decision": decision}),
+        );
+        let done = pod.response(&json!(id));
+        let turn = done["result"]["turnId"].as_str().unwrap_or_default().to_string();
+        let result = pod
+            .turn_events(&turn)
+            .into_iter()
+            .find(|e| e["type"] == "toolResult")
+            .expect("a result");
+        assert_eq!(request["callId"], result["callId"]);
+        assert_eq!(
+            content(&result).contains("hello-from-the-server"),
+            reached,
+            "{}",
+            content(&result)
+        );
+        if !reached {
+            assert!(content(&result).contains("blocked-by-approval"), "{}", content(&result));
+        }
+    }
+    assert_eq!(server.seen(), vec!["GET /allow_once HTTP/1.1".to_string()]);
 }
