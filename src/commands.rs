@@ -362,10 +362,14 @@ pub fn explain(
             return 1;
         }
     };
-    if Builtin::from_name(tool).is_none() && crate::permission::mcp::split(tool).is_none() {
+    let network = tool == crate::permission::network::NETWORK;
+    if Builtin::from_name(tool).is_none()
+        && crate::permission::mcp::split(tool).is_none()
+        && !network
+    {
         eprintln!(
-            "--tool: no tool \"{tool}\"{} (pod has: {}; an MCP server's tools are \
-             mcp__SERVER__TOOL)",
+            "--tool: no tool \"{tool}\"{} (pod has: {}; the network's rules are `network`; an \
+             MCP server's tools are mcp__SERVER__TOOL)",
             did_you_mean(tool, &Builtin::names()),
             Builtin::names().join(", ")
         );
@@ -468,6 +472,9 @@ fn mcp_explain_text(
 
 /// The input a tool takes, as an example for `pod explain`'s errors: the built-in tool's own.
 fn input_shape(tool: &str) -> String {
+    if tool == crate::permission::network::NETWORK {
+        return "'{\"host\":\"index.crates.io\",\"port\":443}' (port optional, default 443)".into();
+    }
     match crate::tools::builtin(tool) {
         Some(t) => t.example().to_string(),
         None => "a JSON object of the tool's arguments, as its server's schema says".into(),

@@ -332,6 +332,17 @@ fn restrict(
             }
         }
     }
+    // web_fetch sends requests from pod's own process, which no sandbox bounds: only the
+    // user enables it for an untrusted project.
+    if project.tools.iter().any(|t| t == "web_fetch")
+        && !user.is_some_and(|u| u.tools.iter().any(|t| t == "web_fetch"))
+    {
+        ignore(
+            "enables web_fetch, which sends requests from pod's own process".into(),
+            at(project.lines.get("tools").copied()),
+        );
+        project.tools.retain(|t| t != "web_fetch");
+    }
     let sandbox_line = project.sandbox.line;
     if project.sandbox.mode == SandboxMode::Off {
         ignore(

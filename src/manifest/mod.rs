@@ -319,7 +319,10 @@ impl Manifest {
         at_least_one("tools", "max_parallel", max_parallel.map(u64::from))?;
         let max_parallel = max_parallel.map_or_else(default_max_parallel, |n| n as usize);
         let tools = match enabled {
-            None => Builtin::default_enabled().into_iter().map(String::from).collect(),
+            None => Builtin::default_enabled()
+                .into_iter()
+                .map(String::from)
+                .collect(),
             Some(enabled) => {
                 let mut tools = Vec::new();
                 for name in enabled {

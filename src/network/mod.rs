@@ -63,10 +63,8 @@ impl Net {
     /// The permission layer's decision for a connection to `host` on `port` (one `network`
     /// subject; an invalid host is denied whatever the rules say).
     pub fn decide(&self, host: &str, port: u16) -> Decision {
-        self.policy.decide(
-            NETWORK,
-            &serde_json::json!({ "host": host, "port": port }),
-        )
+        self.policy
+            .decide(NETWORK, &serde_json::json!({ "host": host, "port": port }))
     }
 
     /// `[permissions] default_action`, when the layer is on.
@@ -103,10 +101,16 @@ pub fn verdict(decision: &Decision, default: Option<Action>) -> Result<String, R
         Action::Deny if decision.subjects.iter().any(|s| s.invalid) => {
             Err(Refusal::new("invalid-host", format!("refused: {}", why())))
         }
-        Action::Deny => Err(Refusal::new("blocked-by-rule", format!("denied: {}", why()))),
+        Action::Deny => Err(Refusal::new(
+            "blocked-by-rule",
+            format!("denied: {}", why()),
+        )),
         Action::Ask => Err(Refusal::new(
             "blocked-by-ask",
-            format!("not allowed without approval, and nobody can be asked: {}", why()),
+            format!(
+                "not allowed without approval, and nobody can be asked: {}",
+                why()
+            ),
         )),
     }
 }
@@ -203,18 +207,27 @@ pub async fn resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>, Refusal> 
         Host::Name(name) => name,
     };
     // Debug builds only, and only for the names listed: see `testing::test_hosts`.
-    if let Some((_, ip)) = crate::testing::test_hosts().iter().find(|(n, _)| *n == name) {
+    if let Some((_, ip)) = crate::testing::test_hosts()
+        .iter()
+        .find(|(n, _)| *n == name)
+    {
         return Ok(vec![SocketAddr::new(*ip, port)]);
     }
-    let found = tokio::time::timeout(RESOLVE_TIMEOUT, tokio::net::lookup_host((name.as_str(), port)))
-        .await
-        .map_err(|_| {
-            Refusal::new(
-                "resolve-failed",
-                format!("resolving {name} took longer than {} s", RESOLVE_TIMEOUT.as_secs()),
-            )
-        })?
-        .map_err(|e| Refusal::new("resolve-failed", format!("cannot resolve {name}: {e}")))?;
+    let found = tokio::time::timeout(
+        RESOLVE_TIMEOUT,
+        tokio::net::lookup_host((name.as_str(), port)),
+    )
+    .await
+    .map_err(|_| {
+        Refusal::new(
+            "resolve-failed",
+            format!(
+                "resolving {name} took longer than {} s",
+                RESOLVE_TIMEOUT.as_secs()
+            ),
+        )
+    })?
+    .map_err(|e| Refusal::new("resolve-failed", format!("cannot resolve {name}: {e}")))?;
     let mut addrs: Vec<SocketAddr> = Vec::new();
     for addr in found {
         if let Some(why) = blocked(addr.ip()) {

@@ -261,7 +261,11 @@ fn base64(bytes: &[u8]) -> String {
     const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::new();
     for chunk in bytes.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         for i in 0..4 {
             if i <= chunk.len() {
@@ -291,7 +295,10 @@ async fn read_head(stream: &mut TcpStream) -> Result<Head, Refusal> {
             .await
             .map_err(|e| Refusal::new("bad-request", format!("reading the request: {e}")))?;
         if n == 0 {
-            return Err(Refusal::new("bad-request", "the client closed the connection"));
+            return Err(Refusal::new(
+                "bad-request",
+                "the client closed the connection",
+            ));
         }
         buf.extend_from_slice(&chunk[..n]);
         let mut headers = [httparse::EMPTY_HEADER; 64];
@@ -535,7 +542,12 @@ async fn ask(
         .map(|s| s.subject.clone())
         .unwrap_or_default();
     let (tx, rx) = oneshot::channel();
-    let gone = || Refusal::new("blocked-by-ask", "the call ended before the ask was answered");
+    let gone = || {
+        Refusal::new(
+            "blocked-by-ask",
+            "the call ended before the ask was answered",
+        )
+    };
     if asks
         .send(NetworkAsk {
             decision,

@@ -34,12 +34,12 @@ use crate::manifest::Trust;
 use crate::manifest::{Manifest, McpServerConfig};
 use crate::mcp::McpServers;
 use crate::model::{self, Message, Model, ModelError};
+use crate::network::{Net, Proxy};
 use crate::permission::{DroppedGrant, FileRules, Policy, SessionGrants};
 use crate::protocol::{
     AskMode, ConfigurationInfo, EnvironmentInfo, Event, IgnoredSetting, Item, McpServerInfo,
     PermissionsInfo, SandboxInfo, ToolInfo, TrustDecision, TrustStatus, WorkspaceTrust,
 };
-use crate::network::{Net, Proxy};
 use crate::sandbox::{Sandbox, SandboxError};
 use crate::scope::Scope;
 use crate::session::{SessionError, SessionLog};

@@ -13,8 +13,8 @@ use super::calls::{self, Call};
 use super::checks::{self, Stop};
 use super::deltas::Deltas;
 use super::{Approver, EventSink, Pod, RunError};
-use crate::network::NetworkAsk;
 use crate::model::{Message, ModelError, ModelRequest, ModelStop, ToolCall, ToolResult};
+use crate::network::NetworkAsk;
 use crate::permission::SubjectKind;
 use crate::protocol::{
     CallResult, Decision, DeniedBy, Event, InputItem, Item, OpenCalls, PodState, RunResult,
@@ -518,7 +518,8 @@ impl Pod {
     /// the call's result records what it reached.
     async fn settle_network_ask(&self, turn: &Turn<'_>, call: &Call, ask: NetworkAsk) {
         let mut edited = None;
-        let (verdict, _) = Box::pin(self.permission_hook(turn, call, &ask.decision, &mut edited)).await;
+        let (verdict, _) =
+            Box::pin(self.permission_hook(turn, call, &ask.decision, &mut edited)).await;
         let _ = ask.answer.send(verdict.map_err(|d| d.text));
     }
 

@@ -17,8 +17,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use landlock::{
-    make_bitflags, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath,
-    NetPort, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, ABI,
+    make_bitflags, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort,
+    PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, ABI,
 };
 
 /// The newest ABI whose rights pod asks for (tested on a kernel with ABI 7). Newer kernels get

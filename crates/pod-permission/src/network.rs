@@ -44,12 +44,17 @@ impl Host {
             return inner
                 .parse::<Ipv6Addr>()
                 .map(|ip| Host::Ip(IpAddr::V6(ip)))
-                .map_err(|_| HostError(format!("`{}` is not an IPv6 address", raw.escape_debug())));
+                .map_err(|_| {
+                    HostError(format!("`{}` is not an IPv6 address", raw.escape_debug()))
+                });
         }
         if let Ok(ip) = raw.parse::<Ipv6Addr>() {
             return Ok(Host::Ip(IpAddr::V6(ip)));
         }
-        if let Some(b) = raw.bytes().find(|b| !(b.is_ascii_alphanumeric() || *b == b'-' || *b == b'.')) {
+        if let Some(b) = raw
+            .bytes()
+            .find(|b| !(b.is_ascii_alphanumeric() || *b == b'-' || *b == b'.'))
+        {
             return Err(HostError(format!(
                 "the host `{}` holds the byte {:#04x}, which no DNS name has (an international \
                  name must be written in its xn-- form)",
@@ -136,11 +141,41 @@ pub fn url_subject(raw: &str) -> Result<String, HostError> {
 /// `*.io`). A short list of the widely used shared ones; a wildcard over any other suffix under
 /// which anyone can register a name is the writer's responsibility (docs/permissions.md).
 const PUBLIC_SUFFIXES: &[&str] = &[
-    "co.uk", "org.uk", "ac.uk", "gov.uk", "me.uk", "com.au", "net.au", "org.au", "co.jp",
-    "ne.jp", "or.jp", "co.nz", "com.br", "com.cn", "com.mx", "co.in", "co.za", "com.tr",
-    "github.io", "gitlab.io", "pages.dev", "workers.dev", "vercel.app", "netlify.app",
-    "herokuapp.com", "appspot.com", "cloudfront.net", "amazonaws.com", "azurewebsites.net",
-    "blogspot.com", "web.app", "firebaseapp.com", "s3.amazonaws.com", "ngrok.io", "ngrok.app",
+    "co.uk",
+    "org.uk",
+    "ac.uk",
+    "gov.uk",
+    "me.uk",
+    "com.au",
+    "net.au",
+    "org.au",
+    "co.jp",
+    "ne.jp",
+    "or.jp",
+    "co.nz",
+    "com.br",
+    "com.cn",
+    "com.mx",
+    "co.in",
+    "co.za",
+    "com.tr",
+    "github.io",
+    "gitlab.io",
+    "pages.dev",
+    "workers.dev",
+    "vercel.app",
+    "netlify.app",
+    "herokuapp.com",
+    "appspot.com",
+    "cloudfront.net",
+    "amazonaws.com",
+    "azurewebsites.net",
+    "blogspot.com",
+    "web.app",
+    "firebaseapp.com",
+    "s3.amazonaws.com",
+    "ngrok.io",
+    "ngrok.app",
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -310,18 +345,36 @@ mod tests {
         assert!(!exact.matches("x.allowed.test"));
         let any = HostPattern::compile("*").unwrap();
         assert!(any.matches("example.org"));
-        assert!(!any.matches("10.0.0.1"), "an address needs a rule naming it");
-        assert!(HostPattern::compile("10.0.0.1:*").unwrap().matches("10.0.0.1:22"));
-        assert!(HostPattern::compile("localhost:8080").unwrap().matches("localhost:8080"));
-        assert!(!HostPattern::compile("localhost:8080").unwrap().matches("localhost"));
+        assert!(
+            !any.matches("10.0.0.1"),
+            "an address needs a rule naming it"
+        );
+        assert!(HostPattern::compile("10.0.0.1:*")
+            .unwrap()
+            .matches("10.0.0.1:22"));
+        assert!(HostPattern::compile("localhost:8080")
+            .unwrap()
+            .matches("localhost:8080"));
+        assert!(!HostPattern::compile("localhost:8080")
+            .unwrap()
+            .matches("localhost"));
         assert!(HostPattern::compile("[::1]:*").unwrap().matches("[::1]:5"));
     }
 
     #[test]
     fn wildcards_over_public_suffixes_and_odd_patterns_are_refused() {
         for bad in [
-            "*.com", "*.io", "*.co.uk", "*.github.io", "*crates.io", "crates.*", "a?.test",
-            "*.10.0.0.1", "x.test:0", "x.test:http", "a\0b.test",
+            "*.com",
+            "*.io",
+            "*.co.uk",
+            "*.github.io",
+            "*crates.io",
+            "crates.*",
+            "a?.test",
+            "*.10.0.0.1",
+            "x.test:0",
+            "x.test:http",
+            "a\0b.test",
         ] {
             assert!(HostPattern::compile(bad).is_err(), "{bad:?}");
         }
