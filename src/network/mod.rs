@@ -53,11 +53,35 @@ impl Refusal {
 #[derive(Debug, Clone)]
 pub struct Net {
     policy: Arc<Policy>,
+    /// Names resolved to a fixed address that is exempt from [`blocked`]: set only by
+    /// [`Net::pinning`], which the pod binary never calls (benches use it to serve a name from
+    /// a local listener in a release build).
+    pinned: Vec<(String, IpAddr)>,
 }
 
 impl Net {
     pub fn new(policy: Arc<Policy>) -> Net {
-        Net { policy }
+        Net {
+            policy,
+            pinned: Vec::new(),
+        }
+    }
+
+    /// This gate with `name` resolving to `ip`, reachable even when `ip` is loopback or
+    /// private. For benches and an embedder's own tests; the pod binary never calls it (its
+    /// one test switch is `testing::test_hosts`, debug builds only).
+    pub fn pinning(mut self, name: &str, ip: IpAddr) -> Net {
+        self.pinned.push((name.to_ascii_lowercase(), ip));
+        self
+    }
+
+    /// [`resolve`], with this gate's pinned names.
+    pub async fn resolve(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, Refusal> {
+        let name = host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase();
+        if let Some((_, ip)) = self.pinned.iter().find(|(n, _)| *n == name) {
+            return Ok(vec![SocketAddr::new(*ip, port)]);
+        }
+        resolve(host, port).await
     }
 
     /// The permission layer's decision for a connection to `host` on `port` (one `network`

@@ -226,6 +226,12 @@ impl Admission {
         out
     }
 
+    /// The `Proxy-Authorization` value the call's processes send (what the credentials in
+    /// [`Admission::env`]'s URL amount to), for a client that sets the header itself.
+    pub fn authorization(&self) -> &str {
+        &self.key
+    }
+
     /// What the call's processes asked the proxy for.
     pub fn entries(&self) -> Vec<Entry> {
         let record = self.call.record.lock().unwrap_or_else(|e| e.into_inner());
@@ -458,7 +464,7 @@ async fn serve(mut client: TcpStream, shared: &Shared) {
         Err(_) => super::subject(&host, port).unwrap_or_else(|_| host.escape_debug().to_string()),
     };
     let upstream = match decided {
-        Ok(_) => match super::resolve(&host, port).await {
+        Ok(_) => match shared.net.resolve(&host, port).await {
             Ok(addrs) => super::connect(&addrs).await,
             Err(refusal) => Err(refusal),
         },

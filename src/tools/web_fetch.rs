@@ -116,7 +116,7 @@ impl Tool for WebFetch {
                 }
             }
             let fetched = tokio::select! {
-                r = fetch(&url, &host, port) => r,
+                r = fetch(net, &url, &host, port) => r,
                 () = ctx.cancel.cancelled() => return ToolOutput::error("cancelled"),
             };
             match fetched {
@@ -187,8 +187,14 @@ enum Fetched {
     },
 }
 
-async fn fetch(url: &reqwest::Url, host: &str, port: u16) -> Result<Fetched, String> {
-    let addrs = network::resolve(host, port)
+async fn fetch(
+    net: &network::Net,
+    url: &reqwest::Url,
+    host: &str,
+    port: u16,
+) -> Result<Fetched, String> {
+    let addrs = net
+        .resolve(host, port)
         .await
         .map_err(|r| format!("{url}: {r} ({})", r.code))?;
     let mut builder = reqwest::Client::builder()
