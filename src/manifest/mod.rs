@@ -263,7 +263,7 @@ impl Manifest {
                 lines.insert(name, line_of(offset));
             }
         }
-        for section in ["model", "sandbox", "scope", "skills"] {
+        for section in ["model", "sandbox", "scope", "skills", "tools"] {
             if let Some(offset) = header_offset(text, section) {
                 lines.insert(section, line_of(offset));
             }

@@ -400,3 +400,29 @@ fn explain_decides_hosts_and_public_suffix_wildcards_are_refused() {
         assert!(err.to_string().contains("pattern"), "{pattern}: {err}");
     }
 }
+
+/// An untrusted project's file cannot open the network: its `web_fetch` and its network allow
+/// rules are ignored, and said to be.
+#[test]
+fn an_untrusted_project_cannot_enable_web_fetch_or_allow_hosts() {
+    let ws = Workspace::with_manifest(&manifest("proxy"));
+    let mut pod = PodProcess::spawn_untrusted(&ws, Framing::Lines, &[], &[("POD_CONFIG", "")]);
+    let init = pod.initialize(false);
+    assert_eq!(init["workspaceTrust"]["status"], "untrusted", "{init}");
+    assert!(!common::has_tool(&init, "web_fetch"), "{init}");
+    let ignored: Vec<String> = init["workspaceTrust"]["ignored"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i["what"].as_str().map(String::from))
+        .collect();
+    for expected in [
+        "enables web_fetch, which sends requests from pod's own process",
+        "allows network \"allowed.test:*\" (rule 2)",
+    ] {
+        assert!(
+            ignored.iter().any(|w| w == expected),
+            "{expected}: {ignored:?}"
+        );
+    }
+}
