@@ -316,6 +316,11 @@ pub fn sandbox_text(manifest: &Manifest) -> String {
         (_, NetworkAccess::Deny) if namespaces => {
             "an empty network namespace (loopback only) and no Unix sockets"
         }
+        (_, NetworkAccess::Proxy) => {
+            "TCP only to pod's proxy, which decides each host by the network rules (UDP and DNS \
+             are not covered)"
+        }
+        (NetworkAccess::Proxy, NetworkAccess::Allow) => "allowed (proxy is NOT enforced)",
         (_, NetworkAccess::Deny) => {
             "TCP connect and bind refused (UDP, DNS and Unix sockets are not covered)"
         }
@@ -501,10 +506,14 @@ pub fn explain(
             return 1;
         }
     };
-    if Builtin::from_name(tool).is_none() && crate::permission::mcp::split(tool).is_none() {
+    let network = tool == crate::permission::network::NETWORK;
+    if Builtin::from_name(tool).is_none()
+        && crate::permission::mcp::split(tool).is_none()
+        && !network
+    {
         eprintln!(
-            "--tool: no tool \"{tool}\"{} (pod has: {}; an MCP server's tools are \
-             mcp__SERVER__TOOL)",
+            "--tool: no tool \"{tool}\"{} (pod has: {}; the network's rules are `network`; an \
+             MCP server's tools are mcp__SERVER__TOOL)",
             did_you_mean(tool, &Builtin::names()),
             Builtin::names().join(", ")
         );
@@ -607,6 +616,9 @@ fn mcp_explain_text(
 
 /// The input a tool takes, as an example for `pod explain`'s errors: the built-in tool's own.
 fn input_shape(tool: &str) -> String {
+    if tool == crate::permission::network::NETWORK {
+        return "'{\"host\":\"index.crates.io\",\"port\":443}' (port optional, default 443)".into();
+    }
     match crate::tools::builtin(tool) {
         Some(t) => t.example().to_string(),
         None => "a JSON object of the tool's arguments, as its server's schema says".into(),
@@ -1151,6 +1163,7 @@ pub fn config_text(m: &Manifest) -> String {
     let network = match sandbox.network {
         crate::protocol::NetworkAccess::Allow => "allow",
         crate::protocol::NetworkAccess::Deny => "deny",
+        crate::protocol::NetworkAccess::Proxy => "proxy",
     };
     out.push_str(&format!("network = {}\n", quote(network)));
     let extra: Vec<String> = sandbox

@@ -18,6 +18,7 @@ pub mod logging;
 pub mod manifest;
 pub mod mcp;
 pub mod model;
+pub mod network;
 pub mod runtime;
 pub mod sandbox;
 pub mod schema;

@@ -58,3 +58,30 @@ pub fn namespaces_hidden() -> bool {
     static HIDDEN: OnceLock<bool> = OnceLock::new();
     *HIDDEN.get_or_init(|| std::env::var_os(NO_NAMESPACES_ENV).is_some_and(|v| v == "1"))
 }
+
+/// The environment variable naming test hosts: `POD_TEST_HOSTS=allowed.test=127.0.0.1,b.test=127.0.0.1`.
+pub const HOSTS_ENV: &str = "POD_TEST_HOSTS";
+
+/// The test resolver (`POD_TEST_HOSTS` at start-up), **in debug builds only**: each name it
+/// lists resolves to its address, and that address is reachable even when it is loopback or
+/// private, so `tests/binary/network.rs` can serve an "allowed" host from a local listener. A
+/// name it does not list is resolved as always, and its private addresses stay blocked. A
+/// release build ignores the variable: the private-range block has no switch in production.
+pub fn test_hosts() -> &'static [(String, std::net::IpAddr)] {
+    static HOSTS: OnceLock<Vec<(String, std::net::IpAddr)>> = OnceLock::new();
+    HOSTS.get_or_init(|| {
+        if !cfg!(debug_assertions) {
+            return Vec::new();
+        }
+        let Some(raw) = std::env::var_os(HOSTS_ENV) else {
+            return Vec::new();
+        };
+        raw.to_string_lossy()
+            .split(',')
+            .filter_map(|pair| {
+                let (name, ip) = pair.split_once('=')?;
+                Some((name.trim().to_ascii_lowercase(), ip.trim().parse().ok()?))
+            })
+            .collect()
+    })
+}

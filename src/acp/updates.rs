@@ -49,6 +49,7 @@ fn kind_of(presentation: &Presentation) -> acp::ToolKind {
         ToolKind::Read => acp::ToolKind::Read,
         ToolKind::Edit => acp::ToolKind::Edit,
         ToolKind::Search => acp::ToolKind::Search,
+        ToolKind::Fetch => acp::ToolKind::Fetch,
         ToolKind::Other => acp::ToolKind::Other,
     }
 }

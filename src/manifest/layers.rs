@@ -22,7 +22,7 @@ use super::{
     Vouch,
 };
 use crate::permission::{RuleError, RuleSpec, Rules};
-use crate::protocol::{Action, NetworkAccess, TrustStatus};
+use crate::protocol::{Action, TrustStatus};
 
 /// The environment variable naming the user's configuration file; empty: none.
 pub const CONFIG_ENV: &str = "POD_CONFIG";
@@ -371,6 +371,17 @@ fn restrict(
             }
         }
     }
+    // web_fetch sends requests from pod's own process, which no sandbox bounds: only the
+    // user enables it for an untrusted project.
+    if project.tools.iter().any(|t| t == "web_fetch")
+        && !user.is_some_and(|u| u.tools.iter().any(|t| t == "web_fetch"))
+    {
+        ignore(
+            "enables web_fetch, which sends requests from pod's own process".into(),
+            at(project.lines.get("tools").copied()),
+        );
+        project.tools.retain(|t| t != "web_fetch");
+    }
     let sandbox_line = project.sandbox.line;
     if project.sandbox.mode == SandboxMode::Off {
         ignore(
@@ -610,13 +621,7 @@ pub(super) fn stricter_sandbox(
         (true, true) => SandboxConfig {
             mode: project.mode.max(user.mode),
             required: project.required.max(user.required),
-            network: if project.network == NetworkAccess::Deny
-                || user.network == NetworkAccess::Deny
-            {
-                NetworkAccess::Deny
-            } else {
-                NetworkAccess::Allow
-            },
+            network: project.network.stricter(user.network),
             writable: if user.writable.is_empty() {
                 project.writable.clone()
             } else {

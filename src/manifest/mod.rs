@@ -365,7 +365,7 @@ impl Manifest {
                 lines.insert(name, line_of(offset));
             }
         }
-        for section in ["model", "sandbox", "scope", "skills"] {
+        for section in ["model", "sandbox", "scope", "skills", "tools"] {
             if let Some(offset) = header_offset(text, section) {
                 lines.insert(section, line_of(offset));
             }
@@ -423,7 +423,10 @@ impl Manifest {
         at_least_one("tools", "max_parallel", max_parallel.map(u64::from))?;
         let max_parallel = max_parallel.map_or_else(default_max_parallel, |n| n as usize);
         let tools = match enabled {
-            None => Builtin::names().into_iter().map(String::from).collect(),
+            None => Builtin::default_enabled()
+                .into_iter()
+                .map(String::from)
+                .collect(),
             Some(enabled) => {
                 let mut tools = Vec::new();
                 for name in enabled {

@@ -34,6 +34,7 @@ use crate::manifest::{HookEvent, Trust};
 use crate::manifest::{Manifest, McpServerConfig};
 use crate::mcp::McpServers;
 use crate::model::{self, Message, Model, ModelError};
+use crate::network::{Net, Proxy};
 use crate::permission::{DroppedGrant, FileRules, Policy, SessionGrants};
 use crate::protocol::{
     AskMode, ConfigurationInfo, EnvironmentInfo, Event, IgnoredSetting, Item, McpServerInfo,
@@ -196,6 +197,10 @@ pub struct Pod {
     /// Bounds every process the tools, hooks and MCP servers start; its `$TMPDIR` goes when the
     /// pod drops.
     sandbox: Arc<Sandbox>,
+    /// The `network` rules applied to hosts (web_fetch, the proxy).
+    net: Arc<Net>,
+    /// The session's proxy, under `[sandbox] network = "proxy"`.
+    proxy: Option<Arc<Proxy>>,
     /// The session's MCP servers, whose tools are in `toolbox`.
     mcp: McpServers,
     approver: Approver,
@@ -353,6 +358,17 @@ impl Pod {
             .into_iter()
             .map(|p| p.path)
             .collect();
+        let net = Arc::new(Net::new(policy.clone()));
+        // No proxy (it could not start): the sandbox then allows no TCP port at all.
+        let proxy = (manifest.sandbox.network == crate::protocol::NetworkAccess::Proxy)
+            .then(|| match Proxy::start(net.clone()) {
+                Ok(proxy) => Some(Arc::new(proxy)),
+                Err(e) => {
+                    tracing::warn!("network = \"proxy\": the proxy cannot start ({e}), so calls reach no network");
+                    None
+                }
+            })
+            .flatten();
         let sandbox = Arc::new(Sandbox::open_guarded(
             &manifest.sandbox,
             &manifest.workspace,
@@ -363,6 +379,7 @@ impl Pod {
                 state_root: Some(&manifest.state_root),
                 policy: Some(&policy),
             },
+            proxy.as_ref().map(|p| p.port()),
         )?);
         let (hooks, post_hooks): (Vec<UserHook>, Vec<UserHook>) = manifest
             .hooks
@@ -399,6 +416,8 @@ impl Pod {
             hooks,
             post_hooks,
             sandbox,
+            net,
+            proxy,
             mcp: McpServers::none(),
             approver: options.approver,
             editor: options.editor,

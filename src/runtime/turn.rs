@@ -15,6 +15,7 @@ use super::deltas::Deltas;
 use super::{Approver, EventSink, Pod, RunError};
 use crate::hooks::After;
 use crate::model::{Message, ModelError, ModelRequest, ModelStop, ToolCall, ToolResult};
+use crate::network::NetworkAsk;
 use crate::permission::SubjectKind;
 use crate::protocol::{
     CallResult, Decision, DeniedBy, Event, InputItem, Item, OpenCalls, PodState, RunResult,
@@ -454,6 +455,8 @@ impl Pod {
             }
         };
 
+        // The proxy's asks about this call's connections, settled here while the tool runs.
+        let (asks, mut asked) = tokio::sync::mpsc::channel::<NetworkAsk>(8);
         let ctx = ToolContext {
             workspace: self.manifest.workspace.clone(),
             cancel: turn.cancel.child_token(),
@@ -461,6 +464,10 @@ impl Pod {
             files: self.files.clone(),
             sandbox: self.sandbox.clone(),
             editor: self.editor.clone(),
+            call_id: call.id.clone(),
+            net: Some(self.net.clone()),
+            proxy: self.proxy.clone(),
+            asks: self.proxy.as_ref().map(|_| asks),
         };
         if crate::testing::panics_armed() {
             crate::testing::maybe_panic(&call.input.to_string(), crate::testing::TOOL_MARKER);
@@ -489,7 +496,16 @@ impl Pod {
             };
         }
         turn.events.call_started(&turn.id, &call.id).await;
-        let output = tool.run(call.input.clone(), &ctx).await;
+        let run = tool.run(call.input.clone(), &ctx);
+        tokio::pin!(run);
+        let mut settling = futures::stream::FuturesUnordered::new();
+        let output = loop {
+            tokio::select! {
+                output = &mut run => break output,
+                Some(ask) = asked.recv() => settling.push(self.settle_network_ask(turn, call, ask)),
+                Some(()) = futures::StreamExt::next(&mut settling), if !settling.is_empty() => {}
+            }
+        };
         let output = self.after_call(call, output).await;
         Outcome {
             output,
@@ -530,6 +546,17 @@ impl Pod {
             }
         }
         output
+    }
+
+    /// An ask of the proxy about a connection of `call`'s processes: the normal approval round
+    /// trip (session grants, the mode, the approver), a `permissionRequest` of `call` whose
+    /// subject is the `network` one. Not recorded as the call's decision (it has one already):
+    /// the call's result records what it reached.
+    async fn settle_network_ask(&self, turn: &Turn<'_>, call: &Call, ask: NetworkAsk) {
+        let mut edited = None;
+        let (verdict, _) =
+            Box::pin(self.permission_hook(turn, call, &ask.decision, &mut edited)).await;
+        let _ = ask.answer.send(verdict.map_err(|d| d.text));
     }
 
     /// The permission layer's decision for a call. Shell commands are analyzed on a blocking

@@ -5,7 +5,9 @@
 //! executable; the writable folders get the rights to create, change, rename and remove files
 //! (never to make device nodes); the device files a shell needs get write and ioctl. With
 //! `network = "deny"` TCP connect and bind are handled with no port allowed, and connecting to
-//! abstract Unix sockets outside the domain is refused. Signals to processes outside the domain
+//! abstract Unix sockets outside the domain is refused; with `network = "proxy"` the same, but
+//! TCP connect to the port of pod's proxy is allowed (Landlock rules name ports, not addresses:
+//! see docs/hardening.md for what this interim boundary does not hold). Signals to processes outside the domain
 //! are refused whenever the kernel can (ABI 6+), so a call cannot kill the pod or another call.
 //!
 //! Must not touch: spawning, process lifetimes, the manifest. It gets paths and answers with a
@@ -15,8 +17,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use landlock::{
-    make_bitflags, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath,
-    PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, ABI,
+    make_bitflags, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort,
+    PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, ABI,
 };
 
 /// The newest ABI whose rights pod asks for (tested on a kernel with ABI 7). Newer kernels get
@@ -55,6 +57,8 @@ pub struct Rules {
     pub writable: Vec<PathBuf>,
     /// Refuse TCP connect and bind, and abstract Unix sockets outside the domain.
     pub deny_network: bool,
+    /// With `deny_network`: the one TCP port processes may connect to (pod's proxy).
+    pub proxy_port: Option<u16>,
 }
 
 /// A ruleset could not be built.
@@ -92,6 +96,9 @@ pub fn build(rules: &Rules) -> Result<Option<OwnedFd>, DomainError> {
     ))?;
     for folder in &rules.writable {
         created = created.add_rule(PathBeneath::new(open(folder)?, folder_rights()))?;
+    }
+    if let (true, Some(port)) = (rules.deny_network, rules.proxy_port) {
+        created = created.add_rule(NetPort::new(port, AccessNet::ConnectTcp))?;
     }
     for device in DEVICES {
         let path = Path::new(device);

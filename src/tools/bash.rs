@@ -136,6 +136,15 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
     let mut cmd = ctx.sandbox.command("bash");
     // First: it replaces the environment with the session's.
     ctx.sandbox.prepare(&mut cmd);
+    // Under `network = "proxy"`: the call's way out, and what it reached (the admission ends
+    // with the call, and so do its connections).
+    let admission = ctx
+        .proxy
+        .as_ref()
+        .map(|p| p.admit(&ctx.call_id, ctx.asks.clone()));
+    for (name, value) in admission.iter().flat_map(|a| a.env()) {
+        cmd.env(name, value);
+    }
     cmd.arg("-c")
         .arg(command)
         .current_dir(&ctx.workspace)
@@ -226,6 +235,11 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
         text.push('\n');
     }
     text.push_str(&sandbox_note(&ctx.sandbox, &text));
+    if let Some(summary) = admission.as_ref().and_then(|a| a.summary()) {
+        text.push_str(&summary);
+        text.push('\n');
+    }
+    drop(admission);
     match ending {
         Ending::TimedOut => {
             text.push_str(&format!(
@@ -264,7 +278,13 @@ fn sandbox_note(sandbox: &Sandbox, output: &str) -> String {
     const SHOWN: usize = 5;
     let mut note = String::new();
     if sandbox.blocked_network(output) {
-        note.push_str("network connection blocked by the sandbox ([sandbox] network = \"deny\")\n");
+        note.push_str(match sandbox.info().network {
+            crate::protocol::NetworkAccess::Proxy => {
+                "network connection blocked by the sandbox ([sandbox] network = \"proxy\": only \
+                 pod's proxy, named in HTTP_PROXY, is reachable)\n"
+            }
+            _ => "network connection blocked by the sandbox ([sandbox] network = \"deny\")\n",
+        });
     }
     let blocked = sandbox.blocked_writes(output);
     if blocked.is_empty() {

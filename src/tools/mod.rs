@@ -1,6 +1,6 @@
 //! The built-in tools: what each does, its input schema, and running it.
 //!
-//! Owns: `bash`, `read`, `file_write`, `edit`, `grep`, `glob`, each in its own file, and the
+//! Owns: `bash`, `read`, `file_write`, `edit`, `grep`, `glob`, `web_fetch`, each in its own file, and the
 //! [`Tool`] trait they share. A tool gets input the permission layer has already let through;
 //! it validates the input's shape itself (bad input is an error result, never a panic).
 //!
@@ -19,6 +19,7 @@ use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
 use crate::builtin::Builtin;
+use crate::network::{Net, NetworkAsk, Proxy};
 use crate::permission::{path, FileRules};
 use crate::protocol::{ToolAnnotations, ToolInfo};
 use crate::sandbox::Sandbox;
@@ -33,6 +34,7 @@ pub mod file_write;
 pub mod glob;
 pub mod grep;
 pub mod read;
+pub mod web_fetch;
 
 /// What a tool run produced: text for the model, and whether it is an error.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,6 +84,15 @@ pub struct ToolContext {
     /// The editor's files, when the client serves them: `read`, `file_write` and `edit` go
     /// through it for the pinned target instead of the disk.
     pub editor: Option<Arc<dyn EditorFiles>>,
+    /// The call's id (for what the proxy records of it).
+    pub call_id: String,
+    /// The `network` rules, for `web_fetch` (its redirects are decided again per hop).
+    pub net: Option<Arc<Net>>,
+    /// The session's proxy under `[sandbox] network = "proxy"`: `bash` sends its processes
+    /// through it.
+    pub proxy: Option<Arc<Proxy>>,
+    /// Where the proxy's asks for this call go (the runtime settles them).
+    pub asks: Option<tokio::sync::mpsc::Sender<NetworkAsk>>,
 }
 
 impl ToolContext {
@@ -97,6 +108,10 @@ impl ToolContext {
             target: None,
             sandbox: Arc::new(Sandbox::off()),
             editor: None,
+            call_id: String::new(),
+            net: None,
+            proxy: None,
+            asks: None,
         }
     }
 
@@ -130,6 +145,7 @@ pub enum ToolKind {
     Read,
     Edit,
     Search,
+    Fetch,
     Other,
 }
 
@@ -264,6 +280,7 @@ pub fn builtin(name: &str) -> Option<Arc<dyn Tool>> {
         Builtin::Edit => Arc::new(edit::Edit),
         Builtin::Grep => Arc::new(grep::Grep),
         Builtin::Glob => Arc::new(glob::Glob),
+        Builtin::WebFetch => Arc::new(web_fetch::WebFetch),
     };
     Some(tool)
 }
@@ -281,6 +298,7 @@ mod tests {
             ("edit", ToolKind::Edit, false),
             ("grep", ToolKind::Search, true),
             ("glob", ToolKind::Search, true),
+            ("web_fetch", ToolKind::Fetch, false),
         ];
         for (name, kind, read_only) in kinds {
             let tool = builtin(name).unwrap();
@@ -305,7 +323,7 @@ mod tests {
 
     #[test]
     fn builtins_have_the_spec_names_and_inputs() {
-        let spec: [(&str, &[&str], &[&str]); 6] = [
+        let spec: [(&str, &[&str], &[&str]); 7] = [
             ("bash", &["command", "timeout_secs"], &["command"]),
             ("read", &["path", "offset", "limit"], &["path"]),
             ("file_write", &["path", "content"], &["path", "content"]),
@@ -316,6 +334,7 @@ mod tests {
             ),
             ("grep", &["pattern", "path", "glob"], &["pattern"]),
             ("glob", &["pattern", "path"], &["pattern"]),
+            ("web_fetch", &["url"], &["url"]),
         ];
         for (name, fields, required) in spec {
             let tool = builtin(name).unwrap_or_else(|| panic!("{name} missing"));

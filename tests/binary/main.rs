@@ -24,6 +24,7 @@ mod flows;
 mod load;
 mod mcp;
 mod modes;
+mod network;
 mod policy;
 mod post_hooks;
 mod prompts;

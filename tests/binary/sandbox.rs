@@ -548,7 +548,7 @@ fn sandbox_section_mistakes_name_the_place_and_suggest() {
     );
     assert_eq!(
         load_error("[sandbox]\nnetwork = \"none\"\n"),
-        "2:11: sandbox.network: unknown variant `none`, expected `allow` or `deny`"
+        "2:11: sandbox.network: unknown variant `none`, expected one of `allow`, `deny`, `proxy`"
     );
     assert_eq!(
         load_error("[sandbox]\nwritable = [\"ok\", \"~bob/cache\"]\n"),

@@ -236,7 +236,7 @@ export type SandboxKind = "namespaces" | "landlock" | "none";
  * This interface was referenced by `PodProtocolV1`'s JSON-Schema
  * via the `definition` "NetworkAccess".
  */
-export type NetworkAccess = "allow" | "deny";
+export type NetworkAccess = "allow" | "deny" | "proxy";
 /**
  * A decision a client may apply with `trust/apply`.
  *

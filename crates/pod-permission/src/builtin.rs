@@ -17,6 +17,7 @@ pub enum Builtin {
     Edit,
     Grep,
     Glob,
+    WebFetch,
 }
 
 /// How a tool's input turns into subjects (the table in docs/permissions.md).
@@ -31,6 +32,11 @@ pub enum SubjectKind {
     /// A tool of an MCP server (`mcp__SERVER__TOOL`): its arguments as a `key=value` line, plus
     /// a path subject per argument that names a file (`permission::mcp`).
     Mcp,
+    /// `url` is fetched: its host (and port when not 80/443) under the `network` rules.
+    Url,
+    /// The `network` rules' own input (`{"host": …, "port": …}`): a connection a call's
+    /// processes open through pod's proxy, or `pod explain --tool network`.
+    Network,
     /// Anything else: the JSON of the input, keys sorted.
     Json,
 }
@@ -47,7 +53,18 @@ impl Builtin {
         Builtin::Edit,
         Builtin::Grep,
         Builtin::Glob,
+        Builtin::WebFetch,
     ];
+
+    /// The tools a manifest without `[tools] enabled` gets: all but `web_fetch`, which reaches
+    /// the network from the pod's own process and so is enabled only by name.
+    pub fn default_enabled() -> Vec<&'static str> {
+        Builtin::ALL
+            .iter()
+            .filter(|b| **b != Builtin::WebFetch)
+            .map(|b| b.name())
+            .collect()
+    }
 
     /// The tool's name on the wire and in rules.
     pub fn name(self) -> &'static str {
@@ -58,6 +75,7 @@ impl Builtin {
             Builtin::Edit => "edit",
             Builtin::Grep => "grep",
             Builtin::Glob => "glob",
+            Builtin::WebFetch => "web_fetch",
         }
     }
 
@@ -76,6 +94,7 @@ impl Builtin {
             Builtin::Bash => SubjectKind::Shell,
             Builtin::Read | Builtin::FileWrite | Builtin::Edit => SubjectKind::Path,
             Builtin::Grep | Builtin::Glob => SubjectKind::SearchRoot,
+            Builtin::WebFetch => SubjectKind::Url,
         }
     }
 
@@ -86,7 +105,7 @@ impl Builtin {
         match self {
             Builtin::Edit => &[Builtin::FileWrite, Builtin::Read],
             Builtin::Grep | Builtin::Glob => &[Builtin::Read],
-            Builtin::Bash | Builtin::Read | Builtin::FileWrite => &[],
+            Builtin::Bash | Builtin::Read | Builtin::FileWrite | Builtin::WebFetch => &[],
         }
     }
 }
@@ -97,6 +116,7 @@ impl SubjectKind {
     pub fn of(tool: &str) -> SubjectKind {
         match Builtin::from_name(tool) {
             Some(builtin) => builtin.subject_kind(),
+            None if tool == "network" => SubjectKind::Network,
             None if tool
                 .get(..MCP_PREFIX.len())
                 .is_some_and(|p| p.eq_ignore_ascii_case(MCP_PREFIX)) =>

@@ -170,6 +170,19 @@ fn grantable(policy: &Policy, tool: &str, subject: &str) -> Result<(), String> {
                     .into(),
             )
         }
+        // A network grant is of a host and port, as its subject reads.
+        SubjectKind::Network => {
+            let (host, port) = match subject.rsplit_once(':') {
+                Some((h, p)) if !h.ends_with(':') && p.bytes().all(|b| b.is_ascii_digit()) => {
+                    (h, p.parse::<u16>().map_err(|e| e.to_string())?)
+                }
+                _ => (subject, 443),
+            };
+            serde_json::json!({ "host": host, "port": port })
+        }
+        SubjectKind::Url => {
+            return Err("a web_fetch call's subjects are network subjects".into());
+        }
         SubjectKind::Json => match serde_json::from_str::<serde_json::Value>(subject) {
             Ok(value @ serde_json::Value::Object(_)) => value,
             _ => return Err("it is not the JSON input of a call of this tool".into()),

@@ -18,6 +18,7 @@ pub mod kinds;
 pub mod links;
 pub mod lint;
 pub mod mcp;
+pub mod network;
 pub mod path;
 mod pattern;
 pub mod prefix;
@@ -78,18 +79,47 @@ struct Rule {
     index: usize,
     tool: Pattern,
     pattern: Pattern,
+    /// The pattern read as a host pattern, for a rule whose tool matches `network`
+    /// (`network.rs`): network subjects are compared by labels, never as strings. `None`: the
+    /// rule never decides a network subject.
+    host: Option<network::HostPattern>,
 }
 
 impl Rule {
     fn compile(index: usize, spec: RuleSpec) -> Result<Rule, RuleError> {
         check_pattern_text("tool", &spec.tool)?;
         check_pattern_text("pattern", &spec.pattern)?;
+        let tool = Pattern::case_insensitive(&spec.tool);
+        let host = if spec.tool.eq_ignore_ascii_case(network::NETWORK) {
+            // A rule written for the network must read as one: refused at load otherwise.
+            Some(
+                network::HostPattern::compile(&spec.pattern).map_err(|e| RuleError {
+                    field: "pattern",
+                    problem: e.0,
+                })?,
+            )
+        } else if tool.matches(network::NETWORK) {
+            // A rule for many tools (`tool = "*"`) decides network subjects only when its
+            // pattern reads as a host pattern.
+            network::HostPattern::compile(&spec.pattern).ok()
+        } else {
+            None
+        };
         Ok(Rule {
             index,
-            tool: Pattern::case_insensitive(&spec.tool),
+            tool,
             pattern: Pattern::new(&spec.pattern),
+            host,
             spec,
         })
+    }
+
+    /// Whether the rule's pattern matches `text`, a subject of `tool`.
+    fn matches_subject(&self, tool: &str, text: &str) -> bool {
+        if tool == network::NETWORK {
+            return self.host.as_ref().is_some_and(|h| h.matches(text));
+        }
+        self.pattern.matches(text)
     }
 
     fn reference(&self) -> RuleRef {
@@ -221,6 +251,12 @@ impl Rules {
 
     /// The first rule whose tool and pattern match.
     fn first_match(&self, tool: &str, text: &str) -> Option<&Rule> {
+        if tool == network::NETWORK {
+            return self
+                .rules
+                .iter()
+                .find(|r| r.tool.matches(tool) && r.matches_subject(tool, text));
+        }
         match self.by_tool.iter().find(|(t, _)| *t == tool) {
             Some((_, index)) => index
                 .candidates(text)
@@ -618,8 +654,39 @@ fn subjects(
                 .map(|text| Subject::plain(tool, text))
                 .collect()
         }
+        SubjectKind::Url => match field("url").and_then(|u| u.as_str()) {
+            Some(url) => vec![network_subject(url, network::url_subject(url))],
+            None => invalid("the input has no string `url`".into()),
+        },
+        SubjectKind::Network => {
+            let host = field("host").and_then(|h| h.as_str());
+            let port = match field("port") {
+                None | Some(serde_json::Value::Null) => Some(443),
+                Some(p) => p.as_u64().and_then(|p| u16::try_from(p).ok()),
+            };
+            match (host, port) {
+                (Some(host), Some(port)) => {
+                    vec![network_subject(host, network::subject(host, port))]
+                }
+                (None, _) => invalid("the input has no string `host`".into()),
+                (_, None) => invalid("`port` is not a number from 0 to 65535".into()),
+            }
+        }
         // MCP calls have subjects of their own (`Policy::decide_with`); here only as JSON.
         SubjectKind::Json | SubjectKind::Mcp => vec![Subject::plain(tool, sorted_json(input))],
+    }
+}
+
+/// The `network` subject of a host, or an invalid one naming why the host is refused (a NUL,
+/// a byte no DNS name has: denied whatever the rules say).
+fn network_subject(raw: &str, subject: Result<String, network::HostError>) -> Subject {
+    match subject {
+        Ok(text) => Subject::plain(network::NETWORK, text),
+        Err(e) => Subject::new(
+            network::NETWORK,
+            raw.escape_debug().to_string(),
+            Some(Problem::Invalid(e.0)),
+        ),
     }
 }
 

@@ -33,7 +33,9 @@ pub struct Finding {
 /// Every tool name rules can be about: the built-ins, whether enabled or not, plus the subject
 /// tools of shell redirections (`read`, `file_write`).
 fn known_tools() -> Vec<&'static str> {
-    Builtin::names()
+    let mut tools = Builtin::names();
+    tools.push(crate::network::NETWORK);
+    tools
 }
 
 pub fn lint(
@@ -73,6 +75,11 @@ pub fn lint(
             .collect();
         let bash_redirect_target = known.iter().any(|t| *t == "read" || *t == "file_write")
             && enabled.iter().any(|e| e == "bash");
+        // The network's rules decide what bash's processes reach through the proxy and what
+        // web_fetch fetches.
+        let bash_redirect_target = bash_redirect_target
+            || (known.contains(&crate::network::NETWORK)
+                && enabled.iter().any(|e| e == "bash" || e == "web_fetch"));
         let names_mcp = rule
             .tool
             .get(..crate::builtin::MCP_PREFIX.len())

@@ -246,6 +246,26 @@ pub enum NetworkAccess {
     /// Landlock alone: TCP `connect` and `bind` refused (ABI 4+), UDP, DNS and Unix sockets not
     /// covered.
     Deny,
+    /// The only TCP connection a process may open is to pod's own proxy, which decides each
+    /// host by the `network` rules (docs/permissions.md, "The network"). Held by Landlock ABI
+    /// 4+ (TCP to the proxy's port only); UDP and DNS are not covered.
+    Proxy,
+}
+
+impl NetworkAccess {
+    /// The stricter of two settings: `deny` over `proxy` over `allow`.
+    pub fn stricter(self, other: NetworkAccess) -> NetworkAccess {
+        let rank = |n: NetworkAccess| match n {
+            NetworkAccess::Allow => 0,
+            NetworkAccess::Proxy => 1,
+            NetworkAccess::Deny => 2,
+        };
+        if rank(other) > rank(self) {
+            other
+        } else {
+            self
+        }
+    }
 }
 
 /// What the sandbox holds on this machine (docs/permissions.md, "The sandbox").

@@ -1,0 +1,392 @@
+//! The network as a subject: host names as rules see them, and the patterns of `network` rules.
+//!
+//! A `network` subject is a host, with `:port` when the port is not 80 or 443
+//! (`index.crates.io`, `localhost:8080`, `[2001:db8::1]:22`). The same subject comes from the
+//! proxy a call's processes go through (`{"host": …, "port": …}`) and from `web_fetch`'s URL.
+//!
+//! Host names are checked before anything matches them: ASCII letters, digits, `-` and `.` only
+//! (an IDN must arrive in its `xn--` form), labels of 1 to 63 bytes not starting or ending with
+//! `-`, at most 253 bytes, lowercased, one trailing dot dropped. A NUL or any other byte no DNS
+//! name has is refused, never cut off (`attacker.example\0.allowed.test`). A last label of
+//! digits only is no name (`2130706433`, `127.1`): such a host is refused unless it is a
+//! dotted-quad IPv4 literal.
+//!
+//! Patterns compare labels, never strings: `*.crates.io` is one or more whole labels followed by
+//! the labels `crates` and `io`, so `crates.io.evil.test` and `evilcrates.io` do not match it.
+//! `*` alone matches every name (never an IP literal: an address is allowed only by a rule that
+//! names it). A wildcard over a public suffix (`*.com`, `*.co.uk`) is refused when the rule is
+//! loaded: it would allow half the internet.
+//!
+//! Must not touch: resolving names or connecting (`pod::network` does both, and checks the
+//! resolved address), the rest of the engine.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// The name rules use for the network: `tool = "network"`.
+pub const NETWORK: &str = "network";
+
+/// Why a host cannot be a subject.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct HostError(pub String);
+
+/// A checked host: a DNS name (lowercase, no trailing dot) or an IP literal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Host {
+    Name(String),
+    Ip(IpAddr),
+}
+
+impl Host {
+    /// Reads `raw` strictly (see the module header). An IPv6 literal may be bracketed.
+    pub fn parse(raw: &str) -> Result<Host, HostError> {
+        if let Some(inner) = raw.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
+            return inner
+                .parse::<Ipv6Addr>()
+                .map(|ip| Host::Ip(IpAddr::V6(ip)))
+                .map_err(|_| {
+                    HostError(format!("`{}` is not an IPv6 address", raw.escape_debug()))
+                });
+        }
+        if let Ok(ip) = raw.parse::<Ipv6Addr>() {
+            return Ok(Host::Ip(IpAddr::V6(ip)));
+        }
+        if let Some(b) = raw
+            .bytes()
+            .find(|b| !(b.is_ascii_alphanumeric() || *b == b'-' || *b == b'.'))
+        {
+            return Err(HostError(format!(
+                "the host `{}` holds the byte {:#04x}, which no DNS name has (an international \
+                 name must be written in its xn-- form)",
+                raw.escape_debug(),
+                b
+            )));
+        }
+        let name = raw.strip_suffix('.').unwrap_or(raw).to_ascii_lowercase();
+        if name.is_empty() || name.len() > 253 {
+            return Err(HostError(format!(
+                "the host `{raw}` is {} bytes long: a DNS name has 1 to 253",
+                name.len()
+            )));
+        }
+        let labels: Vec<&str> = name.split('.').collect();
+        for label in &labels {
+            if label.is_empty() || label.len() > 63 {
+                return Err(HostError(format!(
+                    "the host `{raw}` has a label of {} bytes: each has 1 to 63",
+                    label.len()
+                )));
+            }
+            if label.starts_with('-') || label.ends_with('-') {
+                return Err(HostError(format!(
+                    "the host `{raw}` has a label starting or ending with `-`"
+                )));
+            }
+        }
+        let last = labels.last().copied().unwrap_or("");
+        if last.bytes().all(|b| b.is_ascii_digit()) {
+            // Only the canonical dotted quad is an address; `127.1` or `2130706433` are other
+            // spellings a resolver may also read as one, and no name.
+            return match name.parse::<Ipv4Addr>() {
+                Ok(ip) if ip.to_string() == name => Ok(Host::Ip(IpAddr::V4(ip))),
+                _ => Err(HostError(format!(
+                    "the host `{raw}` ends in a numeric label: it is neither a name nor an IPv4 \
+                     address in dotted-quad form"
+                ))),
+            };
+        }
+        Ok(Host::Name(name))
+    }
+
+    /// The host as subjects show it (an IPv6 address in brackets).
+    pub fn text(&self) -> String {
+        match self {
+            Host::Name(n) => n.clone(),
+            Host::Ip(IpAddr::V4(ip)) => ip.to_string(),
+            Host::Ip(IpAddr::V6(ip)) => format!("[{ip}]"),
+        }
+    }
+}
+
+/// The subject of a connection to `host` on `port`: the host, with `:port` unless it is 80 or
+/// 443.
+pub fn subject(host: &str, port: u16) -> Result<String, HostError> {
+    let host = Host::parse(host)?;
+    Ok(match port {
+        80 | 443 => host.text(),
+        _ => format!("{}:{port}", host.text()),
+    })
+}
+
+/// The subject of a URL: its host and port (`http` and `https` only).
+pub fn url_subject(raw: &str) -> Result<String, HostError> {
+    let url = url::Url::parse(raw).map_err(|e| HostError(format!("`{raw}` is not a URL: {e}")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(HostError(format!(
+            "`{raw}` is a {} URL: only http and https are fetched",
+            url.scheme()
+        )));
+    }
+    let host = match url.host() {
+        Some(url::Host::Domain(d)) => d.to_string(),
+        Some(url::Host::Ipv4(ip)) => ip.to_string(),
+        Some(url::Host::Ipv6(ip)) => format!("[{ip}]"),
+        None => return Err(HostError(format!("`{raw}` has no host"))),
+    };
+    let port = url.port_or_known_default().unwrap_or(443);
+    subject(&host, port)
+}
+
+/// A public suffix a wildcard may not stand over, besides every single label (`*.com`,
+/// `*.io`). A short list of the widely used shared ones; a wildcard over any other suffix under
+/// which anyone can register a name is the writer's responsibility (docs/permissions.md).
+const PUBLIC_SUFFIXES: &[&str] = &[
+    "co.uk",
+    "org.uk",
+    "ac.uk",
+    "gov.uk",
+    "me.uk",
+    "com.au",
+    "net.au",
+    "org.au",
+    "co.jp",
+    "ne.jp",
+    "or.jp",
+    "co.nz",
+    "com.br",
+    "com.cn",
+    "com.mx",
+    "co.in",
+    "co.za",
+    "com.tr",
+    "github.io",
+    "gitlab.io",
+    "pages.dev",
+    "workers.dev",
+    "vercel.app",
+    "netlify.app",
+    "herokuapp.com",
+    "appspot.com",
+    "cloudfront.net",
+    "amazonaws.com",
+    "azurewebsites.net",
+    "blogspot.com",
+    "web.app",
+    "firebaseapp.com",
+    "s3.amazonaws.com",
+    "ngrok.io",
+    "ngrok.app",
+];
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum HostMatch {
+    /// `*`: every name, never an address.
+    AnyName,
+    /// `*.a.b`: one or more labels, then these.
+    Below(Vec<String>),
+    Exact(Host),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PortMatch {
+    /// No port written: 80 and 443, the subjects without one.
+    Default,
+    Any,
+    Exact(u16),
+}
+
+/// A compiled `network` rule pattern.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostPattern {
+    host: HostMatch,
+    port: PortMatch,
+}
+
+impl HostPattern {
+    /// Compiles `host`, `*.suffix` or `*`, each optionally followed by `:PORT` or `:*`.
+    pub fn compile(pattern: &str) -> Result<HostPattern, HostError> {
+        let (host, port) = split_port(pattern)
+            .ok_or_else(|| HostError(format!("`{pattern}` has an unreadable `:port`")))?;
+        let port = match port {
+            None => PortMatch::Default,
+            Some("*") => PortMatch::Any,
+            Some(p) => match p.parse::<u16>() {
+                Ok(n) if n > 0 => PortMatch::Exact(n),
+                _ => {
+                    return Err(HostError(format!(
+                        "`{pattern}`: the port `{p}` is not 1 to 65535 or `*`"
+                    )))
+                }
+            },
+        };
+        let host = if host == "*" {
+            HostMatch::AnyName
+        } else if let Some(suffix) = host.strip_prefix("*.") {
+            let checked = match Host::parse(suffix) {
+                Ok(Host::Name(n)) => n,
+                Ok(Host::Ip(_)) => {
+                    return Err(HostError(format!(
+                        "`{pattern}`: a wildcard stands over names, not over an address"
+                    )))
+                }
+                Err(e) => return Err(HostError(format!("`{pattern}`: {e}"))),
+            };
+            if !checked.contains('.') || PUBLIC_SUFFIXES.contains(&checked.as_str()) {
+                return Err(HostError(format!(
+                    "`{pattern}` stands over the public suffix `{checked}`, under which anyone \
+                     can register a name: name the domain (`*.example.{checked}`)"
+                )));
+            }
+            HostMatch::Below(checked.split('.').map(String::from).collect())
+        } else if host.contains(['*', '?']) {
+            return Err(HostError(format!(
+                "`{pattern}`: in a network pattern `*` is only the whole first label (`*.crates.io`) \
+                 or the whole host (`*`)"
+            )));
+        } else {
+            HostMatch::Exact(Host::parse(host).map_err(|e| HostError(format!("`{pattern}`: {e}")))?)
+        };
+        Ok(HostPattern { host, port })
+    }
+
+    /// Whether the subject `text` (as [`subject`] writes it) matches.
+    pub fn matches(&self, text: &str) -> bool {
+        let Some((host, port)) = split_port(text) else {
+            return false;
+        };
+        let port_ok = match (self.port, port) {
+            (PortMatch::Any, _) => true,
+            (PortMatch::Default, None) => true,
+            (PortMatch::Exact(n), Some(p)) => p.parse::<u16>().is_ok_and(|p| p == n),
+            (PortMatch::Exact(n), None) => n == 80 || n == 443,
+            (PortMatch::Default, Some(_)) => false,
+        };
+        if !port_ok {
+            return false;
+        }
+        let Ok(host) = Host::parse(host) else {
+            return false;
+        };
+        match (&self.host, &host) {
+            (HostMatch::AnyName, Host::Name(_)) => true,
+            (HostMatch::Below(suffix), Host::Name(name)) => {
+                let labels: Vec<&str> = name.split('.').collect();
+                labels.len() > suffix.len()
+                    && labels[labels.len() - suffix.len()..]
+                        .iter()
+                        .zip(suffix)
+                        .all(|(a, b)| a == b)
+            }
+            (HostMatch::Exact(want), got) => want == got,
+            _ => false,
+        }
+    }
+}
+
+/// `host[:port]` split, an IPv6 host in brackets; `None` for a bracket left open.
+fn split_port(text: &str) -> Option<(&str, Option<&str>)> {
+    if text.starts_with('[') {
+        let end = text.find(']')?;
+        let (host, rest) = text.split_at(end + 1);
+        return match rest {
+            "" => Some((host, None)),
+            _ => rest.strip_prefix(':').map(|p| (host, Some(p))),
+        };
+    }
+    // A bare IPv6 address has several colons and no port.
+    if text.matches(':').count() > 1 {
+        return Some((text, None));
+    }
+    Some(match text.split_once(':') {
+        Some((h, p)) => (h, Some(p)),
+        None => (text, None),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_are_read_strictly() {
+        assert_eq!(subject("Index.Crates.IO.", 443).unwrap(), "index.crates.io");
+        assert_eq!(subject("localhost", 8080).unwrap(), "localhost:8080");
+        assert_eq!(subject("[::1]", 80).unwrap(), "[::1]");
+        assert_eq!(subject("10.0.0.1", 22).unwrap(), "10.0.0.1:22");
+        for bad in [
+            "attacker.example\0.allowed.test",
+            "a b.test",
+            "a/b.test",
+            "a_b.test",
+            "-a.test",
+            "a..test",
+            "",
+            "2130706433",
+            "127.1",
+            "0x7f.0.0.1",
+            "b\u{fc}cher.de",
+        ] {
+            assert!(subject(bad, 443).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn patterns_compare_labels() {
+        let p = HostPattern::compile("*.crates.io").unwrap();
+        assert!(p.matches("index.crates.io"));
+        assert!(p.matches("a.b.crates.io"));
+        assert!(!p.matches("crates.io"));
+        assert!(!p.matches("evilcrates.io"));
+        assert!(!p.matches("crates.io.evil.test"));
+        assert!(!p.matches("index.crates.io:8080"));
+        let exact = HostPattern::compile("allowed.test").unwrap();
+        assert!(exact.matches("allowed.test"));
+        assert!(!exact.matches("allowed.test.evil.test"));
+        assert!(!exact.matches("x.allowed.test"));
+        let any = HostPattern::compile("*").unwrap();
+        assert!(any.matches("example.org"));
+        assert!(
+            !any.matches("10.0.0.1"),
+            "an address needs a rule naming it"
+        );
+        assert!(HostPattern::compile("10.0.0.1:*")
+            .unwrap()
+            .matches("10.0.0.1:22"));
+        assert!(HostPattern::compile("localhost:8080")
+            .unwrap()
+            .matches("localhost:8080"));
+        assert!(!HostPattern::compile("localhost:8080")
+            .unwrap()
+            .matches("localhost"));
+        assert!(HostPattern::compile("[::1]:*").unwrap().matches("[::1]:5"));
+    }
+
+    #[test]
+    fn wildcards_over_public_suffixes_and_odd_patterns_are_refused() {
+        for bad in [
+            "*.com",
+            "*.io",
+            "*.co.uk",
+            "*.github.io",
+            "*crates.io",
+            "crates.*",
+            "a?.test",
+            "*.10.0.0.1",
+            "x.test:0",
+            "x.test:http",
+            "a\0b.test",
+        ] {
+            assert!(HostPattern::compile(bad).is_err(), "{bad:?}");
+        }
+        assert!(HostPattern::compile("*.example.co.uk").is_ok());
+    }
+
+    #[test]
+    fn url_subjects() {
+        assert_eq!(url_subject("https://Docs.RS/x?y").unwrap(), "docs.rs");
+        assert_eq!(url_subject("http://a.test:8080/").unwrap(), "a.test:8080");
+        assert_eq!(url_subject("http://0x7f.1/").unwrap(), "127.0.0.1");
+        assert!(url_subject("file:///etc/passwd").is_err());
+        assert!(url_subject("ftp://x.test/").is_err());
+    }
+}

@@ -1,0 +1,342 @@
+//! The network as a capability: the `network` rules applied to connections, the addresses no
+//! call may reach, and pod's own proxy ([`proxy`]).
+//!
+//! Owns: [`Net`], the session's gate (the permission layer's decision for a host and port, the
+//! same `Policy::decide` as every tool call, with `tool = "network"`), [`resolve`] (a name
+//! resolved once, every address checked, the checked addresses the only ones connected to: no
+//! second lookup, so no DNS-rebinding window), [`blocked`] (loopback, private, link-local and
+//! metadata, carrier-grade NAT, multicast and reserved ranges, IPv4 inside IPv6 included), and
+//! the proxy a call's processes reach the network through under `[sandbox] network = "proxy"`.
+//!
+//! Must not touch: the decision itself (`permission` decides; this module applies it), the
+//! sandbox (which only learns the proxy's port), the session log, the wire. The test resolver
+//! (`testing::test_hosts`, debug builds only) is the one way a test names a local listener.
+
+pub mod proxy;
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::permission::network::{self as rules, Host, NETWORK};
+use crate::permission::Policy;
+use crate::protocol::{Action, Decision};
+
+pub use proxy::{Admission, NetworkAsk, Proxy};
+
+/// How long resolving one name may take.
+pub const RESOLVE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long connecting to one address may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why a connection is refused, with the `x-proxy-error` code a client sees.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{text}")]
+pub struct Refusal {
+    /// The `x-proxy-error` value: `blocked-by-rule`, `blocked-by-ask`, `blocked-by-approval`, `invalid-host`,
+    /// `blocked-address`, `resolve-failed`, `connect-failed`, `proxy-auth-required`,
+    /// `bad-request`, `limit`.
+    pub code: &'static str,
+    pub text: String,
+}
+
+impl Refusal {
+    pub fn new(code: &'static str, text: impl Into<String>) -> Refusal {
+        Refusal {
+            code,
+            text: text.into(),
+        }
+    }
+}
+
+/// The session's network gate: the rules for hosts.
+#[derive(Debug, Clone)]
+pub struct Net {
+    policy: Arc<Policy>,
+    /// Names resolved to a fixed address that is exempt from [`blocked`]: set only by
+    /// [`Net::pinning`], which the pod binary never calls (benches use it to serve a name from
+    /// a local listener in a release build).
+    pinned: Vec<(String, IpAddr)>,
+}
+
+impl Net {
+    pub fn new(policy: Arc<Policy>) -> Net {
+        Net {
+            policy,
+            pinned: Vec::new(),
+        }
+    }
+
+    /// This gate with `name` resolving to `ip`, reachable even when `ip` is loopback or
+    /// private. For benches and an embedder's own tests; the pod binary never calls it (its
+    /// one test switch is `testing::test_hosts`, debug builds only).
+    pub fn pinning(mut self, name: &str, ip: IpAddr) -> Net {
+        self.pinned.push((name.to_ascii_lowercase(), ip));
+        self
+    }
+
+    /// [`resolve`], with this gate's pinned names.
+    pub async fn resolve(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, Refusal> {
+        let name = host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase();
+        if let Some((_, ip)) = self.pinned.iter().find(|(n, _)| *n == name) {
+            return Ok(vec![SocketAddr::new(*ip, port)]);
+        }
+        resolve(host, port).await
+    }
+
+    /// The permission layer's decision for a connection to `host` on `port` (one `network`
+    /// subject; an invalid host is denied whatever the rules say).
+    pub fn decide(&self, host: &str, port: u16) -> Decision {
+        self.policy
+            .decide(NETWORK, &serde_json::json!({ "host": host, "port": port }))
+    }
+
+    /// `[permissions] default_action`, when the layer is on.
+    pub fn default_action(&self) -> Option<Action> {
+        self.policy.rules().map(|r| r.default_action())
+    }
+
+    /// [`Net::decide`] as a verdict: `Ok(subject)` when allowed, else the refusal naming the
+    /// rule (or the default) and, for an ask, what would let it through.
+    pub fn check(&self, host: &str, port: u16) -> Result<String, Refusal> {
+        let decision = self.decide(host, port);
+        verdict(&decision, self.default_action())
+    }
+}
+
+/// A decision as a verdict (see [`Net::check`]).
+pub fn verdict(decision: &Decision, default: Option<Action>) -> Result<String, Refusal> {
+    let subject = decision
+        .subjects
+        .first()
+        .map(|s| s.subject.clone())
+        .unwrap_or_default();
+    let why = || {
+        decision
+            .subjects
+            .iter()
+            .filter(|s| s.action == decision.decision)
+            .map(|s| s.for_model(default))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    match decision.decision {
+        Action::Allow => Ok(subject),
+        Action::Deny if decision.subjects.iter().any(|s| s.invalid) => {
+            Err(Refusal::new("invalid-host", format!("refused: {}", why())))
+        }
+        Action::Deny => Err(Refusal::new(
+            "blocked-by-rule",
+            format!("denied: {}", why()),
+        )),
+        Action::Ask => Err(Refusal::new(
+            "blocked-by-ask",
+            format!(
+                "not allowed without approval, and nobody can be asked: {}",
+                why()
+            ),
+        )),
+    }
+}
+
+/// Why `ip` is never connected to, if it is not: the ranges a call must not reach whatever
+/// the rules say (the machine itself, the local network, cloud metadata).
+pub fn blocked(ip: IpAddr) -> Option<&'static str> {
+    match ip {
+        IpAddr::V4(v4) => blocked_v4(v4),
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return blocked_v4(v4);
+            }
+            let s = v6.segments();
+            // NAT64 (64:ff9b::/96) and IPv4-compatible (::a.b.c.d) forms carry an IPv4 address.
+            if (s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0])
+                || (s[..6] == [0, 0, 0, 0, 0, 0] && !v6.is_loopback() && !v6.is_unspecified())
+            {
+                let v4 = Ipv4Addr::new(
+                    (s[6] >> 8) as u8,
+                    (s[6] & 0xff) as u8,
+                    (s[7] >> 8) as u8,
+                    (s[7] & 0xff) as u8,
+                );
+                if let Some(why) = blocked_v4(v4) {
+                    return Some(why);
+                }
+            }
+            blocked_v6(v6)
+        }
+    }
+}
+
+fn blocked_v4(ip: Ipv4Addr) -> Option<&'static str> {
+    let o = ip.octets();
+    if ip.is_loopback() {
+        Some("a loopback address (this machine)")
+    } else if ip.is_private() {
+        Some("a private address (the local network)")
+    } else if ip.is_link_local() {
+        Some("a link-local address (where cloud metadata services answer)")
+    } else if o[0] == 0 {
+        Some("an address of this network (0.0.0.0/8)")
+    } else if o[0] == 100 && (o[1] & 0xc0) == 64 {
+        Some("a carrier-grade NAT address (100.64.0.0/10)")
+    } else if o[0] == 192 && o[1] == 0 && o[2] == 0 {
+        Some("an IETF protocol address (192.0.0.0/24)")
+    } else if o[0] == 198 && (o[1] & 0xfe) == 18 {
+        Some("a benchmarking address (198.18.0.0/15)")
+    } else if ip.is_multicast() || ip.is_broadcast() || o[0] >= 240 {
+        Some("a multicast, broadcast or reserved address")
+    } else if ip.is_documentation() {
+        Some("a documentation address")
+    } else {
+        None
+    }
+}
+
+fn blocked_v6(ip: Ipv6Addr) -> Option<&'static str> {
+    let first = ip.segments()[0];
+    if ip.is_loopback() {
+        Some("a loopback address (this machine)")
+    } else if ip.is_unspecified() {
+        Some("the unspecified address")
+    } else if (first & 0xfe00) == 0xfc00 {
+        Some("a unique-local address (the local network)")
+    } else if (first & 0xffc0) == 0xfe80 || (first & 0xffc0) == 0xfec0 {
+        Some("a link-local address")
+    } else if ip.is_multicast() {
+        Some("a multicast address")
+    } else if first == 0x2001 && ip.segments()[1] == 0x0db8 {
+        Some("a documentation address")
+    } else {
+        None
+    }
+}
+
+/// The addresses of `host` a connection on `port` may use: resolved once (an IP literal as
+/// itself), each checked against [`blocked`]. When any address of a name is blocked the whole
+/// name is refused: a name that resolves to the local network is not a public host, whichever
+/// address a client would have picked.
+pub async fn resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>, Refusal> {
+    let host = Host::parse(host).map_err(|e| Refusal::new("invalid-host", e.0))?;
+    let name = match host {
+        Host::Ip(ip) => {
+            if let Some(why) = blocked(ip) {
+                return Err(Refusal::new(
+                    "blocked-address",
+                    format!("{ip} is {why}, which no call may reach"),
+                ));
+            }
+            return Ok(vec![SocketAddr::new(ip, port)]);
+        }
+        Host::Name(name) => name,
+    };
+    // Debug builds only, and only for the names listed: see `testing::test_hosts`.
+    if let Some((_, ip)) = crate::testing::test_hosts()
+        .iter()
+        .find(|(n, _)| *n == name)
+    {
+        return Ok(vec![SocketAddr::new(*ip, port)]);
+    }
+    let found = tokio::time::timeout(
+        RESOLVE_TIMEOUT,
+        tokio::net::lookup_host((name.as_str(), port)),
+    )
+    .await
+    .map_err(|_| {
+        Refusal::new(
+            "resolve-failed",
+            format!(
+                "resolving {name} took longer than {} s",
+                RESOLVE_TIMEOUT.as_secs()
+            ),
+        )
+    })?
+    .map_err(|e| Refusal::new("resolve-failed", format!("cannot resolve {name}: {e}")))?;
+    let mut addrs: Vec<SocketAddr> = Vec::new();
+    for addr in found {
+        if let Some(why) = blocked(addr.ip()) {
+            return Err(Refusal::new(
+                "blocked-address",
+                format!(
+                    "{name} resolves to {}, {why}, which no call may reach",
+                    addr.ip()
+                ),
+            ));
+        }
+        if !addrs.contains(&addr) {
+            addrs.push(addr);
+        }
+    }
+    if addrs.is_empty() {
+        return Err(Refusal::new(
+            "resolve-failed",
+            format!("{name} has no address"),
+        ));
+    }
+    Ok(addrs)
+}
+
+/// Connects to the first of `addrs` that answers (each within [`CONNECT_TIMEOUT`]).
+pub async fn connect(addrs: &[SocketAddr]) -> Result<tokio::net::TcpStream, Refusal> {
+    let mut last = String::from("no address");
+    for addr in addrs {
+        match tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect(addr)).await {
+            Ok(Ok(stream)) => return Ok(stream),
+            Ok(Err(e)) => last = format!("{addr}: {e}"),
+            Err(_) => last = format!("{addr}: no answer within {} s", CONNECT_TIMEOUT.as_secs()),
+        }
+    }
+    Err(Refusal::new(
+        "connect-failed",
+        format!("cannot connect ({last})"),
+    ))
+}
+
+/// The `network` subject of `host` and `port`, or why the host is refused.
+pub fn subject(host: &str, port: u16) -> Result<String, Refusal> {
+    rules::subject(host, port).map_err(|e| Refusal::new("invalid-host", e.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_and_metadata_addresses_are_blocked() {
+        for ip in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "::1",
+            "::",
+            "fc00::1",
+            "fd00:ec2::254",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+            "::ffff:169.254.169.254",
+            "64:ff9b::a00:1",
+            "::10.0.0.1",
+        ] {
+            let ip: IpAddr = ip.parse().unwrap();
+            assert!(blocked(ip).is_some(), "{ip}");
+        }
+        for ip in ["1.1.1.1", "93.184.216.34", "2606:4700::1111"] {
+            let ip: IpAddr = ip.parse().unwrap();
+            assert_eq!(blocked(ip), None, "{ip}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_name_resolving_to_loopback_is_refused() {
+        let refused = resolve("localhost", 80).await.unwrap_err();
+        assert_eq!(refused.code, "blocked-address", "{refused}");
+        let refused = resolve("127.0.0.1", 80).await.unwrap_err();
+        assert_eq!(refused.code, "blocked-address");
+        let refused = resolve("a\0.test", 80).await.unwrap_err();
+        assert_eq!(refused.code, "invalid-host");
+    }
+}

@@ -1,0 +1,616 @@
+//! pod's own HTTP proxy: the only way out for a call's processes under `[sandbox] network =
+//! "proxy"`.
+//!
+//! Owns: the listener (on `127.0.0.1`, an ephemeral port, one per session), who may use it (a
+//! call's [`Admission`]: a token in the proxy URL its processes get, sent back as
+//! `Proxy-Authorization`; the token is void once the call ends, and its connections are
+//! closed), reading a request head (at most [`MAX_HEAD`] bytes within [`HEAD_TIMEOUT`]),
+//! `CONNECT host:port` tunnels (HTTPS, or anything over TCP) and plain `http://` requests in
+//! absolute form (sent on with `Connection: close`, one request per connection), each decided
+//! by the `network` rules ([`super::Net`]) and connected only to the checked addresses
+//! ([`super::resolve`]), refusals as `403` with an `x-proxy-error` header and the reason as the
+//! body, the bounds ([`MAX_CONNECTIONS`] at once, [`MAX_BYTES`] each way per connection), and
+//! the record of what each call reached ([`Admission::summary`]).
+//!
+//! Must not touch: the rules (decided by the permission layer), the sandbox (which lets a
+//! call's processes connect to [`Proxy::port`] and nowhere else), processes.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+use super::{Net, Refusal};
+use crate::protocol::{Action, Decision};
+
+/// A connection the rules ask about, handed to whoever runs the call (the runtime settles it
+/// through the normal approval round trip, attributed to the call): the decision, and where
+/// the verdict goes (`Err`: the text saying why not).
+#[derive(Debug)]
+pub struct NetworkAsk {
+    pub decision: Decision,
+    pub answer: oneshot::Sender<Result<(), String>>,
+}
+
+/// Longest request head read (request line and headers).
+pub const MAX_HEAD: usize = 32 * 1024;
+/// How long a client may take to send its request head.
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
+/// Connections served at once per session; more are refused with `503`.
+pub const MAX_CONNECTIONS: usize = 64;
+/// Bytes forwarded in each direction of one connection before it is closed.
+pub const MAX_BYTES: u64 = 4 << 30;
+/// Entries kept per call in its record (later ones are counted).
+const MAX_ENTRIES: usize = 200;
+
+/// One connection a call asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The `network` subject (`host`, or `host:port`), or the raw target when it is refused
+    /// as unreadable.
+    pub subject: String,
+    /// `None`: allowed; else why not.
+    pub refused: Option<String>,
+    /// Bytes sent upstream and back.
+    pub up: u64,
+    pub down: u64,
+}
+
+#[derive(Debug, Default)]
+struct Record {
+    entries: Vec<Entry>,
+    more: usize,
+}
+
+#[derive(Debug)]
+struct Call {
+    call_id: String,
+    record: Mutex<Record>,
+    /// Cancelled when the call ends: its tunnels close.
+    ended: CancellationToken,
+    /// Where asks go; `None`: an ask is refused (`blocked-by-ask`).
+    asks: Option<mpsc::Sender<NetworkAsk>>,
+}
+
+impl Call {
+    fn push(&self, entry: Entry) -> Option<usize> {
+        let mut record = self.record.lock().unwrap_or_else(|e| e.into_inner());
+        if record.entries.len() >= MAX_ENTRIES {
+            record.more += 1;
+            return None;
+        }
+        record.entries.push(entry);
+        Some(record.entries.len() - 1)
+    }
+
+    fn bytes(&self, index: Option<usize>, up: u64, down: u64) {
+        let mut record = self.record.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = index.and_then(|i| record.entries.get_mut(i)) {
+            e.up = up;
+            e.down = down;
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Shared {
+    net: Arc<Net>,
+    /// By the `Proxy-Authorization` value a call's processes send.
+    calls: Mutex<HashMap<String, Arc<Call>>>,
+    slots: Arc<Semaphore>,
+}
+
+/// The session's proxy. Dropping it stops the listener.
+#[derive(Debug)]
+pub struct Proxy {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    stop: CancellationToken,
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+impl Proxy {
+    /// Binds `127.0.0.1:0` and serves on the current tokio runtime.
+    pub fn start(net: Arc<Net>) -> std::io::Result<Proxy> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(std::io::Error::other)?;
+        let std_listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
+        std_listener.set_nonblocking(true)?;
+        let addr = std_listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            net,
+            calls: Mutex::new(HashMap::new()),
+            slots: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
+        });
+        let stop = CancellationToken::new();
+        let (serving, stopped) = (shared.clone(), stop.clone());
+        runtime.spawn(async move {
+            let listener = match tokio::net::TcpListener::from_std(std_listener) {
+                Ok(l) => l,
+                Err(e) => {
+                    tracing::warn!("network proxy: cannot listen: {e}");
+                    return;
+                }
+            };
+            loop {
+                let accepted = tokio::select! {
+                    a = listener.accept() => a,
+                    () = stopped.cancelled() => return,
+                };
+                let Ok((stream, _)) = accepted else { continue };
+                let shared = serving.clone();
+                let stopped = stopped.clone();
+                tokio::spawn(async move {
+                    tokio::select! {
+                        () = serve(stream, &shared) => {}
+                        () = stopped.cancelled() => {}
+                    }
+                });
+            }
+        });
+        Ok(Proxy { addr, shared, stop })
+    }
+
+    /// The port a call's processes may connect to (the sandbox allows this one only).
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// Lets the processes of call `call_id` use the proxy until the admission drops; asks go
+    /// to `asks`.
+    pub fn admit(&self, call_id: &str, asks: Option<mpsc::Sender<NetworkAsk>>) -> Admission {
+        let token = uuid::Uuid::new_v4().simple().to_string();
+        let key = format!("Basic {}", base64(format!("pod:{token}").as_bytes()));
+        let call = Arc::new(Call {
+            call_id: call_id.to_string(),
+            record: Mutex::new(Record::default()),
+            ended: CancellationToken::new(),
+            asks,
+        });
+        self.shared
+            .calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key.clone(), call.clone());
+        Admission {
+            shared: self.shared.clone(),
+            key,
+            url: format!("http://pod:{token}@{}", self.addr),
+            call,
+        }
+    }
+}
+
+/// One call's use of the proxy: the environment its processes get, and what they reached.
+#[derive(Debug)]
+pub struct Admission {
+    shared: Arc<Shared>,
+    key: String,
+    url: String,
+    call: Arc<Call>,
+}
+
+impl Drop for Admission {
+    fn drop(&mut self) {
+        self.shared
+            .calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.key);
+        self.call.ended.cancel();
+    }
+}
+
+impl Admission {
+    /// The variables that send a process's HTTP clients through the proxy (both cases: curl
+    /// reads only `http_proxy` in lowercase). `NO_PROXY` is empty: nothing goes around it.
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        for name in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"] {
+            out.push((name, self.url.clone()));
+        }
+        for name in ["http_proxy", "https_proxy", "all_proxy"] {
+            out.push((name, self.url.clone()));
+        }
+        out.push(("NO_PROXY", String::new()));
+        out.push(("no_proxy", String::new()));
+        out
+    }
+
+    /// The `Proxy-Authorization` value the call's processes send (what the credentials in
+    /// [`Admission::env`]'s URL amount to), for a client that sets the header itself.
+    pub fn authorization(&self) -> &str {
+        &self.key
+    }
+
+    /// What the call's processes asked the proxy for.
+    pub fn entries(&self) -> Vec<Entry> {
+        let record = self.call.record.lock().unwrap_or_else(|e| e.into_inner());
+        record.entries.clone()
+    }
+
+    /// The record as lines for the tool result: each host reached or refused (and why), with
+    /// bytes. `None` when the call used no network.
+    pub fn summary(&self) -> Option<String> {
+        let record = self.call.record.lock().unwrap_or_else(|e| e.into_inner());
+        if record.entries.is_empty() {
+            return None;
+        }
+        let mut out = String::from("[network, through pod's proxy]");
+        for e in &record.entries {
+            match &e.refused {
+                None => out.push_str(&format!(
+                    "\n  {}: allowed ({} bytes sent, {} received)",
+                    e.subject, e.up, e.down
+                )),
+                Some(why) => out.push_str(&format!("\n  {}: {why}", e.subject)),
+            }
+        }
+        if record.more > 0 {
+            out.push_str(&format!("\n  … and {} more connections", record.more));
+        }
+        Some(out)
+    }
+}
+
+/// Standard base64 with padding (for the `Proxy-Authorization` value).
+fn base64(bytes: &[u8]) -> String {
+    const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(TABLE[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// A request head as read: method, target, headers (name, value), and what followed it.
+struct Head {
+    method: String,
+    target: String,
+    headers: Vec<(String, String)>,
+    rest: Vec<u8>,
+}
+
+async fn read_head(stream: &mut TcpStream) -> Result<Head, Refusal> {
+    let mut buf = Vec::with_capacity(4096);
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = stream
+            .read(&mut chunk)
+            .await
+            .map_err(|e| Refusal::new("bad-request", format!("reading the request: {e}")))?;
+        if n == 0 {
+            return Err(Refusal::new(
+                "bad-request",
+                "the client closed the connection",
+            ));
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        let mut headers = [httparse::EMPTY_HEADER; 64];
+        let mut request = httparse::Request::new(&mut headers);
+        match request.parse(&buf) {
+            Ok(httparse::Status::Complete(len)) => {
+                let head = Head {
+                    method: request.method.unwrap_or("").to_string(),
+                    target: request.path.unwrap_or("").to_string(),
+                    headers: request
+                        .headers
+                        .iter()
+                        .map(|h| {
+                            (
+                                h.name.to_string(),
+                                String::from_utf8_lossy(h.value).into_owned(),
+                            )
+                        })
+                        .collect(),
+                    rest: buf[len..].to_vec(),
+                };
+                return Ok(head);
+            }
+            Ok(httparse::Status::Partial) if buf.len() < MAX_HEAD => {}
+            Ok(httparse::Status::Partial) => {
+                return Err(Refusal::new(
+                    "limit",
+                    format!("the request head is longer than {MAX_HEAD} bytes"),
+                ))
+            }
+            Err(e) => {
+                return Err(Refusal::new(
+                    "bad-request",
+                    format!("the request is not HTTP/1.x: {e}"),
+                ))
+            }
+        }
+    }
+}
+
+/// Writes a refusal: the status, `x-proxy-error`, the reason as the body.
+async fn refuse(stream: &mut TcpStream, status: &str, refusal: &Refusal, extra: &str) {
+    let body = format!("pod proxy: {}\n", refusal.text);
+    let head = format!(
+        "HTTP/1.1 {status}\r\nx-proxy-error: {}\r\n{extra}Content-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        refusal.code,
+        body.len()
+    );
+    let _ = stream.write_all(head.as_bytes()).await;
+    let _ = stream.write_all(body.as_bytes()).await;
+    let _ = stream.shutdown().await;
+}
+
+/// `host:port` of a CONNECT target (an IPv6 host in brackets).
+fn authority(target: &str, default_port: u16) -> Option<(String, u16)> {
+    let (host, port) = match target.rsplit_once(':') {
+        Some((h, p)) if !h.is_empty() && (!h.contains(':') || h.ends_with(']')) => {
+            (h, p.parse::<u16>().ok()?)
+        }
+        _ => (target, default_port),
+    };
+    Some((host.to_string(), port))
+}
+
+async fn serve(mut client: TcpStream, shared: &Shared) {
+    let Ok(_slot) = shared.slots.clone().try_acquire_owned() else {
+        let refusal = Refusal::new(
+            "limit",
+            format!("{MAX_CONNECTIONS} connections are open through the proxy already"),
+        );
+        refuse(&mut client, "503 Service Unavailable", &refusal, "").await;
+        return;
+    };
+    let head = match tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut client)).await {
+        Ok(Ok(head)) => head,
+        Ok(Err(refusal)) => return refuse(&mut client, "400 Bad Request", &refusal, "").await,
+        Err(_) => {
+            let refusal = Refusal::new(
+                "bad-request",
+                format!("no request head within {} s", HEAD_TIMEOUT.as_secs()),
+            );
+            return refuse(&mut client, "408 Request Timeout", &refusal, "").await;
+        }
+    };
+    let auth = head
+        .headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("proxy-authorization"))
+        .map(|(_, v)| v.trim().to_string());
+    let call = auth.and_then(|a| {
+        shared
+            .calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&a)
+            .cloned()
+    });
+    let Some(call) = call else {
+        let refusal = Refusal::new(
+            "proxy-auth-required",
+            "this proxy serves the processes of a running tool call only (the credentials in \
+             its HTTP_PROXY), and this request carries none that are current",
+        );
+        return refuse(
+            &mut client,
+            "407 Proxy Authentication Required",
+            &refusal,
+            "Proxy-Authenticate: Basic realm=\"pod\"\r\n",
+        )
+        .await;
+    };
+    let tunnel = head.method.eq_ignore_ascii_case("CONNECT");
+    let target = if tunnel {
+        authority(&head.target, 443).map(|(h, p)| (h, p, None))
+    } else {
+        url::Url::parse(&head.target)
+            .ok()
+            .filter(|u| u.scheme() == "http")
+            .and_then(|u| {
+                let host = match u.host()? {
+                    url::Host::Domain(d) => d.to_string(),
+                    url::Host::Ipv4(ip) => ip.to_string(),
+                    url::Host::Ipv6(ip) => format!("[{ip}]"),
+                };
+                let mut path = u.path().to_string();
+                if let Some(q) = u.query() {
+                    path.push('?');
+                    path.push_str(q);
+                }
+                Some((host, u.port_or_known_default()?, Some(path)))
+            })
+    };
+    let Some((host, port, path)) = target else {
+        let refusal = Refusal::new(
+            "bad-request",
+            format!(
+                "`{} {}` is neither `CONNECT host:port` nor a request for an absolute http:// URL",
+                head.method.escape_debug(),
+                head.target.escape_debug()
+            ),
+        );
+        call.push(Entry {
+            subject: head.target.escape_debug().to_string(),
+            refused: Some(refusal.text.clone()),
+            up: 0,
+            down: 0,
+        });
+        return refuse(&mut client, "400 Bad Request", &refusal, "").await;
+    };
+    let decision = shared.net.decide(&host, port);
+    let decided = match (&call.asks, decision.decision) {
+        (Some(asks), Action::Ask) => ask(asks, &call, decision).await,
+        _ => super::verdict(&decision, shared.net.default_action()),
+    };
+    let subject = match &decided {
+        Ok(s) => s.clone(),
+        Err(_) => super::subject(&host, port).unwrap_or_else(|_| host.escape_debug().to_string()),
+    };
+    let upstream = match decided {
+        Ok(_) => match shared.net.resolve(&host, port).await {
+            Ok(addrs) => super::connect(&addrs).await,
+            Err(refusal) => Err(refusal),
+        },
+        Err(refusal) => Err(refusal),
+    };
+    let mut upstream = match upstream {
+        Ok(u) => u,
+        Err(refusal) => {
+            tracing::info!(call = %call.call_id, %subject, code = refusal.code, "network proxy refused");
+            call.push(Entry {
+                subject,
+                refused: Some(format!("{} ({})", refusal.text, refusal.code)),
+                up: 0,
+                down: 0,
+            });
+            let status = match refusal.code {
+                "connect-failed" | "resolve-failed" => "502 Bad Gateway",
+                _ => "403 Forbidden",
+            };
+            return refuse(&mut client, status, &refusal, "").await;
+        }
+    };
+    tracing::info!(call = %call.call_id, %subject, "network proxy allowed");
+    let index = call.push(Entry {
+        subject,
+        refused: None,
+        up: 0,
+        down: 0,
+    });
+    let mut first = Vec::new();
+    if tunnel {
+        if client
+            .write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+            .await
+            .is_err()
+        {
+            return;
+        }
+    } else {
+        first.extend_from_slice(
+            format!(
+                "{} {} HTTP/1.1\r\n",
+                head.method,
+                path.unwrap_or_else(|| "/".into())
+            )
+            .as_bytes(),
+        );
+        for (name, value) in &head.headers {
+            let lower = name.to_ascii_lowercase();
+            if matches!(
+                lower.as_str(),
+                "proxy-authorization" | "proxy-connection" | "connection" | "keep-alive"
+            ) {
+                continue;
+            }
+            first.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
+        }
+        first.extend_from_slice(b"Connection: close\r\n\r\n");
+    }
+    first.extend_from_slice(&head.rest);
+    if upstream.write_all(&first).await.is_err() {
+        return;
+    }
+    let (up, down) = tokio::select! {
+        counts = pipe(client, upstream) => counts,
+        () = call.ended.cancelled() => (0, 0),
+    };
+    call.bytes(index, up + first.len() as u64, down);
+}
+
+/// Hands an ask to the call's runner and waits for its verdict (a call that ends first
+/// refuses it).
+async fn ask(
+    asks: &mpsc::Sender<NetworkAsk>,
+    call: &Call,
+    decision: Decision,
+) -> Result<String, Refusal> {
+    let subject = decision
+        .subjects
+        .first()
+        .map(|s| s.subject.clone())
+        .unwrap_or_default();
+    let (tx, rx) = oneshot::channel();
+    let gone = || {
+        Refusal::new(
+            "blocked-by-ask",
+            "the call ended before the ask was answered",
+        )
+    };
+    if asks
+        .send(NetworkAsk {
+            decision,
+            answer: tx,
+        })
+        .await
+        .is_err()
+    {
+        return Err(gone());
+    }
+    tokio::select! {
+        answer = rx => match answer {
+            Ok(Ok(())) => Ok(subject),
+            Ok(Err(text)) => Err(Refusal::new("blocked-by-approval", text)),
+            Err(_) => Err(gone()),
+        },
+        () = call.ended.cancelled() => Err(gone()),
+    }
+}
+
+/// Copies both ways until both sides are done or a side passes [`MAX_BYTES`].
+async fn pipe(client: TcpStream, upstream: TcpStream) -> (u64, u64) {
+    let (mut cr, mut cw) = client.into_split();
+    let (mut ur, mut uw) = upstream.into_split();
+    let up = async {
+        let n = tokio::io::copy(&mut (&mut cr).take(MAX_BYTES), &mut uw)
+            .await
+            .unwrap_or(0);
+        let _ = uw.shutdown().await;
+        n
+    };
+    let down = async {
+        let n = tokio::io::copy(&mut (&mut ur).take(MAX_BYTES), &mut cw)
+            .await
+            .unwrap_or(0);
+        let _ = cw.shutdown().await;
+        n
+    };
+    tokio::join!(up, down)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_the_standard() {
+        assert_eq!(base64(b"pod:abc"), "cG9kOmFiYw==");
+        assert_eq!(base64(b"ab"), "YWI=");
+        assert_eq!(base64(b"abc"), "YWJj");
+    }
+
+    #[test]
+    fn connect_targets() {
+        assert_eq!(authority("a.test:8443", 443), Some(("a.test".into(), 8443)));
+        assert_eq!(authority("[::1]:22", 443), Some(("[::1]".into(), 22)));
+        assert_eq!(authority("a.test", 443), Some(("a.test".into(), 443)));
+        assert_eq!(authority("a.test:x", 443), None);
+    }
+}

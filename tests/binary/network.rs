@@ -1,0 +1,428 @@
+//! The network as a capability, through the real `pod serve`: `[sandbox] network = "proxy"`
+//! with `network` rules, real clients (curl, python) in bash calls, and `web_fetch`, against a
+//! local HTTP server that records every request it is sent. Each refusal is checked on the
+//! server's side: it saw nothing.
+//!
+//! Test host names reach the local server through the debug-only test resolver
+//! (`POD_TEST_HOSTS`, `testing::test_hosts`): only the names it lists resolve to 127.0.0.1;
+//! any other name (`localhost`) is resolved as always and its loopback address stays blocked.
+//! The proxy tests need Landlock ABI 4+ (Linux 6.7), as CI has.
+
+use crate::common;
+
+use std::io::{Read as _, Write as _};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+
+use common::{Framing, PodProcess, Workspace};
+use serde_json::{json, Value};
+
+/// A local HTTP server: answers `/hello` with a marker, `/to-other` with a redirect to
+/// `other.test`, `/to-self` with a redirect to `/hello`; records each request line.
+struct Server {
+    port: u16,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl Server {
+    fn start() -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let record = seen.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let record = record.clone();
+                std::thread::spawn(move || {
+                    let mut head = Vec::new();
+                    let mut byte = [0u8; 1];
+                    while !head.ends_with(b"\r\n\r\n") && head.len() < 65536 {
+                        match stream.read(&mut byte) {
+                            Ok(1) => head.push(byte[0]),
+                            _ => break,
+                        }
+                    }
+                    let text = String::from_utf8_lossy(&head).into_owned();
+                    let line = text.lines().next().unwrap_or("").to_string();
+                    record.lock().unwrap().push(line.clone());
+                    let path = line.split(' ').nth(1).unwrap_or("");
+                    let reply = match path {
+                        "/to-other" => format!(
+                            "HTTP/1.1 302 Found\r\nLocation: http://other.test:{port}/hello\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                        ),
+                        "/to-self" => "HTTP/1.1 302 Found\r\nLocation: /hello\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_string(),
+                        _ => {
+                            let body = "<html><body><p>hello-from-the-server</p></body></html>";
+                            format!(
+                                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                                body.len()
+                            )
+                        }
+                    };
+                    let _ = stream.write_all(reply.as_bytes());
+                });
+            }
+        });
+        Server { port, seen }
+    }
+
+    fn seen(&self) -> Vec<String> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+const HOSTS: &str = "allowed.test=127.0.0.1,other.test=127.0.0.1,\
+                     allowed.test.evil.test=127.0.0.1,asked.test=127.0.0.1";
+
+fn manifest(network: &str) -> String {
+    format!(
+        "[pod]\nname = \"network\"\n\n[tools]\nenabled = [\"bash\", \"web_fetch\"]\n\n\
+         [permissions]\ndefault_action = \"deny\"\n\n\
+         [[permissions.rule]]\ntool = \"bash\"\npattern = \"*\"\naction = \"allow\"\n\n\
+         [[permissions.rule]]\ntool = \"network\"\npattern = \"allowed.test:*\"\naction = \"allow\"\n\n\
+         [[permissions.rule]]\ntool = \"network\"\npattern = \"localhost:*\"\naction = \"allow\"\n\n\
+         [[permissions.rule]]\ntool = \"network\"\npattern = \"asked.test:*\"\naction = \"ask\"\n\n\
+         [sandbox]\nnetwork = \"{network}\"\n"
+    )
+}
+
+fn start(network: &str) -> (Workspace, PodProcess, Value) {
+    start_with(network, false)
+}
+
+fn start_with(network: &str, approval: bool) -> (Workspace, PodProcess, Value) {
+    let ws = Workspace::with_manifest(&manifest(network));
+    let mut pod = PodProcess::spawn_env(&ws, Framing::Lines, &[], &[("POD_TEST_HOSTS", HOSTS)]);
+    let init = pod.initialize(approval);
+    (ws, pod, init)
+}
+
+/// One turn of `lines` (offline model: `!cmd` is a bash call, `@tool {json}` a call of tool);
+/// each call's `toolResult`, in order.
+fn run(pod: &mut PodProcess, lines: &[String]) -> Vec<Value> {
+    let run = pod.call(
+        "run",
+        json!({"input": [{"type": "text", "text": lines.join("\n")}]}),
+    );
+    assert_eq!(run["stopReason"], "end_turn", "{run}");
+    let turn = run["turnId"].as_str().unwrap_or_default().to_string();
+    let results: Vec<Value> = pod
+        .turn_events(&turn)
+        .into_iter()
+        .filter(|e| e["type"] == "toolResult")
+        .collect();
+    assert_eq!(results.len(), lines.len(), "{results:#?}");
+    results
+}
+
+fn sorted(mut lines: Vec<String>) -> Vec<String> {
+    lines.sort();
+    lines
+}
+
+fn content(result: &Value) -> &str {
+    result["content"].as_str().unwrap_or_default()
+}
+
+fn require_proxy(init: &Value) {
+    assert_eq!(
+        init["sandbox"]["network"], "proxy",
+        "these tests need a kernel with Landlock ABI 4+ (Linux 6.7): {}",
+        init["sandbox"]
+    );
+}
+
+#[test]
+fn an_allowed_host_is_reached_through_the_proxy_and_nothing_else_is() {
+    let server = Server::start();
+    let port = server.port;
+    let (_ws, mut pod, init) = start("proxy");
+    require_proxy(&init);
+    let results = run(
+        &mut pod,
+        &[
+            // Plain HTTP through the proxy, then a CONNECT tunnel (-p), as HTTPS goes.
+            format!("!curl -sS -m 20 http://allowed.test:{port}/hello"),
+            format!("!curl -sS -m 20 -p http://allowed.test:{port}/tunnel"),
+        ],
+    );
+    for r in &results {
+        assert!(
+            content(r).contains("hello-from-the-server"),
+            "{}",
+            content(r)
+        );
+        assert!(
+            content(r).contains(&format!("allowed.test:{port}: allowed")),
+            "{}",
+            content(r)
+        );
+    }
+    // The calls ran side by side: the order the server saw them in is theirs.
+    assert_eq!(
+        sorted(server.seen()),
+        vec![
+            "GET /hello HTTP/1.1".to_string(),
+            "GET /tunnel HTTP/1.1".to_string()
+        ]
+    );
+
+    // A host no rule allows, a name that only starts like the allowed one, and going around
+    // the proxy: the server sees none of them.
+    let results = run(
+        &mut pod,
+        &[
+            format!("!curl -sS -m 20 http://other.test:{port}/denied"),
+            format!("!curl -sS -m 20 -p http://allowed.test.evil.test:{port}/evil"),
+            format!("!curl -sS -m 20 --noproxy '*' http://127.0.0.1:{port}/direct"),
+        ],
+    );
+    let text: Vec<&str> = results.iter().map(content).collect();
+    assert!(
+        text[0].contains("x-proxy-error") || text[0].contains("denied"),
+        "{}",
+        text[0]
+    );
+    assert!(
+        text[0].contains(&format!("other.test:{port}: denied")),
+        "{}",
+        text[0]
+    );
+    assert!(
+        text[1].contains(&format!("allowed.test.evil.test:{port}: denied")),
+        "{}",
+        text[1]
+    );
+    assert_eq!(results[2]["isError"], true, "{}", text[2]);
+    assert!(
+        text[2].contains("network connection blocked by the sandbox")
+            || text[2].contains("Permission denied")
+            || text[2].contains("Failed to connect"),
+        "{}",
+        text[2]
+    );
+    assert_eq!(server.seen().len(), 2, "{:?}", server.seen());
+}
+
+#[test]
+fn a_host_with_a_nul_and_a_name_resolving_to_loopback_are_refused() {
+    let server = Server::start();
+    let port = server.port;
+    let (ws, mut pod, init) = start("proxy");
+    require_proxy(&init);
+    // A raw client: the proxy's address and credentials from HTTP_PROXY, a CONNECT whose host
+    // holds a NUL before the allowed name.
+    std::fs::write(
+        ws.path("nul.py"),
+        format!(
+            r#"import base64, os, socket, urllib.parse
+u = urllib.parse.urlsplit(os.environ["HTTP_PROXY"])
+auth = base64.b64encode(f"{{u.username}}:{{u.password}}".encode()).decode()
+s = socket.create_connection((u.hostname, u.port), 10)
+s.sendall(b"CONNECT attacker.example\x00.allowed.test:{port} HTTP/1.1\r\nProxy-Authorization: Basic " + auth.encode() + b"\r\n\r\n")
+print("reply:", s.recv(200).split(b"\r\n")[0].decode())
+s2 = socket.create_connection((u.hostname, u.port), 10)
+s2.sendall(b"CONNECT allowed.test:{port} HTTP/1.1\r\n\r\n")
+print("no-credentials:", s2.recv(200).split(b"\r\n")[0].decode())
+"#
+        ),
+    )
+    .unwrap();
+    let results = run(
+        &mut pod,
+        &[
+            "!python3 nul.py".to_string(),
+            // A rule allows localhost, but it resolves to loopback: never reached.
+            format!("!curl -sS -m 20 http://localhost:{port}/loopback"),
+        ],
+    );
+    let text: Vec<&str> = results.iter().map(content).collect();
+    assert!(text[0].contains("reply: HTTP/1.1 400"), "{}", text[0]);
+    assert!(
+        text[0].contains("no-credentials: HTTP/1.1 407"),
+        "{}",
+        text[0]
+    );
+    assert!(text[1].contains("blocked-address"), "{}", text[1]);
+    assert!(server.seen().is_empty(), "{:?}", server.seen());
+}
+
+#[test]
+fn web_fetch_follows_the_rules_and_decides_each_redirect_again() {
+    let server = Server::start();
+    let port = server.port;
+    // web_fetch runs in the pod's process: no proxy needed, the rules are the same.
+    let (_ws, mut pod, _init) = start("allow");
+    let fetch =
+        |path: &str, host: &str| format!("@web_fetch {{\"url\": \"http://{host}:{port}{path}\"}}");
+    let results = run(
+        &mut pod,
+        &[
+            fetch("/hello", "allowed.test"),
+            fetch("/to-self", "allowed.test"),
+            fetch("/to-other", "allowed.test"),
+            fetch("/hello", "other.test"),
+            fetch("/hello", "localhost"),
+            "@web_fetch {\"url\": \"http://attacker.example%00.allowed.test/\"}".to_string(),
+        ],
+    );
+    let text: Vec<&str> = results.iter().map(content).collect();
+    assert_eq!(results[0]["isError"], false, "{}", text[0]);
+    // HTML comes back as text.
+    assert!(
+        text[0].contains("hello-from-the-server") && !text[0].contains("<p>"),
+        "{}",
+        text[0]
+    );
+    assert!(
+        text[1].contains("redirect") && text[1].contains("hello-from-the-server"),
+        "{}",
+        text[1]
+    );
+    assert_eq!(results[2]["isError"], true);
+    assert!(
+        text[2].contains(&format!("http://other.test:{port}/hello was not followed")),
+        "{}",
+        text[2]
+    );
+    assert!(text[3].contains("permission denied"), "{}", text[3]);
+    assert!(text[4].contains("blocked-address"), "{}", text[4]);
+    assert!(text[5].contains("permission denied"), "{}", text[5]);
+    assert_eq!(
+        sorted(server.seen()),
+        vec![
+            "GET /hello HTTP/1.1".to_string(),
+            "GET /hello HTTP/1.1".to_string(),
+            "GET /to-other HTTP/1.1".to_string(),
+            "GET /to-self HTTP/1.1".to_string(),
+        ]
+    );
+}
+
+#[test]
+fn a_host_that_asks_goes_through_the_approval_round_trip_of_its_call() {
+    let server = Server::start();
+    let port = server.port;
+    let (_ws, mut pod, init) = start_with("proxy", true);
+    require_proxy(&init);
+    for (decision, reached) in [("deny", false), ("allow_once", true)] {
+        let id = pod.start(
+            "run",
+            json!({"input": [{"type": "text", "text": format!("!curl -sS -m 60 http://asked.test:{port}/{decision}")}]}),
+        );
+        let request = pod.wait_event_type("permissionRequest");
+        // The request is the bash call's, and names the host it asks about.
+        assert_eq!(request["tool"], "bash", "{request}");
+        assert!(
+            request["subjects"].as_array().is_some_and(|s| s
+                .iter()
+                .any(|s| s["tool"] == "network" && s["subject"] == format!("asked.test:{port}"))),
+            "{request}"
+        );
+        assert!(server.seen().is_empty() || reached, "{:?}", server.seen());
+        pod.call(
+            "permissionReply",
+            json!({"requestId": request["requestId"], "decision": decision}),
+        );
+        let done = pod.response(&json!(id));
+        let turn = done["result"]["turnId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let result = pod
+            .turn_events(&turn)
+            .into_iter()
+            .find(|e| e["type"] == "toolResult")
+            .expect("a result");
+        assert_eq!(request["callId"], result["callId"]);
+        assert_eq!(
+            content(&result).contains("hello-from-the-server"),
+            reached,
+            "{}",
+            content(&result)
+        );
+        if !reached {
+            assert!(
+                content(&result).contains("blocked-by-approval"),
+                "{}",
+                content(&result)
+            );
+        }
+    }
+    assert_eq!(server.seen(), vec!["GET /allow_once HTTP/1.1".to_string()]);
+}
+
+/// `pod explain --tool network` decides a host as the proxy does, and a wildcard over a public
+/// suffix is refused when the rules are loaded.
+#[test]
+fn explain_decides_hosts_and_public_suffix_wildcards_are_refused() {
+    let ws = Workspace::with_manifest(&manifest("proxy"));
+    let explain = |input: Value| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_pod"))
+            .arg("explain")
+            .arg(ws.manifest())
+            .args(["--trust", "--tool", "network", "--json", "--input"])
+            .arg(input.to_string())
+            .env("POD_CONFIG", "")
+            .env("XDG_STATE_HOME", ws.state_home())
+            .output()
+            .expect("pod explain");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).expect("explain JSON")
+    };
+    let allowed = explain(json!({"host": "Allowed.Test", "port": 8080}));
+    assert_eq!(allowed["decision"], "allow", "{allowed}");
+    assert_eq!(allowed["subjects"][0]["subject"], "allowed.test:8080");
+    for host in [
+        "allowed.test.evil.test",
+        "attacker.example\u{0}.allowed.test",
+    ] {
+        let denied = explain(json!({"host": host, "port": 8080}));
+        assert_eq!(denied["decision"], "deny", "{denied}");
+    }
+    let asked = explain(json!({"host": "asked.test", "port": 1}));
+    assert_eq!(asked["decision"], "ask", "{asked}");
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("pod.toml");
+    for pattern in ["*.com", "*.co.uk", "*crates.io"] {
+        std::fs::write(
+            &path,
+            format!("[permissions]\ndefault_action = \"deny\"\n\n[[permissions.rule]]\ntool = \"network\"\npattern = \"{pattern}\"\naction = \"allow\"\n"),
+        )
+        .expect("write");
+        let err = pod::manifest::Manifest::load(&path).expect_err("must not load");
+        assert!(err.to_string().contains("pattern"), "{pattern}: {err}");
+    }
+}
+
+/// An untrusted project's file cannot open the network: its `web_fetch` and its network allow
+/// rules are ignored, and said to be.
+#[test]
+fn an_untrusted_project_cannot_enable_web_fetch_or_allow_hosts() {
+    let ws = Workspace::with_manifest(&manifest("proxy"));
+    let mut pod = PodProcess::spawn_untrusted(&ws, Framing::Lines, &[], &[("POD_CONFIG", "")]);
+    let init = pod.initialize(false);
+    assert_eq!(init["workspaceTrust"]["status"], "untrusted", "{init}");
+    assert!(!common::has_tool(&init, "web_fetch"), "{init}");
+    let ignored: Vec<String> = init["workspaceTrust"]["ignored"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i["what"].as_str().map(String::from))
+        .collect();
+    for expected in [
+        "enables web_fetch, which sends requests from pod's own process",
+        "allows network \"allowed.test:*\" (rule 2)",
+    ] {
+        assert!(
+            ignored.iter().any(|w| w == expected),
+            "{expected}: {ignored:?}"
+        );
+    }
+}
