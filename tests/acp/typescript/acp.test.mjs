@@ -4,7 +4,7 @@
 // `@tool {json}` a call of that tool. Security cases assert the side effect is absent (the file
 // was not created, the editor was never asked for the file), not only the reported decision.
 
-import { test } from "node:test";
+import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { Readable, Writable } from "node:stream";
@@ -46,6 +46,11 @@ function workspace(rules, { timeout, trusted = true, extra = "" } = {}) {
 
 const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), "pod-acp-state-"));
 
+// Every pod this file starts; a test that fails before closing its editor must not leave its
+// pod running, or the runner waits for it forever.
+const children = [];
+after(() => children.forEach((child) => child.kill()));
+
 /**
  * One `pod acp` process and an SDK client connected to it. `answer(ctx, n)` answers the n-th
  * permission request; `buffers` are the editor's unsaved texts by absolute path.
@@ -63,6 +68,7 @@ class Editor {
       stdio: ["pipe", "pipe", "pipe"],
       env: { ...process.env, ...env },
     });
+    children.push(this.child);
     this.stderr = "";
     this.child.stderr.on("data", (d) => (this.stderr += d));
     this.exited = new Promise((resolve) => this.child.on("exit", (code) => resolve(code)));
@@ -542,7 +548,7 @@ test("accept-edits writes inside the workspace without asking; a deny rule still
   assert.ok(!fs.existsSync(path.join(ws, "x.env")), "the deny rule did not hold");
   await assert.rejects(
     editor.agent.request(acp.methods.agent.session.setMode, { sessionId: session.sessionId, modeId: "auto" }),
-    /namespaces/,
+    /mode auto: calls cannot run unasked here/,
   );
   await editor.close();
 });
