@@ -16,6 +16,7 @@ mod calls;
 mod checks;
 mod context;
 mod deltas;
+mod execs;
 mod pin;
 mod turn;
 
@@ -192,6 +193,8 @@ pub struct Pod {
     /// Bounds every process the tools, hooks and MCP servers start; its `$TMPDIR` goes when the
     /// pod drops.
     sandbox: Arc<Sandbox>,
+    /// The programs deny and ask rules name, known by content to the exec gate.
+    exec_ids: Arc<crate::sandbox::gate::Identities>,
     /// The session's MCP servers, whose tools are in `toolbox`.
     mcp: McpServers,
     approver: Approver,
@@ -353,7 +356,14 @@ impl Pod {
                 .into());
             }
         }
+        let exec_ids = Arc::new(if sandbox.gate_on() {
+            let programs = policy.exec_programs("bash");
+            crate::sandbox::gate::Identities::new(programs.iter().map(String::as_str))
+        } else {
+            crate::sandbox::gate::Identities::default()
+        });
         Ok(Pod {
+            exec_ids,
             files: Arc::new(FileRules::new(policy.clone())),
             policy,
             scope: Scope::new(&manifest.workspace, &manifest.writable),

@@ -7,7 +7,9 @@
 //! can enforce and what is reported about it ([`plan`], [`SandboxInfo`]), putting a child into
 //! the domain before `exec` ([`Sandbox::prepare`], [`Sandbox::pre_exec`]), the lifetime of the
 //! processes a call starts ([`reaper`]), and reading a denial out of a command's output
-//! ([`Sandbox::blocked_writes`]).
+//! ([`Sandbox::blocked_writes`]). The exec gate ([`gate`]) lives beside it: whether it is on is
+//! the sandbox's to say ([`Sandbox::gate_on`], `initialize.sandbox.execGate`); the attach seam
+//! is [`Sandbox::prepare_std`] with `gated`, then [`gate::GatedProcess::spawn`].
 //!
 //! Must not touch: decisions (rules decide what may start; the sandbox only bounds what a started
 //! process can do), the manifest's parsing, the output format of tools. The pod's own process is
@@ -15,6 +17,7 @@
 
 pub mod domain;
 pub mod env;
+pub mod gate;
 pub mod reaper;
 
 use std::os::fd::OwnedFd;
@@ -50,6 +53,28 @@ pub enum SandboxError {
     },
     #[error("cannot build the sandbox: {0}")]
     Domain(#[from] domain::DomainError),
+    #[error(
+        "[sandbox] exec_gate = true, but {0}. Run pod where ptrace is allowed (not under \
+         another tracer, Yama's ptrace_scope below 3, a container that permits ptrace), or set \
+         exec_gate = false"
+    )]
+    Gate(#[from] gate::GateUnavailable),
+}
+
+/// Whether the exec gate runs for `config`: `exec_gate = true` fails when it cannot, the
+/// default turns it on where ptrace works (and warns where it does not).
+pub fn gate_for(config: &SandboxConfig) -> Result<bool, SandboxError> {
+    match config.exec_gate {
+        Some(false) => Ok(false),
+        Some(true) => gate::available().map(|()| true).map_err(SandboxError::Gate),
+        None => match gate::available() {
+            Ok(()) => Ok(true),
+            Err(e) => {
+                tracing::warn!("sandbox: {e}; commands run without the exec gate");
+                Ok(false)
+            }
+        },
+    }
 }
 
 /// What this machine will enforce for a `[sandbox]` configuration.
@@ -84,6 +109,7 @@ fn plan_for(config: &SandboxConfig, abi: u32) -> Plan {
                 abi,
                 enforced: false,
                 network: NetworkAccess::Allow,
+                exec_gate: false,
             },
             apply: false,
             gaps: Vec::new(),
@@ -123,6 +149,7 @@ fn plan_for(config: &SandboxConfig, abi: u32) -> Plan {
             } else {
                 NetworkAccess::Allow
             },
+            exec_gate: false,
         },
         apply: abi > 0,
         gaps,
@@ -170,6 +197,7 @@ impl Sandbox {
                 abi: 0,
                 enforced: false,
                 network: NetworkAccess::Allow,
+                exec_gate: false,
             },
             ruleset: None,
             tmpdir: None,
@@ -190,9 +218,13 @@ impl Sandbox {
         label: &str,
     ) -> Result<Sandbox, SandboxError> {
         let plan = check_required(config)?;
+        let exec_gate = gate_for(config)?;
         if config.mode == SandboxMode::Off {
             return Ok(Sandbox {
-                info: plan.info,
+                info: SandboxInfo {
+                    exec_gate,
+                    ..plan.info
+                },
                 env: ChildEnv::new(&config.env),
                 ..Sandbox::off()
             });
@@ -247,6 +279,7 @@ impl Sandbox {
             } else {
                 NetworkAccess::Allow
             },
+            exec_gate,
             ..plan.info
         };
         writable.extend(domain::DEVICES.iter().map(PathBuf::from));
@@ -273,7 +306,9 @@ impl Sandbox {
         }
         // Landlock alone bounds writes and TCP only (docs/permissions.md, "The sandbox").
         missing.push("calls do not run in namespaces of their own");
-        missing.push("no exec gate decides the programs a call starts");
+        if !self.info.exec_gate {
+            missing.push("no exec gate decides the programs a call starts");
+        }
         if self.info.network != NetworkAccess::Deny {
             missing.push("the network is not denied ([sandbox] network)");
         }
@@ -283,6 +318,11 @@ impl Sandbox {
     /// What `initialize` reports.
     pub fn info(&self) -> SandboxInfo {
         self.info
+    }
+
+    /// Whether the exec gate decides every exec of a `bash` call's processes.
+    pub fn gate_on(&self) -> bool {
+        self.info.exec_gate
     }
 
     /// The session's `$TMPDIR`, when there is one.
@@ -322,7 +362,18 @@ impl Sandbox {
     /// installs [`Sandbox::pre_exec`]. Call it first, then set the caller's own variables; spawn
     /// with [`CallProcess::spawn`] so that its processes die with the call.
     pub fn prepare(&self, cmd: &mut tokio::process::Command) {
-        self.env.apply(cmd);
+        self.prepare_std(cmd.as_std_mut(), false);
+    }
+
+    /// [`Sandbox::prepare`] for a `std::process::Command`. `gated`: the command is for
+    /// [`gate::GatedProcess::spawn`] (the exec gate's attach seam): its first `pre_exec` step
+    /// asks to be traced, before the domain is entered; the gate adds its seccomp filters last.
+    pub fn prepare_std(&self, cmd: &mut std::process::Command, gated: bool) {
+        use std::os::unix::process::CommandExt;
+        if gated {
+            gate::trace_me(cmd);
+        }
+        self.env.apply_std(cmd);
         if let Some(tmp) = self.tmpdir() {
             cmd.env("TMPDIR", tmp);
         }

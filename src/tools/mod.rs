@@ -82,6 +82,9 @@ pub struct ToolContext {
     /// The editor's files, when the client serves them: `read`, `file_write` and `edit` go
     /// through it for the pinned target instead of the disk.
     pub editor: Option<Arc<dyn EditorFiles>>,
+    /// Decides each exec of a `bash` call when the sandbox's exec gate is on (the runtime's
+    /// judge for this call); `None`: the call runs ungated.
+    pub exec_gate: Option<Arc<dyn crate::sandbox::gate::ExecJudge>>,
 }
 
 impl ToolContext {
@@ -97,6 +100,7 @@ impl ToolContext {
             target: None,
             sandbox: Arc::new(Sandbox::off()),
             editor: None,
+            exec_gate: None,
         }
     }
 

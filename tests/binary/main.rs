@@ -19,6 +19,7 @@ mod confinement;
 mod conformance;
 mod conformance_kit;
 mod crash;
+mod exec_gate;
 mod flows;
 mod load;
 mod mcp;

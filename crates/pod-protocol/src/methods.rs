@@ -255,6 +255,11 @@ pub struct SandboxInfo {
     pub enforced: bool,
     /// The network boundary in force: `deny` only when the kernel enforces it.
     pub network: NetworkAccess,
+    /// True when the exec gate is on: every exec a `bash` call's processes make is stopped
+    /// before its first instruction and decided on its real argv (docs/permissions.md, "The
+    /// exec gate"). Absent in older pods' answers (read as false).
+    #[serde(default)]
+    pub exec_gate: bool,
 }
 
 /// Where the pod's configuration came from (docs/manifest.md, "Layered configuration").
