@@ -171,7 +171,6 @@ pub fn sandbox_text(manifest: &Manifest) -> String {
         "NOT enforced".to_string()
     };
     let mut out = format!("sandbox: landlock, {abi}: {state}\n");
-    out.push_str(&format!("  exec gate: {}\n", gate_text(config)));
     let mut writable: Vec<String> = manifest
         .writable
         .iter()
@@ -198,6 +197,7 @@ pub fn sandbox_text(manifest: &Manifest) -> String {
     };
     out.push_str(&format!("  network: {network}\n"));
     out.push_str("  processes: every process a call starts is killed when the call ends\n");
+    out.push_str(&format!("  exec gate: {}\n", gate_text(config)));
     for gap in &plan.gaps {
         out.push_str(&format!("  not held: {gap}\n"));
     }
