@@ -516,7 +516,7 @@ fn sandbox_section_mistakes_name_the_place_and_suggest() {
     );
     assert_eq!(
         load_error("[sandbox]\nnetwrk = \"deny\"\n"),
-        "2:1: [sandbox]: unknown field `netwrk`, expected one of `mode`, `required`, `network`, `writable`, `env` (did you mean \"network\"?)"
+        "2:1: [sandbox]: unknown field `netwrk`, expected one of `mode`, `required`, `network`, `writable`, `env`, `exec_gate` (did you mean \"network\"?)"
     );
     assert_eq!(
         load_error("[sandbox]\nnetwork = \"none\"\n"),
