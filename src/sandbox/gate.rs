@@ -5,7 +5,7 @@
 //! How (docs/permissions.md, "The exec gate"; docs/architecture.md, "The exec gate"): one tracer
 //! thread per gated call. The thread spawns the call's first process itself (a
 //! `std::process::Command`), whose `pre_exec` asks to be traced by it (`PTRACE_TRACEME`), enters
-//! the sandbox, and stacks a seccomp filter ([`filters`]) that refuses `ptrace`,
+//! the sandbox, and stacks a seccomp filter (`filters`) that refuses `ptrace`,
 //! `process_vm_writev` and `clone(CLONE_UNTRACED)` and makes `clone3` fail with `ENOSYS` (libc
 //! falls back to `clone`, which tracing follows). At the stop after that first exec the thread
 //! sets `PTRACE_O_TRACEEXEC | TRACEFORK | TRACEVFORK | TRACECLONE | EXITKILL`, so every

@@ -11,7 +11,7 @@
 //! ([`ToolContext::exec_gate`]), the shell is spawned through [`GatedProcess::spawn`] instead:
 //! every exec of the call is decided on its real argv, and the result names each exec the gate
 //! stopped. This is the gate's attach seam in the spawn path: one `std::process::Command`,
-//! prepared by [`Sandbox::prepare_std`], goes to one spawner or the other ([`Spawned`]).
+//! prepared by [`Sandbox::prepare_std`], goes to one spawner or the other (`Spawned`).
 //!
 //! Concurrency: `concurrent()` is true. Calls of one model response may run side by side; each
 //! runs in its own session and Landlock domain, and killing one never touches another's live
