@@ -98,12 +98,28 @@ impl CallJudge {
         }) || (!s.opaque && self.grants.contains(&s.tool, &s.subject))
     }
 
+    /// Whether `s` was decided by a deny or ask rule.
+    fn rule_restricts(&self, s: &SubjectDecision) -> bool {
+        let Some(rule) = &s.rule else {
+            return false;
+        };
+        let action = self
+            .policy
+            .rules()
+            .and_then(|r| r.specs().nth(rule.index.wrapping_sub(1)))
+            .map(|spec| spec.action);
+        // A rule that cannot be found again counts (fail closed).
+        action.is_none_or(|a| a != Action::Allow)
+    }
+
     /// Why `decision` stops the exec, if it does. `rules_only`: only subjects a rule decided
     /// count (a program-made exec, or another name of the run).
     fn stops(&self, decision: &Decision, rules_only: bool) -> Option<String> {
         let default = self.policy.rules().map(|r| r.default_action());
         for s in &decision.subjects {
-            if rules_only && s.rule.is_none() {
+            // Only a deny or ask rule's own word counts here: not the default, and not the ask
+            // an allow rule gives an opaque subject.
+            if rules_only && !self.rule_restricts(s) {
                 continue;
             }
             match s.action {

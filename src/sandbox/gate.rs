@@ -408,13 +408,10 @@ fn start(
             // The std Child is never waited for: this thread reaps the pid itself.
             drop(child);
             let _ = pid_tx.send(Ok(pid));
-            let status = Tracer::new(pid, judge, thread_stops, thread_gone).run();
-            if register {
-                reaper::forget_pid(pid);
-            }
-            if let Some(status) = status {
-                let _ = status_tx.send(status);
-            }
+            let mut tracer = Tracer::new(pid, judge, thread_stops, thread_gone);
+            tracer.status_tx = Some(status_tx);
+            tracer.register = register;
+            tracer.run();
         })?;
     let pid = pid_rx
         .recv()
@@ -451,6 +448,11 @@ struct Tracer {
     options_set: bool,
     root_gone: Arc<Mutex<bool>>,
     killed: bool,
+    /// Where the first process's exit status goes, the moment it is reaped (its descendants
+    /// may live on, traced, until the call kills them).
+    status_tx: Option<tokio::sync::oneshot::Sender<ExitStatus>>,
+    /// The first process is listed in the reaper's started processes.
+    register: bool,
 }
 
 const OPTIONS: libc::c_int = libc::PTRACE_O_TRACEEXEC
@@ -506,12 +508,13 @@ impl Tracer {
             options_set: false,
             root_gone,
             killed: false,
+            status_tx: None,
+            register: false,
         }
     }
 
-    /// Traces until no tracee is left; returns the first process's exit status.
-    fn run(mut self) -> Option<ExitStatus> {
-        let mut root_status = None;
+    /// Traces until no tracee is left.
+    fn run(mut self) {
         let flags = libc::__WALL | libc::__WNOTHREAD;
         loop {
             // Which tracee has news (left waiting: WNOWAIT); the first process's exit is reaped
@@ -531,7 +534,7 @@ impl Tracer {
                 if io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
                     continue;
                 }
-                return root_status;
+                return;
             }
             // SAFETY: waitid filled in a SIGCHLD siginfo.
             let news = unsafe { info.si_pid() };
@@ -555,7 +558,12 @@ impl Tracer {
                 self.tracees.remove(&pid);
                 self.expecting.remove(&pid);
                 if pid == self.root {
-                    root_status = Some(ExitStatus::from_raw(st));
+                    if self.register {
+                        reaper::forget_pid(pid);
+                    }
+                    if let Some(tx) = self.status_tx.take() {
+                        let _ = tx.send(ExitStatus::from_raw(st));
+                    }
                 }
                 continue;
             }

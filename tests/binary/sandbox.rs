@@ -488,7 +488,7 @@ fn not_required_on_a_kernel_without_landlock_starts_and_says_so() {
     let init = pod.initialize(false);
     assert_eq!(
         init["sandbox"],
-        json!({"kind": "landlock", "abi": 0, "enforced": false, "network": "allow"})
+        json!({"kind": "landlock", "abi": 0, "enforced": false, "network": "allow", "execGate": true})
     );
     // What it says is true: nothing holds the write boundary.
     let results = run_commands(&mut pod, &[format!("echo x > {}/unheld", out.display())]);
