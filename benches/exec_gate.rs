@@ -8,7 +8,7 @@
 //! - `build`: `make -j1` of 30 C files, each `cc -c` (cc, cc1, as: three execs and their forks)
 //!   and a link, the build-like load (goal: within 10% of ungated);
 //!
-//! each unpinned, then with the whole process (the tracer threads and every child) pinned to
+//! the pair's order alternating round by round; each unpinned, then with the whole process (the tracer threads and every child) pinned to
 //! CPU 0. `cargo bench --bench exec_gate`; `POD_BENCH_RUNS` rounds (default 3). Under `cargo
 //! test --all-targets` (no `--bench` argument) it only checks that it starts.
 
@@ -133,11 +133,19 @@ fn main() {
             pin_to_cpu0();
         }
         let (mut lg, mut lu, mut bg, mut bu) = (vec![], vec![], vec![], vec![]);
-        for _ in 0..rounds {
-            lu.push(ungated(dir.path(), &loop_script));
-            lg.push(gated(&rt, dir.path(), &loop_script, &judge));
-            bu.push(ungated(dir.path(), build_script));
-            bg.push(gated(&rt, dir.path(), build_script, &judge));
+        for round in 0..rounds {
+            // Which of the pair runs first alternates, so an order effect cancels out.
+            if round % 2 == 0 {
+                lu.push(ungated(dir.path(), &loop_script));
+                lg.push(gated(&rt, dir.path(), &loop_script, &judge));
+                bu.push(ungated(dir.path(), build_script));
+                bg.push(gated(&rt, dir.path(), build_script, &judge));
+            } else {
+                lg.push(gated(&rt, dir.path(), &loop_script, &judge));
+                lu.push(ungated(dir.path(), &loop_script));
+                bg.push(gated(&rt, dir.path(), build_script, &judge));
+                bu.push(ungated(dir.path(), build_script));
+            }
         }
         let (lg, lu, bg, bu) = (median(lg), median(lu), median(bg), median(bu));
         let per_exec = lg.saturating_sub(lu).as_secs_f64() * 1e6 / execs as f64;
