@@ -5,11 +5,17 @@
 //! - `bare`: a process group of its own, as the bash tool started its shell before the sandbox;
 //! - `session`: `setsid` and subreaper in `pre_exec` (this alone moves std from `posix_spawn` to
 //!   `fork`);
-//! - `domain`: plus `no_new_privs` and the Landlock domain (what [`Sandbox::prepare`] installs);
-//! - `call`: plus [`CallProcess`] spawn and finish in a subreaper: the kill of the call's processes
-//!   and the `/proc` sweep for leftovers, i.e. everything the bash tool now does per call.
+//! - `domain`: plus `no_new_privs`, the Landlock domain and the seccomp filter (`mode =
+//!   "landlock"`, and the fall-back where namespaces cannot be made);
+//! - `namespaces`: the call inside bubblewrap, in namespaces of its own (`mode = "namespaces"`,
+//!   the default), with `network = "deny"` (a new network namespace per call);
+//! - `call`: `namespaces` plus [`CallProcess`] spawn and finish in a subreaper: the kill of the
+//!   call's processes and the `/proc` sweep for leftovers, i.e. everything the bash tool does per
+//!   call.
 //!
-//! Also: building a session's sandbox ([`Sandbox::open`], once per session) and one sweep alone.
+//! Also: a build-like load (one call running 300 short processes) bare and in namespaces;
+//! building a session's sandbox ([`Sandbox::open`], once per session; the first open of a process
+//! also probes bubblewrap) and one sweep alone.
 //!
 //! `cargo bench --bench sandbox`; `POD_BENCH_RUNS` rounds (default 5) of 100 calls per variant.
 //! Under `cargo test --all-targets` (no `--bench` argument) it only checks that it starts.
@@ -17,31 +23,45 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use pod::manifest::SandboxConfig;
+use pod::manifest::{SandboxConfig, SandboxMode};
+use pod::protocol::{NetworkAccess, SandboxKind};
 use pod::sandbox::{reaper, CallProcess, Sandbox};
 use tokio::process::Command;
 
 const PER_ROUND: usize = 100;
+/// The build-like load: this many short processes in one call.
+const LOAD: usize = 300;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Variant {
     Bare,
     Session,
     Domain,
+    Namespaces,
     Call,
 }
 
-const VARIANTS: [Variant; 4] = [
+const VARIANTS: [Variant; 5] = [
     Variant::Bare,
     Variant::Session,
     Variant::Domain,
+    Variant::Namespaces,
     Variant::Call,
 ];
 
-fn command() -> Command {
-    let mut cmd = Command::new("bash");
+struct Sandboxes {
+    landlock: Sandbox,
+    namespaces: Sandbox,
+    off: Sandbox,
+}
+
+fn command(inside: Option<&Sandbox>, script: &str) -> Command {
+    let mut cmd = match inside {
+        Some(s) => s.command("bash"),
+        None => Command::new("bash"),
+    };
     cmd.arg("-c")
-        .arg("true")
+        .arg(script)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -49,29 +69,38 @@ fn command() -> Command {
     cmd
 }
 
-/// One call of `variant`, timed from spawn to the end of its clean-up.
-async fn once(variant: Variant, sandbox: &Sandbox, off: &Sandbox) -> Duration {
+async fn status(mut cmd: Command) {
+    let status = cmd.spawn().expect("spawn").wait().await.expect("wait");
+    assert!(status.success());
+}
+
+/// One call of `variant` running `script`, timed from spawn to the end of its clean-up.
+async fn once(variant: Variant, s: &Sandboxes, script: &str) -> Duration {
     let start = Instant::now();
     match variant {
         Variant::Bare => {
-            let mut cmd = command();
+            let mut cmd = command(None, script);
             cmd.process_group(0);
-            let status = cmd.spawn().expect("spawn").wait().await.expect("wait");
-            assert!(status.success());
+            status(cmd).await;
         }
-        Variant::Session | Variant::Domain => {
-            let mut cmd = command();
-            if variant == Variant::Session {
-                off.prepare(&mut cmd);
-            } else {
-                sandbox.prepare(&mut cmd);
-            }
-            let status = cmd.spawn().expect("spawn").wait().await.expect("wait");
-            assert!(status.success());
+        Variant::Session => {
+            let mut cmd = command(None, script);
+            s.off.prepare(&mut cmd);
+            status(cmd).await;
+        }
+        Variant::Domain => {
+            let mut cmd = command(None, script);
+            s.landlock.prepare(&mut cmd);
+            status(cmd).await;
+        }
+        Variant::Namespaces => {
+            let mut cmd = command(Some(&s.namespaces), script);
+            s.namespaces.prepare(&mut cmd);
+            status(cmd).await;
         }
         Variant::Call => {
-            let mut cmd = command();
-            sandbox.prepare(&mut cmd);
+            let mut cmd = command(Some(&s.namespaces), script);
+            s.namespaces.prepare(&mut cmd);
             let mut call = CallProcess::spawn(&mut cmd).expect("spawn");
             let status = call.wait().await.expect("wait");
             assert!(status.success());
@@ -98,33 +127,45 @@ fn main() {
         .unwrap_or(5);
     let workspace = tempfile::tempdir().expect("tempdir");
     let ws = workspace.path().canonicalize().expect("canonical");
+    let config = |mode| SandboxConfig {
+        mode,
+        network: NetworkAccess::Deny,
+        ..SandboxConfig::default()
+    };
+    let open = |mode| {
+        Sandbox::open(&config(mode), &ws, std::slice::from_ref(&ws), "bench").expect("sandbox")
+    };
 
-    let mut opens = Vec::new();
+    let first = Instant::now();
+    drop(open(SandboxMode::Namespaces));
+    let first_open = first.elapsed().as_secs_f64() * 1e6;
+    let mut opens: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
     for _ in 0..20 {
-        let start = Instant::now();
-        let s = Sandbox::open(
-            &SandboxConfig::default(),
-            &ws,
-            std::slice::from_ref(&ws),
-            "bench",
-        )
-        .expect("sandbox");
-        opens.push(start.elapsed().as_secs_f64() * 1e6);
-        drop(s);
+        for (i, mode) in [SandboxMode::Landlock, SandboxMode::Namespaces]
+            .into_iter()
+            .enumerate()
+        {
+            let start = Instant::now();
+            let s = open(mode);
+            opens[i].push(start.elapsed().as_secs_f64() * 1e6);
+            drop(s);
+        }
     }
-    let sandbox = Sandbox::open(
-        &SandboxConfig::default(),
-        &ws,
-        std::slice::from_ref(&ws),
-        "bench",
-    )
-    .expect("sandbox");
-    let info = sandbox.info();
+    let s = Sandboxes {
+        landlock: open(SandboxMode::Landlock),
+        namespaces: open(SandboxMode::Namespaces),
+        off: Sandbox::off(),
+    };
+    let info = s.landlock.info();
     assert!(
         info.enforced,
         "the bench needs a kernel with Landlock: {info:?}"
     );
-    let off = Sandbox::off();
+    assert_eq!(
+        s.namespaces.info().kind,
+        SandboxKind::Namespaces,
+        "the bench needs bubblewrap and user namespaces"
+    );
     reaper::become_subreaper().expect("subreaper");
 
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -132,16 +173,23 @@ fn main() {
         .build()
         .expect("runtime");
     let mut samples: Vec<Vec<f64>> = vec![Vec::new(); VARIANTS.len()];
+    let load = format!("for i in $(seq {LOAD}); do /bin/true; done");
+    let mut loads: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
     rt.block_on(async {
         for v in VARIANTS {
             for _ in 0..20 {
-                once(v, &sandbox, &off).await;
+                once(v, &s, "true").await;
             }
         }
         for _ in 0..runs {
             for (i, v) in VARIANTS.iter().enumerate() {
                 for _ in 0..PER_ROUND {
-                    samples[i].push(once(*v, &sandbox, &off).await.as_secs_f64() * 1e6);
+                    samples[i].push(once(*v, &s, "true").await.as_secs_f64() * 1e6);
+                }
+            }
+            for (i, v) in [Variant::Bare, Variant::Call].into_iter().enumerate() {
+                for _ in 0..2 {
+                    loads[i].push(once(v, &s, &load).await.as_secs_f64() * 1e6);
                 }
             }
         }
@@ -174,7 +222,7 @@ fn main() {
     for (i, v) in VARIANTS.iter().enumerate() {
         let m = median(&mut samples[i]);
         println!(
-            "  {:<8} {:>8.1} us per call   x{:.2} of bare   +{:.1} us",
+            "  {:<10} {:>8.1} us per call   x{:.2} of bare   +{:.1} us",
             format!("{v:?}").to_lowercase(),
             m,
             m / bare,
@@ -183,9 +231,10 @@ fn main() {
     }
     let domain = median(&mut samples[2].clone());
     let session = median(&mut samples[1].clone());
+    let namespaces = median(&mut samples[3].clone());
     println!(
-        "  entering the domain (domain - session): {:.1} us; the whole sandbox before exec \
-         (domain - bare): {:.1} us: goal < 1000 us {}",
+        "  entering the domain (domain - session): {:.1} us; Landlock before exec (domain - \
+         bare): {:.1} us: goal < 1000 us {}",
         domain - session,
         domain - bare,
         if domain - bare < 1000.0 {
@@ -195,8 +244,39 @@ fn main() {
         }
     );
     println!(
-        "  Sandbox::open (once per session): {:.1} us; one sweep with nothing left: {:.1} us",
-        median(&mut opens),
+        "  namespaces added per call (namespaces - bare): {:.1} us: goal <= 2000 us {}",
+        namespaces - bare,
+        if namespaces - bare <= 2000.0 {
+            "met"
+        } else {
+            "MISSED"
+        }
+    );
+    let (load_bare, load_ns) = (median(&mut loads[0]), median(&mut loads[1]));
+    println!(
+        "  build-like load ({LOAD} processes in one call): bare {:.1} ms, in namespaces {:.1} ms: \
+         x{:.3}: goal <= x1.10 {}",
+        load_bare / 1000.0,
+        load_ns / 1000.0,
+        load_ns / load_bare,
+        if load_ns / load_bare <= 1.10 {
+            "met"
+        } else {
+            "MISSED"
+        }
+    );
+    println!(
+        "  Sandbox::open (once per session): landlock {:.1} us, namespaces {:.1} us (goal <= \
+         20000 us {}; the first in a process, with the bubblewrap probe: {:.1} us); one sweep \
+         with nothing left: {:.1} us",
+        median(&mut opens[0]),
+        median(&mut opens[1]),
+        if median(&mut opens[1].clone()) <= 20000.0 {
+            "met"
+        } else {
+            "MISSED"
+        },
+        first_open,
         median(&mut sweeps)
     );
 }

@@ -14,14 +14,17 @@
 //! Input is line-oriented in every case: a background thread reads stdin lines; each line at the
 //! idle prompt is one user message; while a permission request is shown, the next line is its
 //! answer (`y`, `a`, `n [message]`). On a terminal the prompts (`you>`) are printed too. EOF quits
-//! cleanly: `shutdown`, then the child exits (it is killed if it does not within two seconds); EOF
-//! at an approval prompt says `no answer: denied` (the shutdown denies the request).
+//! cleanly: `shutdown`, then the child exits (it is killed if it does not within two seconds); the
+//! end of a piped stdin at an approval prompt says `no answer: denied` (the shutdown denies the
+//! request).
 //!
 //! Presentation: an approval prompt names each subject's rule by file and line and says how long
 //! the request has (`expires in 300 s`); errors are sentences (a JSON-RPC error is its message and
 //! code); a turn's error is printed once.
-//! Ctrl-C during a turn sends `cancel`; a second Ctrl-C in the same turn (or one at the idle
-//! prompt) quits. The child runs in its own process group so the terminal's Ctrl-C reaches only
+//! Ctrl-C during a turn sends `cancel`; a second Ctrl-C in the same turn quits. At the idle
+//! prompt a first Ctrl-C says how to quit and a second one in a row quits. On a terminal,
+//! Ctrl-D at an approval prompt denies that request and the chat goes on; at the idle prompt
+//! it quits. The child runs in its own process group so the terminal's Ctrl-C reaches only
 //! the chat, which decides what to do with it.
 //!
 //! Without `--manifest` the chat uses `examples/pod.toml` (embedded): it is written to a fresh
@@ -91,7 +94,8 @@ pub enum ChatError {
 }
 
 /// `pod chat`: runs the dialogue; returns the process exit code.
-pub fn main(manifest: Option<&Path>) -> u8 {
+/// `pod chat [--manifest FILE] [--resume ID]`.
+pub fn main(manifest: Option<&Path>, resume: Option<&str>) -> u8 {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -103,7 +107,7 @@ pub fn main(manifest: Option<&Path>) -> u8 {
             return 1;
         }
     };
-    let code = match runtime.block_on(chat(manifest)) {
+    let code = match runtime.block_on(chat(manifest, resume)) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("pod chat: {e}");
@@ -128,10 +132,19 @@ impl Drop for ExampleDir {
 pub fn example_manifest_for(workspace: &Path) -> Result<String, ChatError> {
     let quoted = toml::Value::String(workspace.display().to_string()).to_string();
     let mut replaced = false;
+    // The example's `[model]` is commented out (lines kept): the offline model is the default
+    // anyway, and a user's own `[model]` (their configuration) must win over a demo's.
+    let mut in_model = false;
     let lines: Vec<String> = EXAMPLE_MANIFEST
         .lines()
         .map(|line| {
-            if !replaced && line.trim_start().starts_with("workspace") && line.contains('=') {
+            let trimmed = line.trim_start();
+            if trimmed.starts_with('[') {
+                in_model = trimmed.starts_with("[model]");
+            }
+            if in_model && !trimmed.is_empty() && !trimmed.starts_with('#') {
+                format!("# {line}")
+            } else if !replaced && trimmed.starts_with("workspace") && line.contains('=') {
                 replaced = true;
                 format!("workspace = {quoted}")
             } else {
@@ -167,7 +180,9 @@ enum Input {
 }
 
 /// Reads stdin lines on a plain thread (a parked blocking read must not hold up exit).
-fn spawn_stdin_reader() -> mpsc::UnboundedReceiver<Input> {
+/// On a terminal, Ctrl-D is an end of input that can be followed by more: the reader goes on
+/// (the dialogue decides what each one means); anywhere else the first end is the last.
+fn spawn_stdin_reader(tty: bool) -> mpsc::UnboundedReceiver<Input> {
     let (tx, rx) = mpsc::unbounded_channel();
     std::thread::spawn(move || {
         let stdin = std::io::stdin();
@@ -175,6 +190,11 @@ fn spawn_stdin_reader() -> mpsc::UnboundedReceiver<Input> {
         loop {
             line.clear();
             match stdin.read_line(&mut line) {
+                Ok(0) if tty => {
+                    if tx.send(Input::Eof).is_err() {
+                        return;
+                    }
+                }
                 Ok(0) | Err(_) => {
                     let _ = tx.send(Input::Eof);
                     return;
@@ -209,14 +229,17 @@ struct Chat {
     default_action: Option<Action>,
     /// The manifest file as rules are cited (`pod.toml:40`).
     rules_file: String,
+    /// The temporary copy of the bundled example, when the chat runs on it: rules written there
+    /// are cited as `examples/pod.toml` (its lines are the example's).
+    example_copy: Option<String>,
 }
 
-async fn chat(manifest: Option<&Path>) -> Result<(), ChatError> {
+async fn chat(manifest: Option<&Path>, resume: Option<&str>) -> Result<(), ChatError> {
     // The manifest given, else `./pod.toml` as `pod serve` would take it, else the bundled
     // example (an offline demo with rules worth trying).
     let local = Path::new("pod.toml");
     let manifest = manifest.or_else(|| local.is_file().then_some(local));
-    let (_example, manifest, rules_file) = match manifest {
+    let (example, manifest, rules_file) = match manifest {
         Some(path) => (None, path.to_path_buf(), path.display().to_string()),
         None => {
             let (dir, path) = write_example()?;
@@ -226,10 +249,14 @@ async fn chat(manifest: Option<&Path>) -> Result<(), ChatError> {
     let exe = std::env::current_exe().map_err(ChatError::CurrentExe)?;
     let mut command = tokio::process::Command::new(exe);
     command.arg("serve").arg("--manifest").arg(&manifest);
+    if let Some(id) = resume {
+        command.arg("--resume").arg(id);
+    }
     // The bundled example is pod's own file: the chat vouches for it.
-    if _example.is_some() {
+    if example.is_some() {
         command.arg("--trust");
     }
+    let example_copy = example.as_ref().map(|_| manifest.display().to_string());
     let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -245,14 +272,16 @@ async fn chat(manifest: Option<&Path>) -> Result<(), ChatError> {
         method: "event subscription",
         source,
     })?;
+    let tty = std::io::stdin().is_terminal();
     let mut chat = Chat {
         client,
         events,
-        input: spawn_stdin_reader(),
-        tty: std::io::stdin().is_terminal(),
+        input: spawn_stdin_reader(tty),
+        tty,
         mid_line: false,
         default_action: None,
         rules_file,
+        example_copy,
     };
     let result = chat.dialogue().await;
     chat.quit().await;
@@ -291,6 +320,8 @@ impl Chat {
             return Ok(());
         }
         let mut ctrl_c = Box::pin(tokio::signal::ctrl_c());
+        // Ctrl-C at the idle prompt: the first one says how to quit, a second one in a row quits.
+        let mut interrupted = false;
         loop {
             if self.tty {
                 print!("you> ");
@@ -299,10 +330,17 @@ impl Chat {
             let line = tokio::select! {
                 input = self.input.recv() => input.unwrap_or(Input::Eof),
                 _ = &mut ctrl_c => {
-                    self.say("");
-                    return Ok(());
+                    ctrl_c = Box::pin(tokio::signal::ctrl_c());
+                    if interrupted {
+                        self.say("^C again: quitting");
+                        return Ok(());
+                    }
+                    interrupted = true;
+                    self.say("^C: nothing to cancel (Ctrl-D or Ctrl-C again quits)");
+                    continue;
                 }
             };
+            interrupted = false;
             ctrl_c = Box::pin(tokio::signal::ctrl_c());
             let text = match line {
                 Input::Eof => return Ok(()),
@@ -335,6 +373,14 @@ impl Chat {
         let s = &init.sandbox;
         let sandbox = match (s.kind, s.enforced) {
             (SandboxKind::None, _) => "off".to_string(),
+            (SandboxKind::Namespaces, _) => format!(
+                "namespaces + seccomp{}",
+                if s.network == NetworkAccess::Deny {
+                    ", no network"
+                } else {
+                    ""
+                }
+            ),
             (SandboxKind::Landlock, true) => format!(
                 "landlock ABI {}, enforced{}",
                 s.abi,
@@ -352,9 +398,10 @@ impl Chat {
             name => format!("{name}, "),
         };
         self.say(&format!(
-            "pod chat: {name}pod {}, session {}, {} tools, permissions: {permissions}, sandbox: {sandbox}",
+            "pod chat: {name}pod {}, session {}{}, {} tools, permissions: {permissions}, sandbox: {sandbox}",
             init.pod_info.version,
             init.session.id,
+            if init.session.resumed { " (resumed)" } else { "" },
             init.tools.len()
         ));
         let c = &init.configuration;
@@ -367,7 +414,15 @@ impl Chat {
         } else if c.files.is_empty() {
             self.rules_file.clone()
         } else {
-            c.files.join(" over ")
+            let shown: Vec<&str> = c
+                .files
+                .iter()
+                .map(|f| match &self.example_copy {
+                    Some(copy) if f == copy => EXAMPLE_NAME,
+                    _ => f.as_str(),
+                })
+                .collect();
+            shown.join(" over ")
         };
         let mode = match p.mode {
             Mode::Default => String::new(),
@@ -518,10 +573,31 @@ impl Chat {
                     }
                 }
                 input = self.input.recv(), if asked.is_some() => {
-                    let Some(Input::Line(line)) = input else {
-                        // Quitting shuts the pod down, which denies the pending request.
-                        self.say("no answer: denied");
-                        return Ok(Next::Quit);
+                    let line = match input {
+                        Some(Input::Line(line)) => line,
+                        // Ctrl-D on a terminal answers this request no; the chat goes on.
+                        Some(Input::Eof) if self.tty => {
+                            if let Some(request) = pending.pop_front() {
+                                self.say("^D: denied");
+                                let params = json!({
+                                    "requestId": request.request_id,
+                                    "decision": ReplyDecision::Deny,
+                                });
+                                if let Err(e) = self
+                                    .request::<EmptyResult>("permissionReply", params)
+                                    .await
+                                {
+                                    self.say(&format!("(reply not taken: {e})"));
+                                }
+                            }
+                            asked = None;
+                            continue;
+                        }
+                        _ => {
+                            // Quitting shuts the pod down, which denies the pending request.
+                            self.say("no answer: denied");
+                            return Ok(Next::Quit);
+                        }
                     };
                     if self.tty {
                         // The terminal echoed the answer and its newline.
@@ -646,7 +722,9 @@ impl Chat {
             call_summary(&request.tool, &request.input)
         ));
         for subject in &request.subjects {
-            let line = subject.line(self.default_action, RuleAt::File(&self.rules_file));
+            let line = self
+                .cited(subject)
+                .line(self.default_action, RuleAt::File(&self.rules_file));
             self.say(&format!("  {line}"));
         }
         self.say(&format!("  reason: {}", request.reason));
@@ -654,7 +732,13 @@ impl Chat {
             let now = time::OffsetDateTime::now_utc();
             self.say(&format!("  {}", expiry_text(expires, now)));
         }
-        if request.options.contains(&ReplyDecision::AllowPrefix) {
+        if request.options.contains(&ReplyDecision::AllowProject) {
+            print!(
+                "[y]es once / [a]lways this session / [p]refix: always `{}` / [P]roject: \
+                 always, in this project / [n]o (+ optional message): ",
+                request.prefixes.join("`, `")
+            );
+        } else if request.options.contains(&ReplyDecision::AllowPrefix) {
             print!(
                 "[y]es once / [a]lways this session / [p]refix: always `{}` / [n]o (+ optional message): ",
                 request.prefixes.join("`, `")
@@ -668,6 +752,20 @@ impl Chat {
             // Line-oriented use echoes the answer on the same line.
             self.mid_line = false;
         }
+    }
+
+    /// `subject` with a rule of the bundled example's temporary copy cited as the example.
+    fn cited(
+        &self,
+        subject: &crate::protocol::SubjectDecision,
+    ) -> crate::protocol::SubjectDecision {
+        let mut subject = subject.clone();
+        if let (Some(copy), Some(rule)) = (&self.example_copy, subject.rule.as_mut()) {
+            if rule.file.as_deref() == Some(copy.as_str()) {
+                rule.file = Some(EXAMPLE_NAME.to_string());
+            }
+        }
+        subject
     }
 
     /// Ends the dialogue: `shutdown` (answered before the pod exits), bounded in time.
@@ -701,13 +799,17 @@ async fn request<T: serde::de::DeserializeOwned>(
         .map_err(|source| ChatError::Rpc { method, source })
 }
 
-/// `y` / `yes`, `a` / `always`, `n` / `no` optionally followed by a message for the model.
+/// `y` / `yes`, `a` / `always`, `p` / `prefix`, `P` / `project`, `n` / `no` optionally followed
+/// by a message for the model.
 fn parse_answer(line: &str) -> Option<(ReplyDecision, Option<String>)> {
     let line = line.trim();
     let (word, rest) = line
         .split_once(char::is_whitespace)
         .map(|(w, r)| (w, r.trim()))
         .unwrap_or((line, ""));
+    if word == "P" || word.eq_ignore_ascii_case("project") {
+        return Some((ReplyDecision::AllowProject, None));
+    }
     match word.to_ascii_lowercase().as_str() {
         "y" | "yes" => Some((ReplyDecision::AllowOnce, None)),
         "a" | "always" => Some((ReplyDecision::AllowSession, None)),
@@ -806,6 +908,8 @@ mod tests {
             Some((ReplyDecision::Deny, Some("too risky".into())))
         );
         assert_eq!(parse_answer("no"), Some((ReplyDecision::Deny, None)));
+        assert_eq!(parse_answer("P"), Some((ReplyDecision::AllowProject, None)));
+        assert_eq!(parse_answer("p"), Some((ReplyDecision::AllowPrefix, None)));
         assert_eq!(parse_answer("maybe"), None);
     }
 
@@ -849,5 +953,8 @@ mod tests {
         assert_eq!(text.lines().count(), EXAMPLE_MANIFEST.lines().count());
         let parsed: toml::Table = toml::from_str(&text).unwrap();
         assert_eq!(parsed["pod"]["workspace"].as_str(), Some("/tmp/x \"y\""));
+        // The user's own model is not overridden by the demo's.
+        assert!(parsed.get("model").is_none(), "{text}");
+        assert!(EXAMPLE_MANIFEST.contains("[model]"));
     }
 }

@@ -67,10 +67,123 @@ pub fn trust_text(manifest: &Manifest, prefix: &str) -> String {
     out
 }
 
+/// The managed layer of a configuration, for `check` and `config`: its files and locks, then
+/// each setting of a lower layer it overrode or refused, each line starting with `prefix`.
+/// Empty without a managed file.
+pub fn managed_text(manifest: &Manifest, prefix: &str) -> String {
+    let managed = &manifest.managed;
+    if managed.files.is_empty() {
+        return String::new();
+    }
+    let files: Vec<String> = managed
+        .files
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect();
+    let mut out = format!(
+        "{prefix}managed: {} (nothing below can weaken it)\n",
+        files.join(", then ")
+    );
+    let locks = &managed.locks;
+    let mut held = Vec::new();
+    if locks.require_sandbox {
+        held.push("require_sandbox".to_string());
+    }
+    if let Some(modes) = &locks.allowed_modes {
+        let names: Vec<&str> = modes.iter().map(|m| m.as_str()).collect();
+        held.push(format!("allowed_modes = [{}]", names.join(", ")));
+    }
+    if locks.rules_only {
+        held.push("allow_managed_rules_only".into());
+    }
+    if locks.hooks_only {
+        held.push("allow_managed_hooks_only".into());
+    }
+    if !locks.allowed_servers.is_empty() {
+        held.push("allowed_mcp_servers".into());
+    }
+    if !locks.denied_servers.is_empty() {
+        held.push("denied_mcp_servers".into());
+    }
+    if !held.is_empty() {
+        out.push_str(&format!("{prefix}  locks: {}\n", held.join(", ")));
+    }
+    if managed.overrides.is_empty() {
+        out.push_str(&format!("{prefix}  it overrode nothing below it\n"));
+    } else {
+        out.push_str(&format!("{prefix}  it overrode or refused:\n"));
+    }
+    for o in &managed.overrides {
+        out.push_str(&format!("{prefix}    {}: {}\n", o.place, o.what));
+    }
+    out
+}
+
+/// The rules' examples for `pod check`: each decided with the configuration in effect, which
+/// may differ from the rule's own file (another layer's rule came first: that is not an
+/// error, but it is shown). Returns (examples, differing, table lines).
+fn examples_report(manifest: &Manifest) -> (usize, Vec<String>, Vec<String>) {
+    use crate::manifest::RuleExample;
+    let policy = manifest.policy();
+    let mut count = 0;
+    let mut differ = Vec::new();
+    let mut table = Vec::new();
+    for RuleExample {
+        file,
+        line,
+        tool,
+        action,
+        matches,
+        not_match,
+        ..
+    } in &manifest.examples
+    {
+        let Some(builtin) = Builtin::from_name(tool) else {
+            continue;
+        };
+        let place = format!("{}:{line}", file.display());
+        let cases = matches
+            .iter()
+            .map(|m| (m, true))
+            .chain(not_match.iter().map(|m| (m, false)));
+        for (text, expect) in cases {
+            count += 1;
+            let decision = policy.decide(tool, &crate::manifest::example_input(builtin, text));
+            let this = decision.subjects.iter().any(|s| {
+                s.rule.as_ref().is_some_and(|r| {
+                    r.line == Some(*line) && r.file.as_deref() == Some(&*file.to_string_lossy())
+                })
+            });
+            let holds = if expect {
+                this && decision.decision == *action
+            } else {
+                !this
+            };
+            let kind = if expect { "match" } else { "not_match" };
+            table.push(format!(
+                "  {place}  {kind:<9}  {tool} \"{text}\"  -> {} by {}{}",
+                decision.decision,
+                crate::manifest::example_decided_by(&decision),
+                if holds { "" } else { "  (differs in effect)" }
+            ));
+            if !holds {
+                differ.push(format!(
+                    "{place}: note: {kind} example \"{text}\" is decided {} by {} in the \
+                     configuration in effect (another layer's rule, a managed lock or the project's trust \
+                     comes first)",
+                    decision.decision,
+                    crate::manifest::example_decided_by(&decision)
+                ));
+            }
+        }
+    }
+    (count, differ, table)
+}
+
 /// `pod check`: validate as `pod serve` does, then lint. Exit 1 when anything is an error.
 /// Everything the files say is checked, as if trusted; what an untrusted project's
 /// configuration loses is listed after.
-pub fn check(path: Option<&Path>) -> u8 {
+pub fn check(path: Option<&Path>, show_examples: bool) -> u8 {
     let manifest = match Manifest::open(path, Vouch::Session) {
         Ok(m) => m,
         Err(e) => {
@@ -86,6 +199,7 @@ pub fn check(path: Option<&Path>) -> u8 {
         }
     };
     println!("{}", sources_text(&manifest));
+    print!("{}", managed_text(&in_force, ""));
     print!("{}", trust_text(&in_force, ""));
     if let Some(off) = in_force.permissions_off() {
         println!("WARNING: {off}");
@@ -117,6 +231,24 @@ pub fn check(path: Option<&Path>) -> u8 {
             None => "no [permissions]: every tool call runs".to_string(),
         };
         println!("{file}: ok ({permissions})");
+    }
+    let (examples, differ, table) = examples_report(&in_force);
+    if examples > 0 {
+        println!(
+            "examples: {examples} checked at load, each decided as its rule says; {} differ in \
+             the configuration in effect",
+            differ.len()
+        );
+        for line in &differ {
+            println!("{line}");
+        }
+        if show_examples {
+            for line in &table {
+                println!("{line}");
+            }
+        }
+    } else if show_examples {
+        println!("examples: no rule carries examples");
     }
     print!("{}", sandbox_text(&in_force));
     println!("  {}", mismatches_text(mismatches_in(&in_force)));
@@ -170,7 +302,11 @@ pub fn sandbox_text(manifest: &Manifest) -> String {
     } else {
         "NOT enforced".to_string()
     };
-    let mut out = format!("sandbox: landlock, {abi}: {state}\n");
+    let kind = match plan.info.kind {
+        crate::protocol::SandboxKind::Namespaces => "namespaces (bubblewrap) + seccomp",
+        _ => "landlock + seccomp",
+    };
+    let mut out = format!("sandbox: {kind}, {abi}: {state}\n");
     let mut writable: Vec<String> = manifest
         .writable
         .iter()
@@ -188,7 +324,11 @@ pub fn sandbox_text(manifest: &Manifest) -> String {
     writable.push("/dev/null and the other device files a shell needs".into());
     out.push_str(&format!("  writable: {}\n", writable.join(", ")));
     out.push_str("  everything else: read and execute only\n");
+    let namespaces = plan.bwrap.is_some();
     let network = match (config.network, plan.info.network) {
+        (_, NetworkAccess::Deny) if namespaces => {
+            "an empty network namespace (loopback only) and no Unix sockets"
+        }
         (_, NetworkAccess::Deny) => {
             "TCP connect and bind refused (UDP, DNS and Unix sockets are not covered)"
         }
@@ -198,6 +338,9 @@ pub fn sandbox_text(manifest: &Manifest) -> String {
     out.push_str(&format!("  network: {network}\n"));
     out.push_str("  processes: every process a call starts is killed when the call ends\n");
     out.push_str(&format!("  exec gate: {}\n", gate_text(config)));
+    for held in &plan.info.guarantees {
+        out.push_str(&format!("  held: {held}\n"));
+    }
     for gap in &plan.gaps {
         out.push_str(&format!("  not held: {gap}\n"));
     }
@@ -236,16 +379,17 @@ pub fn check_findings(manifest: &Manifest) -> Vec<lint::Finding> {
     if !plan.gaps.is_empty() {
         findings.push(lint::Finding {
             file: None,
-            severity: if manifest.sandbox.required {
+            severity: if plan.refuses {
                 Severity::Error
             } else {
                 Severity::Warning
             },
             line: manifest.sandbox.line,
-            message: if manifest.sandbox.required {
+            message: if plan.refuses {
                 format!(
-                    "sandbox: required = true, but this machine cannot enforce it (pod serve \
+                    "sandbox: required = {}, but this machine cannot enforce it (pod serve \
                      will refuse to start): {}",
+                    manifest.sandbox.required.shown(),
                     plan.gaps.join("; ")
                 )
             } else {
@@ -256,7 +400,7 @@ pub fn check_findings(manifest: &Manifest) -> Vec<lint::Finding> {
             },
         });
     }
-    let sandboxed = manifest.sandbox.mode == crate::manifest::SandboxMode::Landlock;
+    let sandboxed = manifest.sandbox.mode != crate::manifest::SandboxMode::Off;
     for missing in manifest
         .writable
         .iter()
@@ -522,7 +666,10 @@ pub fn sessions(path: Option<&Path>, state_dir: Option<&Path>) -> u8 {
         manifest.set_state_dir(folder);
     }
     let dir = manifest.sessions_dir();
-    let sessions = match crate::session::list(&dir) {
+    // A session opened and closed without a single item has nothing to resume: not listed.
+    let sessions = match crate::session::list(&dir)
+        .map(|all| all.into_iter().filter(|s| s.bytes > 0).collect::<Vec<_>>())
+    {
         Ok(s) => s,
         Err(e) => {
             eprintln!("{e}");
@@ -571,6 +718,300 @@ fn mismatches_in(manifest: &Manifest) -> usize {
     crate::session::list(&manifest.sessions_dir())
         .map(|list| list.iter().map(|s| s.mismatches()).sum())
         .unwrap_or(0)
+}
+
+/// The sessions folder of the configuration in effect (`--state-dir` when given).
+fn sessions_folder(path: Option<&Path>, state_dir: Option<&Path>) -> Result<Manifest, u8> {
+    let mut manifest = Manifest::open(path, Vouch::Store).map_err(|e| {
+        eprintln!("{e}");
+        1u8
+    })?;
+    if let Some(folder) = state_dir {
+        manifest.set_state_dir(folder);
+    }
+    Ok(manifest)
+}
+
+/// `pod sessions --denied`: every denied call of every session, oldest session first: session,
+/// call, tool, who denied it, and the subject that decided.
+pub fn sessions_denied(path: Option<&Path>, state_dir: Option<&Path>) -> u8 {
+    use crate::protocol::{Action, Item};
+    let manifest = match sessions_folder(path, state_dir) {
+        Ok(m) => m,
+        Err(code) => return code,
+    };
+    let dir = manifest.sessions_dir();
+    let sessions = match crate::session::list(&dir) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return 1;
+        }
+    };
+    let mut count = 0;
+    for s in &sessions {
+        let items = match crate::session::items(&dir, &s.id) {
+            Ok(items) => items,
+            Err(e) => {
+                eprintln!("{e}");
+                continue;
+            }
+        };
+        let tool_of = |call: &str| {
+            items
+                .iter()
+                .find_map(|i| match i {
+                    Item::ToolCall { call_id, tool, .. } if call_id == call => Some(tool.as_str()),
+                    _ => None,
+                })
+                .unwrap_or("?")
+        };
+        for item in &items {
+            let line = match item {
+                Item::PermissionDecision {
+                    call_id,
+                    decision: Action::Deny,
+                    by,
+                    subjects,
+                    ..
+                } => {
+                    let deciding = subjects.iter().find(|s| s.action == Action::Deny);
+                    let what = deciding
+                        .map(|d| format!("`{}`", d.subject))
+                        .unwrap_or_default();
+                    let by = serde_json::to_value(by)
+                        .ok()
+                        .and_then(|v| v.as_str().map(String::from))
+                        .unwrap_or_default();
+                    let rule = deciding
+                        .and_then(|d| d.rule.as_ref())
+                        .and_then(|r| Some(format!(" ({}:{})", r.file.as_deref()?, r.line?)))
+                        .unwrap_or_default();
+                    format!(
+                        "{}  {call_id}  {}  denied by {by}{rule}  {what}",
+                        s.id,
+                        tool_of(call_id)
+                    )
+                }
+                Item::ToolResult(r) => match r.denied_by {
+                    Some(
+                        by @ (crate::protocol::DeniedBy::Hook
+                        | crate::protocol::DeniedBy::Skill
+                        | crate::protocol::DeniedBy::Scope),
+                    ) => format!(
+                        "{}  {}  {}  denied by {}",
+                        s.id,
+                        r.call_id,
+                        tool_of(&r.call_id),
+                        serde_json::to_value(by)
+                            .ok()
+                            .and_then(|v| v.as_str().map(String::from))
+                            .unwrap_or_default()
+                    ),
+                    _ => continue,
+                },
+                _ => continue,
+            };
+            count += 1;
+            println!("{line}");
+        }
+    }
+    println!(
+        "{count} denied calls in {} sessions ({})",
+        sessions.len(),
+        dir.display()
+    );
+    0
+}
+
+/// `pod why SESSION CALL`: the full reasoning of one past decision.
+pub fn why(path: Option<&Path>, state_dir: Option<&Path>, session: &str, call: &str) -> u8 {
+    use crate::protocol::{DecidedBy, Item};
+    let manifest = match sessions_folder(path, state_dir) {
+        Ok(m) => m,
+        Err(code) => return code,
+    };
+    let items = match crate::session::items(&manifest.sessions_dir(), session) {
+        Ok(items) => items,
+        Err(e) => {
+            eprintln!("{e}");
+            return 1;
+        }
+    };
+    let mut found = false;
+    let mut out = String::new();
+    for item in &items {
+        match item {
+            Item::ToolCall {
+                call_id,
+                tool,
+                input,
+                ..
+            } if call_id == call => {
+                found = true;
+                out.push_str(&format!(
+                    "call {call} of session {session}: {tool} {input}\n"
+                ));
+            }
+            Item::PermissionDecision {
+                call_id,
+                decision,
+                by,
+                request_id,
+                subjects,
+                ..
+            } if call_id == call => {
+                let who = match by {
+                    DecidedBy::Rule => "a rule".to_string(),
+                    DecidedBy::Default => "default_action (no rule matched)".into(),
+                    DecidedBy::Disabled => "nothing: the permission layer was off".into(),
+                    DecidedBy::FailClosed => {
+                        "no approver was connected, so the ask was denied".into()
+                    }
+                    DecidedBy::Client => "a person, through the client".into(),
+                    DecidedBy::SessionGrant => "a grant given earlier in the session".into(),
+                    DecidedBy::Cancel => "the turn was cancelled while it asked".into(),
+                    DecidedBy::Timeout => {
+                        "nobody answered the ask in time (ask_timeout_secs)".into()
+                    }
+                    DecidedBy::Disconnect => "the client went away while it asked".into(),
+                    DecidedBy::Shutdown => "the pod shut down while it asked".into(),
+                    DecidedBy::Mode => "the session's mode".into(),
+                };
+                out.push_str(&format!("decision: {decision}, settled by {who}\n"));
+                if let Some(id) = request_id {
+                    out.push_str(&format!("  asked as {id}\n"));
+                }
+                for s in subjects {
+                    let rule = match &s.rule {
+                        Some(r) => match (&r.file, r.line) {
+                            (Some(f), Some(l)) => format!(
+                                "rule {} ({} \"{}\") at {f}:{l}",
+                                r.index, r.tool, r.pattern
+                            ),
+                            _ => format!("rule {} ({} \"{}\")", r.index, r.tool, r.pattern),
+                        },
+                        None => "the default".into(),
+                    };
+                    let note = s
+                        .note
+                        .as_deref()
+                        .map(|n| format!(" ({n})"))
+                        .unwrap_or_default();
+                    out.push_str(&format!(
+                        "  {} `{}`: {} by {rule}{note}\n",
+                        s.tool, s.subject, s.action
+                    ));
+                }
+            }
+            Item::InputAmended { call_id, input, .. } if call_id == call => {
+                out.push_str(&format!(
+                    "  the person edited the input before approving: {input}\n"
+                ));
+            }
+            Item::ToolResult(r) if r.call_id == call => {
+                let how = match r.denied_by {
+                    Some(by) => format!(
+                        "not run (denied by {})",
+                        serde_json::to_value(by)
+                            .ok()
+                            .and_then(|v| v.as_str().map(String::from))
+                            .unwrap_or_default()
+                    ),
+                    None if r.is_error => "ran, with an error".into(),
+                    None => "ran".into(),
+                };
+                let first: String = r
+                    .content
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .chars()
+                    .take(160)
+                    .collect();
+                out.push_str(&format!("result: {how}: {first}\n"));
+            }
+            _ => {}
+        }
+    }
+    if !found {
+        eprintln!(
+            "no call {call} in session {session} (`pod sessions --denied` lists denied calls)"
+        );
+        return 1;
+    }
+    if let Some(audit) = &manifest.audit {
+        let entries: Vec<_> = crate::session::audit::entries(&audit.path)
+            .into_iter()
+            .filter(|e| e.session == session && e.call == call)
+            .collect();
+        for e in &entries {
+            let client = e
+                .client
+                .as_deref()
+                .map(|c| format!(" via {c}"))
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "decision log {} line {}: {} at {}, by {}{client}\n",
+                audit.path.display(),
+                e.seq,
+                e.decision,
+                e.time,
+                e.by
+            ));
+        }
+        if entries.is_empty() {
+            out.push_str(&format!(
+                "decision log {}: no line for this call\n",
+                audit.path.display()
+            ));
+        }
+    }
+    print!("{out}");
+    0
+}
+
+/// `pod audit verify`: the decision log's chain. Exit 1 at the first break.
+pub fn audit_verify(manifest: Option<&Path>, path: Option<&Path>) -> u8 {
+    let file = match path {
+        Some(p) => p.to_path_buf(),
+        None => match Manifest::open(manifest, Vouch::Store) {
+            Ok(m) => match m.audit {
+                Some(a) => a.path,
+                None => {
+                    eprintln!(
+                        "no [audit] in the configuration in effect: give the log with --path"
+                    );
+                    return 1;
+                }
+            },
+            Err(e) => {
+                eprintln!("{e}");
+                return 1;
+            }
+        },
+    };
+    match crate::session::audit::verify(&file) {
+        Ok(v) => match v.broken {
+            None => {
+                println!("{}: {} lines, the chain holds", file.display(), v.lines);
+                0
+            }
+            Some(what) => {
+                println!("{what}");
+                println!(
+                    "{}: the chain is broken ({} lines read up to the break)",
+                    file.display(),
+                    v.lines
+                );
+                1
+            }
+        },
+        Err(e) => {
+            eprintln!("{e}");
+            1
+        }
+    }
 }
 
 /// `pod schema [--check]`.
@@ -637,6 +1078,7 @@ pub fn config_text(m: &Manifest) -> String {
     };
     let quote = |s: &str| toml_string(s);
     let mut out = format!("# {}\n", sources_text(m));
+    out.push_str(&managed_text(m, "# "));
     out.push_str(&trust_text(m, "# "));
     out.push_str(&format!("# workspace: {}\n\n", m.workspace.display()));
 
@@ -730,7 +1172,8 @@ pub fn config_text(m: &Manifest) -> String {
     }
     for hook in &m.hooks {
         out.push_str(&format!(
-            "[[hooks.pre_tool_call]] # {}:{}\n",
+            "[[hooks.{}]] # {}:{}\n",
+            hook.event.key(),
             hook.dir.display(),
             hook.line
         ));
@@ -742,11 +1185,12 @@ pub fn config_text(m: &Manifest) -> String {
     let sandbox = &m.sandbox;
     out.push_str(&format!("[sandbox] {}\n", origin("sandbox")));
     let mode = match sandbox.mode {
+        crate::manifest::SandboxMode::Namespaces => "namespaces",
         crate::manifest::SandboxMode::Landlock => "landlock",
         crate::manifest::SandboxMode::Off => "off",
     };
     out.push_str(&format!("mode = {}\n", quote(mode)));
-    out.push_str(&format!("required = {}\n", sandbox.required));
+    out.push_str(&format!("required = {}\n", sandbox.required.shown()));
     let network = match sandbox.network {
         crate::protocol::NetworkAccess::Allow => "allow",
         crate::protocol::NetworkAccess::Deny => "deny",
@@ -787,6 +1231,148 @@ fn toml_string(s: &str) -> String {
 }
 
 /// `pod trust [DIR]`: trusts the folder's `pod.toml` as it is now, saying what that lets it do.
+/// The manifests `pod init` starts from (the files in `examples/`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Stack {
+    Rust,
+    Node,
+    Python,
+    Generic,
+}
+
+impl Stack {
+    /// The stack a folder's files suggest: `Cargo.toml`, `package.json`, `pyproject.toml` /
+    /// `setup.py` / `requirements.txt`; else generic.
+    pub fn guess(dir: &Path) -> Stack {
+        let has = |name: &str| dir.join(name).is_file();
+        if has("Cargo.toml") {
+            Stack::Rust
+        } else if has("package.json") {
+            Stack::Node
+        } else if has("pyproject.toml") || has("setup.py") || has("requirements.txt") {
+            Stack::Python
+        } else {
+            Stack::Generic
+        }
+    }
+
+    fn template(self) -> &'static str {
+        match self {
+            Stack::Rust => include_str!("../examples/rust.toml"),
+            Stack::Node => include_str!("../examples/node.toml"),
+            Stack::Python => include_str!("../examples/python.toml"),
+            Stack::Generic => include_str!("../examples/pod.toml"),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Stack::Rust => "rust",
+            Stack::Node => "node",
+            Stack::Python => "python",
+            Stack::Generic => "generic",
+        }
+    }
+}
+
+/// `pod init [DIR] [--stack S] [--force]`: writes the stack's manifest as `DIR/pod.toml`, named
+/// for the folder, then trusts it (the user wrote it, here and now).
+pub fn init(dir: Option<&Path>, stack: Option<Stack>, force: bool) -> u8 {
+    let dir = dir.unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        eprintln!("{}: not a folder", dir.display());
+        return 1;
+    }
+    let file = dir.join(crate::manifest::PROJECT_FILE);
+    if file.exists() && !force {
+        eprintln!(
+            "{}: already exists; `pod check` explains it, `pod init --force` replaces it",
+            file.display()
+        );
+        return 1;
+    }
+    let stack = stack.unwrap_or_else(|| Stack::guess(dir));
+    let name = std::fs::canonicalize(dir)
+        .ok()
+        .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "project".into());
+    let placeholder = match stack {
+        Stack::Generic => "name = \"demo\"".to_string(),
+        _ => format!("name = \"{}-project\"", stack.name()),
+    };
+    let text = stack.template().replacen(
+        &placeholder,
+        &format!("name = {}", toml::Value::String(name)),
+        1,
+    );
+    if let Err(e) = std::fs::write(&file, text) {
+        eprintln!("{}: cannot write: {e}", file.display());
+        return 1;
+    }
+    println!(
+        "wrote {} ({} stack); `pod check` explains it, docs/permissions.md the rules",
+        file.display(),
+        stack.name()
+    );
+    trust(Some(dir))
+}
+
+/// `pod grants [DIR] [--revoke PATTERN]`: the project grants of a folder (manifest/grants.rs).
+pub fn grants(dir: Option<&Path>, revoke: Option<&str>) -> u8 {
+    use crate::manifest::grants;
+    let dir = dir.unwrap_or(Path::new("."));
+    let manifest = match Manifest::discover(dir, Vouch::Store) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("{e}");
+            return 1;
+        }
+    };
+    let workspace = &manifest.workspace;
+    let Some(file) = grants::path(workspace) else {
+        eprintln!("no user configuration folder (POD_CONFIG is empty): no project grants");
+        return 1;
+    };
+    if let Some(pattern) = revoke {
+        return match grants::revoke(workspace, pattern) {
+            Ok(0) => {
+                eprintln!("{}: no grant with pattern {pattern:?}", file.display());
+                1
+            }
+            Ok(n) => {
+                println!("revoked {n} grant(s) {pattern:?} in {}", file.display());
+                0
+            }
+            Err(e) => {
+                eprintln!("{}: {e}", file.display());
+                1
+            }
+        };
+    }
+    match grants::rules(&file) {
+        Ok(rules) if rules.is_empty() => {
+            println!("no project grants for {}", workspace.display());
+            0
+        }
+        Ok(rules) => {
+            for rule in rules {
+                println!(
+                    "{}:{}: {} \"{}\" allow",
+                    file.display(),
+                    rule.line.unwrap_or(1),
+                    rule.tool,
+                    rule.pattern
+                );
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            1
+        }
+    }
+}
+
 pub fn trust(dir: Option<&Path>) -> u8 {
     use crate::manifest::trust::Decision;
     let dir = dir.unwrap_or(Path::new("."));

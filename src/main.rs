@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use pod::conformance::kit::{Framing, Protocol};
 
 #[derive(Parser)]
@@ -20,6 +20,19 @@ struct Cli {
     log_level: Option<String>,
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Subcommand)]
+enum AuditAction {
+    /// Check the log's hash chain: exit 0 when every line is intact and in order, 1 at the
+    /// first line edited, inserted or removed.
+    Verify {
+        /// The log file (default: the `[audit] path` of the configuration in effect).
+        #[arg(long)]
+        path: Option<PathBuf>,
+        #[arg(long)]
+        manifest: Option<PathBuf>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -64,6 +77,9 @@ enum Command {
         /// example (an offline demo) with the current directory as its workspace.
         #[arg(long)]
         manifest: Option<PathBuf>,
+        /// Go on with this session (`pod sessions` lists them): its history and grants.
+        #[arg(long)]
+        resume: Option<String>,
     },
     /// Run the conformance kit against a pod command. Exit status: 0 passed, 1 a MUST failed
     /// (or a SHOULD, with --strict), 2 the kit does not load or nothing is selected, 3 the pod
@@ -109,6 +125,27 @@ enum Command {
         /// The folder holding the session logs, as given to `pod serve --state-dir`.
         #[arg(long)]
         state_dir: Option<PathBuf>,
+        /// List the denied calls of every session instead (session, call, tool, who denied).
+        #[arg(long)]
+        denied: bool,
+    },
+    /// Explain one past decision: the call, each subject with the rule that decided it, who
+    /// settled an ask, and the result, from the session log (and the decision log when
+    /// `[audit]` names one).
+    Why {
+        /// The session id (`pod sessions` lists them).
+        session: String,
+        /// The call id (`call_…`, as `pod sessions --denied` and the history show it).
+        call: String,
+        #[arg(long)]
+        manifest: Option<PathBuf>,
+        #[arg(long)]
+        state_dir: Option<PathBuf>,
+    },
+    /// The decision log (`[audit]`, docs/audit.md).
+    Audit {
+        #[command(subcommand)]
+        action: AuditAction,
     },
     /// Validate the configuration as `pod serve` would (the manifest layered over the user's
     /// configuration), lint its rules, and warn about what only the runtime can know; exit 1 on
@@ -116,6 +153,9 @@ enum Command {
     Check {
         /// The project's manifest (default: as `pod serve` finds it).
         manifest: Option<PathBuf>,
+        /// Print every rule example with the decision it gets in the configuration in effect.
+        #[arg(long)]
+        examples: bool,
     },
     /// Trust a folder's pod.toml (its MCP servers, hooks, model, allow rules... then take
     /// effect), list the folders you trusted, or revoke one (docs/permissions.md, "Trust").
@@ -128,6 +168,36 @@ enum Command {
         /// Forget the decision about this folder.
         #[arg(long, value_name = "DIR", conflicts_with = "dir")]
         revoke: Option<PathBuf>,
+    },
+    /// Print a shell completion script, generated from this command line's definition (e.g.
+    /// `pod completions bash > ~/.local/share/bash-completion/completions/pod`).
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), generated from this command line's definition (e.g.
+    /// `pod man > ~/.local/share/man/man1/pod.1`).
+    Man,
+    /// Write a commented pod.toml for a project (the stack is guessed from its files when not
+    /// given) and trust it, since you wrote it.
+    Init {
+        /// The project's folder (default: the current folder).
+        dir: Option<PathBuf>,
+        /// The manifest to start from: rust, node, python or generic.
+        #[arg(long, value_enum)]
+        stack: Option<pod::commands::Stack>,
+        /// Replace an existing pod.toml.
+        #[arg(long)]
+        force: bool,
+    },
+    /// List the rules "always in this project" answers wrote for a folder, or revoke one
+    /// (docs/permissions.md, "Ask").
+    Grants {
+        /// The project's folder (default: the current folder).
+        dir: Option<PathBuf>,
+        /// Remove every grant with this pattern (as listed, e.g. `cargo test *`).
+        #[arg(long, value_name = "PATTERN")]
+        revoke: Option<String>,
     },
     /// Print the configuration in effect, each section with the file it came from.
     Config {
@@ -205,6 +275,29 @@ fn main() -> ExitCode {
     pod::logging::init(cli.log_level.as_deref());
     // Test-only fault injection (`POD_TEST_PANIC=1`) is decided once, at start-up.
     pod::testing::panics_armed();
+    if matches!(
+        cli.command,
+        Command::Check { .. }
+            | Command::Config { .. }
+            | Command::Explain { .. }
+            | Command::Sessions { .. }
+            | Command::Trust { .. }
+            | Command::Grants { .. }
+            | Command::Init { .. }
+            | Command::Completions { .. }
+            | Command::Man
+            | Command::Why { .. }
+            | Command::Audit { .. }
+    ) {
+        // A listing piped into `head` ends quietly when the reader goes, as other Unix tools
+        // do, instead of panicking on the closed pipe. The servers, the chat and the
+        // conformance runner keep SIGPIPE ignored: a peer that goes away is an error they
+        // handle.
+        // SAFETY: setting a signal's disposition to its default before any thread starts.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     let code = match cli.command {
         Command::Serve {
             manifest,
@@ -226,8 +319,26 @@ fn main() -> ExitCode {
         Command::Sessions {
             manifest,
             state_dir,
-        } => pod::commands::sessions(manifest.as_deref(), state_dir.as_deref()),
-        Command::Chat { manifest } => pod::chat::main(manifest.as_deref()),
+            denied,
+        } => {
+            if denied {
+                pod::commands::sessions_denied(manifest.as_deref(), state_dir.as_deref())
+            } else {
+                pod::commands::sessions(manifest.as_deref(), state_dir.as_deref())
+            }
+        }
+        Command::Why {
+            session,
+            call,
+            manifest,
+            state_dir,
+        } => pod::commands::why(manifest.as_deref(), state_dir.as_deref(), &session, &call),
+        Command::Audit {
+            action: AuditAction::Verify { path, manifest },
+        } => pod::commands::audit_verify(manifest.as_deref(), path.as_deref()),
+        Command::Chat { manifest, resume } => {
+            pod::chat::main(manifest.as_deref(), resume.as_deref())
+        }
         Command::Conformance {
             pod_cmd,
             protocol,
@@ -249,8 +360,27 @@ fn main() -> ExitCode {
             json,
             list,
         }),
-        Command::Check { manifest } => pod::commands::check(manifest.as_deref()),
+        Command::Check { manifest, examples } => {
+            pod::commands::check(manifest.as_deref(), examples)
+        }
         Command::Config { manifest } => pod::commands::config(manifest.as_deref()),
+        Command::Completions { shell } => {
+            let mut command = Cli::command();
+            clap_complete::generate(shell, &mut command, "pod", &mut std::io::stdout());
+            0
+        }
+        Command::Man => {
+            let page = clap_mangen::Man::new(Cli::command());
+            match page.render(&mut std::io::stdout()) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("pod man: {e}");
+                    1
+                }
+            }
+        }
+        Command::Init { dir, stack, force } => pod::commands::init(dir.as_deref(), stack, force),
+        Command::Grants { dir, revoke } => pod::commands::grants(dir.as_deref(), revoke.as_deref()),
         Command::Trust { dir, list, revoke } => {
             if list {
                 pod::commands::trust_list()

@@ -10,7 +10,8 @@
 //!
 //! `POD_TEST_NO_LANDLOCK=1` (read once, at start-up) makes the sandbox act as if the kernel had no
 //! Landlock, so `[sandbox] required = true` can be seen refusing to start
-//! (`tests/binary/sandbox.rs`).
+//! (`tests/binary/sandbox.rs`). `POD_TEST_NO_NAMESPACES=1` likewise hides the namespace
+//! sandbox (bubblewrap), as on a machine that restricts unprivileged user namespaces.
 //!
 //! `POD_TEST_NO_ANALYSIS=1` (debug builds only: it does not exist in a release build) switches
 //! the shell analysis off: every `bash` call is allowed up front with no subjects, so
@@ -66,4 +67,15 @@ pub fn analysis_off() -> bool {
     {
         false
     }
+}
+
+/// The environment variable that hides the namespace sandbox (bubblewrap) from the pod, as on a
+/// machine where unprivileged user namespaces are disabled.
+pub const NO_NAMESPACES_ENV: &str = "POD_TEST_NO_NAMESPACES";
+
+/// Whether the pod must act as if it could not create namespaces (`POD_TEST_NO_NAMESPACES=1`
+/// at start-up), so the fall-back to Landlock and `required = "namespaces"` can be tested.
+pub fn namespaces_hidden() -> bool {
+    static HIDDEN: OnceLock<bool> = OnceLock::new();
+    *HIDDEN.get_or_init(|| std::env::var_os(NO_NAMESPACES_ENV).is_some_and(|v| v == "1"))
 }

@@ -5,8 +5,9 @@
 //! method's params into the official schema's types (`ClientRequest::from_method_and_params`:
 //! a missing or mistyped field is `-32602` naming it), and the methods: `initialize`,
 //! `session/new` (a pod per session, configured for its `cwd`), `session/load` (history
-//! replayed, grants restored under the rules in force), `session/list`, `session/prompt`,
-//! `session/cancel`, `session/set_mode`. Responses to the agent's own requests go to the
+//! replayed, grants restored under the rules in force), `session/resume` (the same without
+//! the replay), `session/close`, `session/list`, `session/prompt`, `session/cancel`,
+//! `session/set_mode` and `session/set_config_option` (the mode). Responses to the agent's own requests go to the
 //! [`Peer`].
 //!
 //! Must not touch: the bytes (the transport) and what a turn does (`session`).
@@ -35,13 +36,16 @@ use crate::session::SessionError;
 
 /// The methods pod answers, as the schema names them (and `trust/apply` of the ACP
 /// workspace-trust proposal, which the schema does not have yet).
-const METHODS: [&str; 8] = [
+const METHODS: [&str; 11] = [
     "initialize",
     "session/new",
     "session/load",
+    "session/resume",
+    "session/close",
     "session/list",
     "session/prompt",
     "session/set_mode",
+    "session/set_config_option",
     "session/cancel",
     "trust/apply",
 ];
@@ -63,6 +67,8 @@ pub struct Agent {
     state_dir: Option<PathBuf>,
     /// Set by `initialize`.
     client: Mutex<Option<acp::ClientCapabilities>>,
+    /// The client's `clientInfo` (`name version`), for the decision log.
+    client_name: Mutex<Option<String>>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     /// Folders trusted for this process only (`trust_session`).
     session_trust: Mutex<Vec<PathBuf>>,
@@ -113,6 +119,7 @@ impl Agent {
             peer,
             state_dir,
             client: Mutex::new(None),
+            client_name: Mutex::new(None),
             sessions: Mutex::new(HashMap::new()),
             session_trust: Mutex::new(Vec::new()),
         })
@@ -162,6 +169,11 @@ impl Agent {
             )),
             acp::ClientRequest::NewSessionRequest(r) => raw(&self.new_session(r).await?),
             acp::ClientRequest::LoadSessionRequest(r) => raw(&self.load_session(r).await?),
+            acp::ClientRequest::ResumeSessionRequest(r) => raw(&self.resume_session(r).await?),
+            acp::ClientRequest::CloseSessionRequest(r) => raw(&self.close_session(r).await?),
+            acp::ClientRequest::SetSessionConfigOptionRequest(r) => {
+                raw(&self.set_config_option(r)?)
+            }
             acp::ClientRequest::ListSessionsRequest(r) => raw(&self.list_sessions(r)?),
             acp::ClientRequest::PromptRequest(r) => raw(&self.prompt(r, detach).await?),
             acp::ClientRequest::SetSessionModeRequest(r) => raw(&self.set_mode(r)?),
@@ -181,6 +193,7 @@ impl Agent {
         }
         if let Some(info) = &request.client_info {
             tracing::info!(name = %info.name, version = %info.version, "client connected");
+            *lock(&self.client_name) = Some(format!("{} {}", info.name, info.version));
         }
         *client = Some(request.client_capabilities);
         // pod speaks v1; a client asking for another version gets v1 and decides.
@@ -188,7 +201,10 @@ impl Agent {
             .load_session(true)
             .prompt_capabilities(acp::PromptCapabilities::new().embedded_context(true))
             .session_capabilities(
-                acp::SessionCapabilities::new().list(acp::SessionListCapabilities::new()),
+                acp::SessionCapabilities::new()
+                    .list(acp::SessionListCapabilities::new())
+                    .resume(acp::SessionResumeCapabilities::new())
+                    .close(acp::SessionCloseCapabilities::new()),
             );
         Ok(
             acp::InitializeResponse::new(agent_client_protocol_schema::ProtocolVersion::V1)
@@ -294,14 +310,23 @@ impl Agent {
         Ok(out)
     }
 
+    /// Tells a session's pod which client connected (the decision log names it).
+    fn name_client(&self, session: &Session) {
+        if let Some(name) = lock(&self.client_name).clone() {
+            session.pod.set_client_name(name);
+        }
+    }
+
     async fn new_session(&self, request: acp::NewSessionRequest) -> Result<Value, AcpError> {
         let manifest = self.manifest(&request.cwd)?;
         let servers = Self::mcp_servers(&request.mcp_servers, &manifest)?;
         let session = Session::open(manifest, None, servers, self.peer.clone(), &self.fs())
             .await
             .map_err(|e| AcpError::internal(format!("cannot open the session: {e}")))?;
+        self.name_client(&session);
         let response = acp::NewSessionResponse::new(session.id.clone())
             .modes(session.modes())
+            .config_options(session.config_options())
             .meta(updates::meta(session.info()));
         let response = with_workspace_trust(response, &session, &request.cwd)?;
         lock(&self.sessions).insert(session.id.clone(), session);
@@ -309,14 +334,104 @@ impl Agent {
     }
 
     async fn load_session(&self, request: acp::LoadSessionRequest) -> Result<Value, AcpError> {
+        let session = self
+            .reopen(&request.session_id, &request.cwd, &request.mcp_servers)
+            .await?;
+        session.replay().await;
+        let response = acp::LoadSessionResponse::new()
+            .modes(session.modes())
+            .config_options(session.config_options())
+            .meta(updates::meta(session.info()));
+        self.opened(session, response, &request.cwd)
+    }
+
+    /// `session/resume`: `session/load` without the replay (the editor kept the conversation).
+    async fn resume_session(&self, request: acp::ResumeSessionRequest) -> Result<Value, AcpError> {
+        let session = self
+            .reopen(&request.session_id, &request.cwd, &request.mcp_servers)
+            .await?;
+        let response = acp::ResumeSessionResponse::new()
+            .modes(session.modes())
+            .config_options(session.config_options())
+            .meta(updates::meta(session.info()));
+        self.opened(session, response, &request.cwd)
+    }
+
+    /// A loaded or resumed session joins the connection; its response gains `workspaceTrust`.
+    fn opened<T: Serialize>(
+        &self,
+        session: Arc<Session>,
+        response: T,
+        cwd: &Path,
+    ) -> Result<Value, AcpError> {
+        let response = with_workspace_trust(response, &session, cwd)?;
+        lock(&self.sessions).insert(session.id.clone(), session);
+        Ok(response)
+    }
+
+    /// `session/close`: the session's asks are denied, its turn cancelled, its MCP servers
+    /// stopped and its log flushed; it leaves the connection (`session/load` reopens it).
+    async fn close_session(
+        &self,
+        request: acp::CloseSessionRequest,
+    ) -> Result<acp::CloseSessionResponse, AcpError> {
         let id = request.session_id.0.to_string();
+        let Some(session) = lock(&self.sessions).remove(&id) else {
+            return Err(AcpError::session_not_found(&id));
+        };
+        session.close(ResolvedBy::Cancel);
+        session.retire().await;
+        Ok(acp::CloseSessionResponse::new())
+    }
+
+    /// `session/set_config_option`: `mode` is the one option (see `Session::config_options`).
+    fn set_config_option(
+        &self,
+        request: acp::SetSessionConfigOptionRequest,
+    ) -> Result<acp::SetSessionConfigOptionResponse, AcpError> {
+        let session = self.session(&request.session_id)?;
+        let config = request.config_id.0.as_ref();
+        if config != super::session::MODE_OPTION {
+            return Err(AcpError::invalid_params(format!(
+                "configId: unknown config option {config:?} (options: {})",
+                super::session::MODE_OPTION
+            )));
+        }
+        let acp::SessionConfigOptionValue::ValueId { value } = &request.value else {
+            return Err(AcpError::invalid_params(
+                "value: the mode option takes a value id (one of its options), not a boolean"
+                    .into(),
+            ));
+        };
+        let id = value.0.as_ref();
+        let mode = Mode::from_name(id).ok_or_else(|| {
+            let modes: Vec<&str> = session.pod.modes().iter().map(|m| m.as_str()).collect();
+            AcpError::invalid_params(format!(
+                "value: unknown mode {id:?} (modes: {})",
+                modes.join(", ")
+            ))
+        })?;
+        session.set_mode(mode)?;
+        Ok(acp::SetSessionConfigOptionResponse::new(
+            session.config_options(),
+        ))
+    }
+
+    /// Opens a logged session again for `session/load` or `session/resume`.
+    async fn reopen(
+        &self,
+        session_id: &acp::SessionId,
+        cwd: &Path,
+        mcp_servers: &[acp::McpServer],
+    ) -> Result<Arc<Session>, AcpError> {
+        let id = session_id.0.to_string();
         if lock(&self.sessions).contains_key(&id) {
             return Err(AcpError::invalid_request(format!(
                 "session {id} is already open on this connection"
             )));
         }
-        let manifest = self.manifest(&request.cwd)?;
-        let servers = Self::mcp_servers(&request.mcp_servers, &manifest)?;
+        let manifest = self.manifest(cwd)?;
+        let servers = Self::mcp_servers(mcp_servers, &manifest)?;
         let session = Session::open(
             manifest,
             Some(id.clone()),
@@ -331,13 +446,8 @@ impl Agent {
             }
             e => AcpError::internal(format!("cannot load session {id}: {e}")),
         })?;
-        session.replay().await;
-        let response = acp::LoadSessionResponse::new()
-            .modes(session.modes())
-            .meta(updates::meta(session.info()));
-        let response = with_workspace_trust(response, &session, &request.cwd)?;
-        lock(&self.sessions).insert(id, session);
-        Ok(response)
+        self.name_client(&session);
+        Ok(session)
     }
 
     /// `trust/apply`: records the user's decision about `cwd`'s project (or, `trust_session`,
@@ -412,6 +522,7 @@ impl Agent {
             )
             .await
             .map_err(|e| AcpError::internal(format!("cannot reopen session {}: {e}", old.id)))?;
+            self.name_client(&reopened);
             if let Err(e) = reopened.pod.set_mode(mode) {
                 tracing::warn!("the reopened session keeps its configured mode: {e}");
             }

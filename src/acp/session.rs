@@ -40,6 +40,9 @@ use crate::tools::EditorFiles;
 const EVENT_QUEUE: usize = 32;
 
 /// How ACP names and describes each of pod's modes (docs/acp.md, "Modes").
+/// The id of the mode config option.
+pub const MODE_OPTION: &str = "mode";
+
 fn mode_name(mode: Mode) -> &'static str {
     match mode {
         Mode::Default => "Default",
@@ -163,6 +166,29 @@ impl Session {
                 })
                 .collect(),
         )
+    }
+
+    /// The session's config options: its mode, as a select (`session/set_config_option`
+    /// with `configId: "mode"` sets it as `session/set_mode` does). The model is not one: a
+    /// session's provider comes from the configuration, which a client cannot change.
+    pub fn config_options(&self) -> Vec<acp::SessionConfigOption> {
+        let choices: Vec<acp::SessionConfigSelectOption> = self
+            .pod
+            .modes()
+            .into_iter()
+            .map(|m| {
+                acp::SessionConfigSelectOption::new(m.as_str(), mode_name(m))
+                    .description(mode_description(m).to_string())
+            })
+            .collect();
+        vec![acp::SessionConfigOption::select(
+            MODE_OPTION,
+            "Mode",
+            self.pod.mode().as_str(),
+            choices,
+        )
+        .category(acp::SessionConfigOptionCategory::Mode)
+        .description("How pod's rules apply: which calls run unasked, which ask".to_string())]
     }
 
     pub fn set_mode(&self, mode: Mode) -> Result<(), AcpError> {

@@ -167,6 +167,11 @@ fn option(decision: ReplyDecision) -> acp::PermissionOption {
             "Allow commands like this for this session",
             acp::PermissionOptionKind::AllowAlways,
         ),
+        ReplyDecision::AllowProject => acp::PermissionOption::new(
+            "allow_project",
+            "Always allow commands like this in this project",
+            acp::PermissionOptionKind::AllowAlways,
+        ),
         ReplyDecision::Deny => acp::PermissionOption::new(
             "reject_once",
             "Reject",
@@ -209,6 +214,7 @@ pub fn permission_request(
         "reason": request.reason,
         "subjects": request.subjects,
         "expiresAt": request.expires_at,
+        "prefixes": request.prefixes,
     })))
 }
 

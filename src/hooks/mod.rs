@@ -1,17 +1,22 @@
-//! User `pre_tool_call` hooks: external programs that may deny a call the permission layer let
-//! through.
+//! User hooks: external programs that may deny a call the permission layer let through
+//! (`pre_tool_call`), or narrow what the model learns of a call that ran (`post_tool_call`).
 //!
 //! Owns: running one hook for one call. The hook runs with the manifest's folder as its working
 //! directory, in the session's sandbox (its own session and process group, the Landlock domain,
-//! `$TMPDIR`; every process it starts dies when the check ends), with the JSON
-//! `{"callId", "tool", "input", "decision"}` on stdin. It answers on stdout with
-//! `{"action":"continue"}` or `{"action":"deny","message":"..."}`, or exits with code 2 to deny
-//! with its stderr as the message. Anything else (a timeout, a signal, another exit code, output
-//! that is empty, not JSON or too large, an unknown action) denies: hooks fail closed. See
-//! `docs/hooks.md`.
+//! `$TMPDIR`; every process it starts dies when the hook ends), with a JSON object on stdin:
+//! `{"event", "callId", "tool", "input", "decision"}` before a call, `{"event", "callId",
+//! "tool", "input", "result": {"content", "isError"}}` after it. Before a call it answers on
+//! stdout `{"action":"continue"}` or `{"action":"deny","message":"..."}`, or exits with code 2
+//! to deny with its stderr as the message. After a call it answers `continue`, `replace`
+//! (`content`, and `isError` which can only become true), `note` (`message`, appended for the
+//! model) or `withhold` (the result is replaced by an error naming the hook; exit code 2 is the
+//! same, with stderr as the message). Anything else (a timeout, a signal, another exit code,
+//! output that is empty, not JSON or too large, an unknown action) fails closed: before a call
+//! it denies, after a call it withholds the result. See `docs/hooks.md`.
 //!
-//! Must not touch: the decision. A hook can only continue or deny; the runtime calls hooks only
-//! for calls the permission hook allowed, so a hook can never turn a deny into an allow.
+//! Must not touch: the decision. A hook can only continue, deny or narrow; the runtime calls
+//! hooks only for calls the permission hook allowed (and post hooks only for calls that ran),
+//! so a hook can never turn a deny into an allow.
 
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
@@ -42,6 +47,27 @@ pub struct UserHook {
 pub enum Verdict {
     Continue,
     Deny(String),
+}
+
+/// What a `post_tool_call` hook said about a result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum After {
+    /// The result as it is.
+    Keep,
+    /// Another text; an error if the result was one or the hook says so.
+    Replace { content: String, is_error: bool },
+    /// The result, and a note for the model after it.
+    Note(String),
+    /// The result is not shown to the model; this says why.
+    Withhold(String),
+}
+
+/// How a hook ended and what it printed.
+struct Spoken {
+    status: ExitStatus,
+    stdout: Vec<u8>,
+    stdout_more: bool,
+    stderr: Vec<u8>,
 }
 
 /// How a hook failed to give a verdict (the call is then denied).
@@ -75,10 +101,17 @@ fn stderr_note(stderr: &str) -> String {
 
 /// The hook's stdout answer.
 #[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct Answer {
     action: String,
     #[serde(default)]
     message: Option<String>,
+    /// `replace` only.
+    #[serde(default)]
+    content: Option<String>,
+    /// `replace` only.
+    #[serde(default)]
+    is_error: Option<bool>,
 }
 
 /// Reads at most [`OUTPUT_CAP`] bytes and drains the rest, so a chatty hook never blocks on a
@@ -144,9 +177,49 @@ impl UserHook {
             command = command.chars().take(117).collect::<String>() + "...";
         }
         format!(
-            "hook `{command}` (hooks.pre_tool_call at line {})",
+            "hook `{command}` (hooks.{} at line {})",
+            self.config.event.key(),
             self.config.line
         )
+    }
+
+    /// A `post_tool_call` hook's word on a call's result. A hook that fails withholds it.
+    pub async fn after(
+        &self,
+        call_id: &str,
+        tool: &str,
+        input: &serde_json::Value,
+        content: &str,
+        is_error: bool,
+    ) -> After {
+        let payload = serde_json::json!({
+            "event": "post_tool_call",
+            "callId": call_id,
+            "tool": tool,
+            "input": input,
+            "result": { "content": content, "isError": is_error },
+        });
+        let said = self.talk(&payload).await.and_then(|spoken| {
+            after_verdict(
+                spoken.status,
+                &spoken.stdout,
+                spoken.stdout_more,
+                &spoken.stderr,
+            )
+        });
+        match said {
+            Ok(After::Withhold(message)) => After::Withhold(if message.is_empty() {
+                format!("the result was withheld by {} (no message)", self.label())
+            } else {
+                format!("the result was withheld by {}: {message}", self.label())
+            }),
+            Ok(After::Note(note)) => After::Note(format!("[note from {}] {note}", self.label())),
+            Ok(other) => other,
+            Err(failure) => After::Withhold(format!(
+                "the result was withheld: {} {failure}; a hook that fails withholds the result",
+                self.label()
+            )),
+        }
     }
 
     /// `Err(text)` denies the call: the hook denied it, or failed to answer (fail closed).
@@ -158,6 +231,7 @@ impl UserHook {
         decision: &Decision,
     ) -> Result<(), String> {
         let payload = serde_json::json!({
+            "event": "pre_tool_call",
             "callId": call_id,
             "tool": tool,
             "input": input,
@@ -179,10 +253,21 @@ impl UserHook {
 
     /// Runs the hook once with `payload` on stdin and reads its verdict.
     pub async fn run(&self, payload: &serde_json::Value) -> Result<Verdict, HookFailure> {
+        let spoken = self.talk(payload).await?;
+        verdict(
+            spoken.status,
+            &spoken.stdout,
+            spoken.stdout_more,
+            &spoken.stderr,
+        )
+    }
+
+    /// Runs the hook once with `payload` on stdin: how it ended and what it printed.
+    async fn talk(&self, payload: &serde_json::Value) -> Result<Spoken, HookFailure> {
         let Some((program, args)) = self.config.command.split_first() else {
             return Err(HookFailure::Spawn("the command is empty".into()));
         };
-        let mut command = tokio::process::Command::new(program);
+        let mut command = self.sandbox.command(program);
         // First: it replaces the environment with the session's.
         self.sandbox.prepare(&mut command);
         command
@@ -242,12 +327,88 @@ impl UserHook {
         let status = status.map_err(|e| HookFailure::Io(e.to_string()))?;
         let (stdout, stdout_more) = out.map_err(|e| HookFailure::Io(e.to_string()))?;
         let (stderr, _) = err.map_err(|e| HookFailure::Io(e.to_string()))?;
-        verdict(status, &stdout, stdout_more, &stderr)
+        Ok(Spoken {
+            status,
+            stdout,
+            stdout_more,
+            stderr,
+        })
     }
 }
 
 fn secs(d: Duration) -> u64 {
     d.as_secs() + u64::from(d.subsec_nanos() > 0)
+}
+
+/// The exit code of a hook that ended normally; a signal or an unknown status fails it.
+fn exit_code(status: ExitStatus) -> Result<i32, HookFailure> {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => Ok(code),
+        (None, Some(signal)) => Err(HookFailure::Signal(signal)),
+        (None, None) => Err(HookFailure::Io("the hook's exit status is unknown".into())),
+    }
+}
+
+/// The stdout answer of a hook that exited 0.
+fn answer(stdout: &[u8], stdout_more: bool) -> Result<Answer, HookFailure> {
+    if stdout_more {
+        return Err(HookFailure::TooLarge);
+    }
+    let text = String::from_utf8_lossy(stdout);
+    if text.trim().is_empty() {
+        return Err(HookFailure::Empty);
+    }
+    serde_json::from_str(text.trim()).map_err(|e| garbage(&text, e.to_string()))
+}
+
+fn garbage(text: &str, why: String) -> HookFailure {
+    HookFailure::Garbage {
+        why,
+        excerpt: capped(&text.chars().take(200).collect::<String>()),
+    }
+}
+
+/// A post hook's word from how it ended and what it printed.
+fn after_verdict(
+    status: ExitStatus,
+    stdout: &[u8],
+    stdout_more: bool,
+    stderr: &[u8],
+) -> Result<After, HookFailure> {
+    let stderr = capped(&String::from_utf8_lossy(stderr));
+    match exit_code(status)? {
+        0 => {}
+        2 => return Ok(After::Withhold(stderr)),
+        code => return Err(HookFailure::Exit { code, stderr }),
+    }
+    let answer = answer(stdout, stdout_more)?;
+    let text = || String::from_utf8_lossy(stdout).into_owned();
+    match answer.action.as_str() {
+        "continue" => Ok(After::Keep),
+        "replace" => {
+            let Some(content) = answer.content else {
+                return Err(garbage(&text(), "\"replace\" needs \"content\"".into()));
+            };
+            Ok(After::Replace {
+                content,
+                is_error: answer.is_error.unwrap_or(false),
+            })
+        }
+        "note" => Ok(After::Note(capped(
+            answer.message.as_deref().unwrap_or_default(),
+        ))),
+        "withhold" => Ok(After::Withhold(capped(
+            answer.message.as_deref().unwrap_or_default(),
+        ))),
+        other => Err(garbage(
+            &text(),
+            format!(
+                "unknown action \"{other}\"; after a call a hook may answer \"continue\", \
+                 \"replace\", \"note\" or \"withhold\""
+            ),
+        )),
+    }
 }
 
 /// The verdict from how the hook ended and what it printed.
@@ -257,14 +418,8 @@ fn verdict(
     stdout_more: bool,
     stderr: &[u8],
 ) -> Result<Verdict, HookFailure> {
-    use std::os::unix::process::ExitStatusExt;
     let stderr = capped(&String::from_utf8_lossy(stderr));
-    let code = match (status.code(), status.signal()) {
-        (Some(code), _) => code,
-        (None, Some(signal)) => return Err(HookFailure::Signal(signal)),
-        (None, None) => return Err(HookFailure::Io("the hook's exit status is unknown".into())),
-    };
-    match code {
+    match exit_code(status)? {
         0 => {}
         2 => {
             return Ok(Verdict::Deny(if stderr.is_empty() {
@@ -275,26 +430,16 @@ fn verdict(
         }
         code => return Err(HookFailure::Exit { code, stderr }),
     }
-    if stdout_more {
-        return Err(HookFailure::TooLarge);
-    }
-    let text = String::from_utf8_lossy(stdout);
-    if text.trim().is_empty() {
-        return Err(HookFailure::Empty);
-    }
-    let garbage = |why: String| HookFailure::Garbage {
-        why,
-        excerpt: capped(&text.chars().take(200).collect::<String>()),
-    };
-    let answer: Answer = serde_json::from_str(text.trim()).map_err(|e| garbage(e.to_string()))?;
+    let answer = answer(stdout, stdout_more)?;
     match answer.action.as_str() {
         "continue" => Ok(Verdict::Continue),
         "deny" => Ok(Verdict::Deny(capped(
             answer.message.as_deref().unwrap_or_default(),
         ))),
-        other => Err(garbage(format!(
-            "unknown action \"{other}\"; a hook may answer only \"continue\" or \"deny\""
-        ))),
+        other => Err(garbage(
+            &String::from_utf8_lossy(stdout),
+            format!("unknown action \"{other}\"; a hook may answer only \"continue\" or \"deny\""),
+        )),
     }
 }
 

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::*;
+use crate::manifest::HookEvent;
 use crate::protocol::{Action, SubjectDecision};
 
 fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
@@ -16,11 +17,13 @@ fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
 
 fn hook_for(path: &Path, timeout: Duration) -> UserHook {
     UserHook::new(HookConfig {
+        event: HookEvent::PreToolCall,
         command: vec![path.to_string_lossy().into_owned()],
         timeout,
         tools: Vec::new(),
         line: 7,
         dir: path.parent().unwrap().to_path_buf(),
+        file: None,
     })
 }
 
@@ -55,11 +58,13 @@ async fn check(dir: &Path, body: &str) -> Result<(), String> {
 fn applies_to_uses_case_insensitive_wildmatch() {
     let hook = |tools: &[&str]| {
         UserHook::new(HookConfig {
+            event: HookEvent::PreToolCall,
             command: vec!["true".into()],
             timeout: Duration::from_secs(1),
             tools: tools.iter().map(|s| s.to_string()).collect(),
             line: 3,
             dir: PathBuf::from("."),
+            file: None,
         })
     };
     assert!(hook(&[]).applies_to("bash"));
@@ -209,4 +214,82 @@ async fn missing_program_denies() {
         .await
         .unwrap_err();
     assert!(err.contains("could not be started"), "{err}");
+}
+
+async fn after(dir: &Path, body: &str, is_error: bool) -> After {
+    let path = script(dir, "post.sh", body);
+    let mut hook = hook_for(&path, Duration::from_secs(5));
+    hook.config.event = HookEvent::PostToolCall;
+    hook.after(
+        "call_1",
+        "bash",
+        &serde_json::json!({"command": "cat .env"}),
+        "TOKEN=abc",
+        is_error,
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_post_hook_keeps_replaces_notes_or_withholds_and_fails_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert_eq!(
+        after(d, r#"echo '{"action":"continue"}'"#, false).await,
+        After::Keep
+    );
+    assert_eq!(
+        after(
+            d,
+            r#"echo '{"action":"replace","content":"TOKEN=[redacted]"}'"#,
+            false
+        )
+        .await,
+        After::Replace {
+            content: "TOKEN=[redacted]".into(),
+            is_error: false
+        }
+    );
+    // The hook read the result it was given on stdin.
+    let echoed = after(
+        d,
+        r#"python3 -c 'import json,sys; r=json.load(sys.stdin)["result"]; print(json.dumps({"action":"replace","content":r["content"][::-1]}))'"#,
+        false,
+    )
+    .await;
+    assert_eq!(
+        echoed,
+        After::Replace {
+            content: "cba=NEKOT".into(),
+            is_error: false
+        }
+    );
+    match after(
+        d,
+        r#"echo '{"action":"note","message":"mind the key"}'"#,
+        false,
+    )
+    .await
+    {
+        After::Note(n) => assert!(n.contains("mind the key") && n.contains("post_tool_call")),
+        other => panic!("{other:?}"),
+    }
+    match after(d, "echo secret >&2; exit 2", false).await {
+        After::Withhold(w) => assert!(w.contains("withheld by") && w.contains("secret")),
+        other => panic!("{other:?}"),
+    }
+    // Every failure withholds: a crash, garbage, an unknown action, a replace without content.
+    for body in [
+        "exit 1",
+        "kill -9 $$",
+        "echo not json",
+        r#"echo '{"action":"deny"}'"#,
+        r#"echo '{"action":"replace"}'"#,
+        "",
+    ] {
+        match after(d, body, false).await {
+            After::Withhold(w) => assert!(w.contains("fails withholds"), "{body}: {w}"),
+            other => panic!("{body}: {other:?}"),
+        }
+    }
 }

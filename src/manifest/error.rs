@@ -19,6 +19,13 @@ pub enum ManifestError {
         column: usize,
         message: String,
     },
+    /// A managed file (or its folder) that someone other than root could have written.
+    #[error(
+        "{}: refused as managed configuration: {problem} (a managed file and its folder must \
+         be owned by root and writable by no one else: `chown root` and `chmod go-w` it)",
+        path.display()
+    )]
+    Managed { path: PathBuf, problem: String },
 }
 
 impl ManifestError {

@@ -26,6 +26,58 @@ pub struct ManifestFile {
     pub sandbox: Option<SandboxSection>,
     /// MCP servers whose tools the model may call.
     pub mcp: Option<McpSection>,
+    /// What a managed file (`/etc/pod/pod.toml`, `/etc/pod/pod.d/*.toml`) locks for every layer
+    /// below it (docs/manifest.md, "Layers"). Only a managed file may hold it.
+    pub managed: Option<ManagedSection>,
+    /// The decision log (docs/audit.md). Only a managed file or the user's configuration may
+    /// hold it.
+    pub audit: Option<AuditSection>,
+}
+
+/// `[managed]`: the locks an administrator puts on the layers below.
+#[derive(Debug, Deserialize, JsonSchema, Default, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct ManagedSection {
+    /// Commands, hooks and MCP servers always run inside the sandbox, and pod refuses to start
+    /// where the kernel cannot enforce it (`[sandbox] mode = "off"` below is overridden).
+    pub require_sandbox: Option<bool>,
+    /// The modes a session may start in or be switched to; default: every mode.
+    pub allowed_modes: Option<Vec<crate::protocol::Mode>>,
+    /// Only the managed files' `[[permissions.rule]]`s apply: the rules of the user's and the
+    /// project's files, and the project grants, are refused.
+    pub allow_managed_rules_only: Option<bool>,
+    /// Only the managed files' hooks run.
+    pub allow_managed_hooks_only: Option<bool>,
+    /// When set, an MCP server of a lower layer (or a client's) starts only if an entry
+    /// matches it.
+    #[schemars(with = "Option<Vec<McpServerMatch>>")]
+    pub allowed_mcp_servers: Option<Vec<Spanned<McpServerMatch>>>,
+    /// An MCP server of a lower layer (or a client's) that an entry matches never starts.
+    #[schemars(with = "Option<Vec<McpServerMatch>>")]
+    pub denied_mcp_servers: Option<Vec<Spanned<McpServerMatch>>>,
+}
+
+/// Which MCP servers an `allowed_mcp_servers` / `denied_mcp_servers` entry matches: every field
+/// given must match.
+#[derive(Debug, Deserialize, JsonSchema, Clone, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerMatch {
+    /// Wildmatch over the server's name, case-insensitive.
+    pub name: Option<String>,
+    /// Wildmatch over the server's command line: its program and arguments joined by spaces
+    /// (`npx -y @modelcontextprotocol/server-filesystem *`).
+    pub command: Option<String>,
+}
+
+/// `[audit]`: where the decision log goes.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AuditSection {
+    /// The log file (JSON lines), `~/` expanded, relative to the file's folder.
+    pub path: String,
+    /// Bytes the log may reach before it is rotated to `PATH.1` (one older file is kept).
+    /// Default 64 MiB.
+    pub max_bytes: Option<u64>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema, Default)]
@@ -89,7 +141,7 @@ pub struct ModelSection {
     pub system: Option<String>,
     /// Offline model only: a scenario file of scripted responses (relative to the manifest).
     pub scenario: Option<String>,
-    /// HTTP request timeout in seconds. Default 300.
+    /// HTTP request timeout in seconds. Default 120; a request that timed out is retried once.
     pub timeout_secs: Option<u64>,
     /// Retries on 429 / 5xx / connection reset. Default 3.
     pub max_retries: Option<u32>,
@@ -160,6 +212,21 @@ pub struct RuleEntry {
     pub action: Action,
     /// Shown to the model when this rule denies.
     pub message: Option<String>,
+    /// Inputs this rule must decide and inputs it must not, checked at load.
+    #[schemars(with = "Option<RuleExamples>")]
+    pub examples: Option<Spanned<RuleExamples>>,
+}
+
+/// A rule's own tests: each `match` entry must be decided by this rule, as its action says; no
+/// `not_match` entry may be decided by it. An entry is the rule's tool's input: a command line
+/// for `bash`, a path for the others.
+#[derive(Debug, Deserialize, JsonSchema, Default, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct RuleExamples {
+    #[serde(rename = "match", default)]
+    pub matches: Vec<String>,
+    #[serde(default)]
+    pub not_match: Vec<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -176,6 +243,11 @@ pub struct HooksSection {
     #[serde(default)]
     #[schemars(with = "Vec<HookEntry>")]
     pub pre_tool_call: Vec<Spanned<HookEntry>>,
+    /// Hooks that see each call's result after it ran, before the model does: they may keep
+    /// it, replace its text, mark it an error or add a note (docs/hooks.md).
+    #[serde(default)]
+    #[schemars(with = "Vec<HookEntry>")]
+    pub post_tool_call: Vec<Spanned<HookEntry>>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -193,14 +265,18 @@ pub struct HookEntry {
 #[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
 pub struct SandboxSection {
-    /// landlock (default): processes run in a Landlock domain where the kernel has it; off:
-    /// they run with the pod's own rights.
+    /// namespaces (default): each call in namespaces of its own (bubblewrap) with a seccomp
+    /// filter, falling back to Landlock where namespaces cannot be made; landlock: a Landlock
+    /// domain and the seccomp filter only; off: processes run with the pod's own rights.
     pub mode: Option<SandboxMode>,
-    /// true: the pod refuses to start when the kernel cannot enforce the sandbox as configured.
-    /// Default false (the pod starts, warns, and reports `enforced: false`).
-    pub required: Option<bool>,
-    /// allow (default) or deny: deny makes the kernel refuse TCP connect and bind (Landlock ABI
-    /// 4+). UDP, DNS and Unix sockets are not covered.
+    /// true: the pod refuses to start when this machine cannot enforce the sandbox as
+    /// configured; "namespaces": refuses unless calls run in namespaces; "landlock": refuses
+    /// unless at least the Landlock write boundary holds. Default false (the pod starts, warns,
+    /// and reports what holds).
+    pub required: Option<RequiredSetting>,
+    /// allow (default) or deny: deny gives each call an empty network namespace (loopback only:
+    /// no TCP, UDP, DNS) and refuses Unix sockets; under Landlock alone, only TCP connect and
+    /// bind are refused (ABI 4+).
     pub network: Option<NetworkAccess>,
     /// Extra folders processes may write in, besides `[scope].writable` and the session's
     /// `$TMPDIR`: relative to the workspace, absolute, or under `~` (the home folder).
@@ -227,15 +303,61 @@ pub struct EnvSection {
     pub set: Option<BTreeMap<String, String>>,
 }
 
-/// How processes started by tool calls and hooks are confined.
-#[derive(Debug, Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq, Default)]
+/// How processes started by tool calls and hooks are confined, weakest first.
+#[derive(Debug, Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum SandboxMode {
-    /// A Landlock domain per call, where the kernel has Landlock.
-    #[default]
-    Landlock,
     /// No confinement: processes run with the pod's own rights.
     Off,
+    /// A Landlock domain and the seccomp filter per call, where the kernel has Landlock.
+    Landlock,
+    /// Namespaces of its own per call (bubblewrap), the seccomp filter, and a fall-back to
+    /// Landlock where namespaces cannot be made.
+    #[default]
+    Namespaces,
+}
+
+/// `[sandbox] required`: a boolean, or the level below which the pod refuses to start.
+#[derive(Debug, JsonSchema, Clone, Copy, PartialEq, Eq)]
+#[serde(untagged)]
+pub enum RequiredSetting {
+    /// true: everything configured must hold; false: nothing is required.
+    All(bool),
+    /// At least this level must hold.
+    Level(RequiredLevel),
+}
+
+impl<'de> Deserialize<'de> for RequiredSetting {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = RequiredSetting;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("true, false, \"namespaces\" or \"landlock\"")
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<RequiredSetting, E> {
+                Ok(RequiredSetting::All(v))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RequiredSetting, E> {
+                match v {
+                    "namespaces" => Ok(RequiredSetting::Level(RequiredLevel::Namespaces)),
+                    "landlock" => Ok(RequiredSetting::Level(RequiredLevel::Landlock)),
+                    _ => Err(E::invalid_value(serde::de::Unexpected::Str(v), &self)),
+                }
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+/// A level `[sandbox] required` names.
+#[derive(Debug, Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum RequiredLevel {
+    /// Calls run in namespaces of their own.
+    Namespaces,
+    /// At least Landlock's write boundary holds.
+    Landlock,
 }
 
 /// Model Context Protocol servers (docs/manifest.md, "MCP servers").

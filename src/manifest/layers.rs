@@ -136,7 +136,42 @@ impl Manifest {
             (None, None) => defaults(&workspace)?,
         };
         manifest.trust.ignored = ignored;
+        manifest.add_project_grants()?;
+        // The managed layer goes on last, over everything the lower layers hold (the project
+        // grants included, so `allow_managed_rules_only` refuses them too).
+        if let Some(managed) = super::managed::load(&workspace)? {
+            manifest = super::managed::apply(manifest, managed)?;
+        }
         Ok(manifest.with_key_variables())
+    }
+
+    /// The rules "always in this project" answers wrote for this workspace (`grants.rs`), after
+    /// every other rule: they settle what would otherwise fall to the default, never what a
+    /// deny or ask rule decides.
+    fn add_project_grants(&mut self) -> Result<(), ManifestError> {
+        let Some(file) = super::grants::path(&self.workspace) else {
+            return Ok(());
+        };
+        let extra = super::grants::rules(&file)?;
+        let Some(rules) = &self.permissions else {
+            return Ok(());
+        };
+        if extra.is_empty() {
+            return Ok(());
+        }
+        let specs: Vec<RuleSpec> = rules.specs().cloned().chain(extra).collect();
+        self.permissions = Some(
+            Rules::compile(rules.default_action(), specs, rules.ask_timeout()).map_err(
+                |(i, e)| ManifestError::Invalid {
+                    path: file.clone(),
+                    line: 1,
+                    column: 1,
+                    message: format!("the project grants (rule {}): {e}", i + 1),
+                },
+            )?,
+        );
+        self.files.push(file);
+        Ok(())
     }
 
     /// True when no configuration file was found and pod runs on its built-in defaults.
@@ -277,8 +312,12 @@ fn restrict(
     for hook in std::mem::take(&mut project.hooks) {
         ignore(
             format!(
-                "runs the hook `{}` before tool calls",
-                shorten(&hook.command.join(" "))
+                "runs the hook `{}` {}",
+                shorten(&hook.command.join(" ")),
+                match hook.event {
+                    super::HookEvent::PreToolCall => "before tool calls",
+                    super::HookEvent::PostToolCall => "on tool results",
+                }
             ),
             at(Some(hook.line)),
         );
@@ -338,7 +377,7 @@ fn restrict(
             "runs commands, hooks and MCP servers without the sandbox (mode = \"off\")".into(),
             at(sandbox_line),
         );
-        project.sandbox.mode = SandboxMode::Landlock;
+        project.sandbox.mode = SandboxMode::default();
     }
     let extra = std::mem::take(&mut project.sandbox.writable);
     if !extra.is_empty() {
@@ -459,7 +498,7 @@ fn shorten(text: &str) -> String {
 }
 
 /// The stricter of two actions: deny, then ask, then allow.
-fn stricter(a: Action, b: Action) -> Action {
+pub(super) fn stricter(a: Action, b: Action) -> Action {
     let rank = |x: Action| match x {
         Action::Deny => 2,
         Action::Ask => 1,
@@ -523,13 +562,15 @@ fn merge(mut project: Manifest, user: Manifest) -> Result<Manifest, ManifestErro
             .extend(files.iter().cloned());
     }
     project.files.extend(user.files.iter().cloned());
+    project.examples.extend(user.examples.iter().cloned());
+    project.audit = user.audit.clone();
     Ok(project)
 }
 
 /// The servers of both files, in name order. A server both name (in any case, as rules match
 /// names) is started as the project says, with the stricter of the two defaults for each
 /// annotation kind, so a user's `default_action` deny for a server holds in every project.
-fn merge_mcp(project: &McpConfig, user: &McpConfig) -> McpConfig {
+pub(super) fn merge_mcp(project: &McpConfig, user: &McpConfig) -> McpConfig {
     let mut servers = project.servers.clone();
     for theirs in &user.servers {
         match servers
@@ -559,7 +600,7 @@ fn merge_mcp(project: &McpConfig, user: &McpConfig) -> McpConfig {
 /// The stricter value of each sandbox setting. Extra writable folders are the user's when the
 /// user lists any (a project cannot open more of the disk than the user allowed), else the
 /// project's.
-fn stricter_sandbox(
+pub(super) fn stricter_sandbox(
     (project_set, project): (bool, &SandboxConfig),
     (user_set, user): (bool, &SandboxConfig),
 ) -> SandboxConfig {
@@ -567,12 +608,8 @@ fn stricter_sandbox(
         (_, false) => project.clone(),
         (false, true) => user.clone(),
         (true, true) => SandboxConfig {
-            mode: if project.mode == SandboxMode::Off && user.mode == SandboxMode::Off {
-                SandboxMode::Off
-            } else {
-                SandboxMode::Landlock
-            },
-            required: project.required || user.required,
+            mode: project.mode.max(user.mode),
+            required: project.required.max(user.required),
             network: if project.network == NetworkAccess::Deny
                 || user.network == NetworkAccess::Deny
             {

@@ -300,7 +300,7 @@ async fn connect(
         env,
         cwd,
     } = &config.transport;
-    let mut cmd = tokio::process::Command::new(command);
+    let mut cmd = sandbox.command(command);
     // First: it replaces the environment with the session's; the server's own `env` goes on top.
     sandbox.prepare(&mut cmd);
     cmd.args(args)

@@ -145,6 +145,8 @@ pub(crate) struct Http {
     client: reqwest::Client,
     provider: &'static str,
     max_retries: u32,
+    /// `model.timeout_secs`, for the message of a request that timed out.
+    timeout: Duration,
     limits: Limits,
 }
 
@@ -180,6 +182,7 @@ impl Http {
             client,
             provider,
             max_retries: config.max_retries,
+            timeout,
             limits: Limits::from_config(config),
         })
     }
@@ -307,8 +310,22 @@ impl Http {
                 }
                 Err(e) => {
                     let retryable = e.is_connect() || e.is_timeout() || e.is_request();
-                    if !retryable || retries >= self.max_retries {
+                    // An endpoint that accepts and never answers is retried once, not
+                    // `max_retries` times: each attempt waits the whole timeout.
+                    let limit = if e.is_timeout() {
+                        self.max_retries.min(1)
+                    } else {
+                        self.max_retries
+                    };
+                    if !retryable || retries >= limit {
                         let mut message = error_chain(&e);
+                        if e.is_timeout() {
+                            message.push_str(&format!(
+                                " (nothing arrived within model.timeout_secs = {} s; raise it \
+                                 for a slow endpoint, check model.base_url for a wrong one)",
+                                self.timeout.as_secs()
+                            ));
+                        }
                         if retryable && retries > 0 {
                             message.push_str(&gave_up(retries));
                         }

@@ -375,6 +375,12 @@ impl Pod {
         }
         if !prefixes.is_empty() {
             options.push(ReplyDecision::AllowPrefix);
+            // Under `allow_managed_rules_only` a project grant would never apply: not offered.
+            if crate::manifest::grants::path(&self.manifest.workspace).is_some()
+                && !self.manifest.managed.locks.rules_only
+            {
+                options.push(ReplyDecision::AllowProject);
+            }
         }
         options.push(ReplyDecision::Deny);
         let timeout = rules.ask_timeout();
@@ -464,6 +470,32 @@ impl Pod {
                             tool,
                             subjects,
                             prefixes: Vec::new(),
+                            workspace: Some(self.manifest.workspace.clone()),
+                        });
+                    }
+                    turn.grants.send_modify(|version| *version += 1);
+                    (Resolution::Allow, ResolvedBy::Client, Ok(()))
+                }
+                ReplyDecision::AllowProject => {
+                    for pattern in &prefixes {
+                        match crate::manifest::grants::append(
+                            &self.manifest.workspace,
+                            "bash",
+                            pattern,
+                        ) {
+                            Ok((file, line)) => tracing::info!(
+                                "project grant: bash \"{pattern}\" allow at {}:{line}",
+                                file.display()
+                            ),
+                            Err(e) => tracing::error!("project grant not kept: {e}"),
+                        }
+                    }
+                    let added = self.state().grants.grant_prefixes(&prefixes);
+                    if !added.is_empty() {
+                        self.record(Item::SessionGrant {
+                            tool: "bash".into(),
+                            subjects: Vec::new(),
+                            prefixes: added,
                             workspace: Some(self.manifest.workspace.clone()),
                         });
                     }

@@ -31,7 +31,7 @@ pub use approval::{Answer, Approvals, Approver, ReplyError};
 pub use turn::TURN_FAILED_TEXT;
 
 use crate::hooks::UserHook;
-use crate::manifest::Trust;
+use crate::manifest::{HookEvent, Trust};
 use crate::manifest::{Manifest, McpServerConfig};
 use crate::mcp::McpServers;
 use crate::model::{self, Message, Model, ModelError};
@@ -125,6 +125,8 @@ pub enum PodError {
     Sandbox(#[from] SandboxError),
     #[error("[permissions] {0}")]
     Mode(#[from] ModeError),
+    #[error("[audit] {0} (pod does not run without the decision log it is configured to keep)")]
+    Audit(#[from] crate::session::audit::AuditError),
 }
 
 /// Why `run` refused to start a turn.
@@ -190,6 +192,8 @@ pub struct Pod {
     model: Box<dyn Model>,
     skills: Skills,
     hooks: Vec<UserHook>,
+    /// `post_tool_call` hooks, in order: each sees the result the one before left.
+    post_hooks: Vec<UserHook>,
     /// Bounds every process the tools, hooks and MCP servers start; its `$TMPDIR` goes when the
     /// pod drops.
     sandbox: Arc<Sandbox>,
@@ -211,6 +215,10 @@ pub struct Pod {
     exclusive: tokio::sync::Mutex<()>,
     /// `[tools] max_parallel` slots: one per hook run or tool run under way.
     slots: tokio::sync::Semaphore,
+    /// `[audit]`: the decision log every decision of the session is appended to.
+    audit: Option<crate::session::audit::AuditLog>,
+    /// The client that connected (`name version` of its `initialize`), for the decision log.
+    client: Mutex<Option<String>>,
 }
 
 impl Pod {
@@ -230,7 +238,15 @@ impl Pod {
     /// fails does not fail the pod: it is reported in [`Pod::mcp_servers`] and the log, and
     /// calls of its tools get an error result.
     pub async fn start(manifest: Manifest, mut options: PodOptions) -> Result<Arc<Pod>, PodError> {
-        let extra = std::mem::take(&mut options.mcp_servers);
+        let mut extra = std::mem::take(&mut options.mcp_servers);
+        // A client's servers pass the managed layer's locks as the configuration's did.
+        extra.retain(|server| match manifest.managed.locks.refuses(server) {
+            Some(why) => {
+                tracing::warn!("MCP server \"{}\" refused: {why}", server.name);
+                false
+            }
+            None => true,
+        });
         let mut configs: Vec<McpServerConfig> = manifest
             .mcp
             .servers
@@ -335,18 +351,37 @@ impl Pod {
             })
             .collect();
         let messages = calls::messages_from_items(&items);
-        let sandbox = Arc::new(Sandbox::open(
+        let protected: Vec<std::path::PathBuf> = manifest
+            .protected_paths()
+            .into_iter()
+            .map(|p| p.path)
+            .collect();
+        let sandbox = Arc::new(Sandbox::open_guarded(
             &manifest.sandbox,
             &manifest.workspace,
             &manifest.writable,
             log.id(),
+            crate::sandbox::Guard {
+                protected: &protected,
+                state_root: Some(&manifest.state_root),
+                policy: Some(&policy),
+            },
         )?);
-        let hooks = manifest
+        let (hooks, post_hooks): (Vec<UserHook>, Vec<UserHook>) = manifest
             .hooks
             .iter()
             .cloned()
             .map(|h| UserHook::new(h).with_sandbox(sandbox.clone()))
-            .collect();
+            .partition(|h| h.config.event == HookEvent::PreToolCall);
+        let audit = match &manifest.audit {
+            Some(config) => {
+                let log =
+                    crate::session::audit::AuditLog::new(config.path.clone(), config.max_bytes);
+                log.check()?;
+                Some(log)
+            }
+            None => None,
+        };
         if manifest.mode == Mode::Auto {
             if let Some(missing) = sandbox.unbounded() {
                 return Err(ModeError {
@@ -372,6 +407,7 @@ impl Pod {
             model,
             skills,
             hooks,
+            post_hooks,
             sandbox,
             mcp: McpServers::none(),
             approver: options.approver,
@@ -390,6 +426,8 @@ impl Pod {
             }),
             exclusive: tokio::sync::Mutex::new(()),
             slots: tokio::sync::Semaphore::new(manifest.max_parallel),
+            audit,
+            client: Mutex::new(None),
             manifest,
         })
     }
@@ -447,6 +485,21 @@ impl Pod {
             built_in_defaults: manifest.is_defaults(),
             provider: manifest.model.provider.as_str().to_string(),
             model: manifest.model.model.clone(),
+            managed: manifest
+                .managed
+                .files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect(),
+            managed_overrides: manifest
+                .managed
+                .overrides
+                .iter()
+                .map(|o| crate::protocol::IgnoredSetting {
+                    what: o.what.clone(),
+                    place: o.place.clone(),
+                })
+                .collect(),
         }
     }
 
@@ -492,6 +545,7 @@ impl Pod {
         Mode::ALL
             .into_iter()
             .filter(|m| *m != Mode::Auto || self.auto_refused().is_none())
+            .filter(|m| self.manifest.managed.locks.allows_mode(*m))
             .collect()
     }
 
@@ -506,6 +560,21 @@ impl Pod {
     /// the change in history. `auto` is refused, with the reason, where the kernel cannot bound
     /// every call.
     pub fn set_mode(&self, mode: Mode) -> Result<(), ModeError> {
+        if !self.manifest.managed.locks.allows_mode(mode) {
+            let place = self
+                .manifest
+                .managed
+                .files
+                .first()
+                .map(|f| f.display().to_string())
+                .unwrap_or_default();
+            return Err(ModeError {
+                mode,
+                why: format!(
+                    "the managed configuration ({place}) does not allow it (allowed_modes)"
+                ),
+            });
+        }
         if mode == Mode::Auto {
             if let Some(why) = self.auto_refused() {
                 return Err(ModeError { mode, why });
@@ -538,6 +607,119 @@ impl Pod {
         if let Err(e) = state.log.append(&item) {
             tracing::error!("session log: {e}");
         }
+        if let Some(audit) = &self.audit {
+            if let Some(entry) = self.audit_entry(&item, &state.items) {
+                if let Err(e) = audit.append(entry) {
+                    tracing::error!("{e}");
+                }
+            }
+        }
         state.items.push(item);
+    }
+
+    /// Records the client that connected, named in the decision log when it answers an ask.
+    pub fn set_client(&self, name: &str, version: &str) {
+        self.set_client_name(format!("{name} {version}"));
+    }
+
+    /// [`Pod::set_client`] with the name as [`Pod::client`] gives it (a reopened pod keeps it).
+    pub fn set_client_name(&self, name: String) {
+        *self.client.lock().unwrap_or_else(|e| e.into_inner()) = Some(name);
+    }
+
+    /// The client that connected, `name version`, when it said.
+    pub fn client(&self) -> Option<String> {
+        self.client
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The decision-log line of a history item: a permission decision, or a denial of a later
+    /// check (hook, skill, scope).
+    fn audit_entry(
+        &self,
+        item: &Item,
+        before: &[Item],
+    ) -> Option<crate::session::audit::AuditEntry> {
+        use crate::protocol::{DecidedBy, DeniedBy};
+        use crate::session::audit::{subjects, AuditEntry};
+        let tool_of = |call: &str| {
+            before.iter().rev().find_map(|i| match i {
+                Item::ToolCall { call_id, tool, .. } if call_id == call => Some(tool.clone()),
+                _ => None,
+            })
+        };
+        let time = time::OffsetDateTime::now_utc()
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default();
+        let by_name = |by: DecidedBy| {
+            serde_json::to_value(by)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default()
+        };
+        match item {
+            Item::PermissionDecision {
+                turn_id,
+                call_id,
+                decision,
+                by,
+                request_id,
+                subjects: list,
+            } => {
+                let (kept, omitted) = subjects(list, *by);
+                let client = (*by == DecidedBy::Client)
+                    .then(|| {
+                        self.client
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .clone()
+                    })
+                    .flatten()
+                    .or_else(|| (*by == DecidedBy::Client).then(|| "a client".to_string()));
+                Some(AuditEntry {
+                    seq: 0,
+                    time,
+                    session: self.session_id.clone(),
+                    turn: turn_id.clone(),
+                    call: call_id.clone(),
+                    tool: tool_of(call_id)
+                        .or_else(|| list.first().map(|s| s.tool.clone()))
+                        .unwrap_or_default(),
+                    decision: *decision,
+                    by: by_name(*by),
+                    client,
+                    request: request_id.clone(),
+                    subjects: kept,
+                    subjects_omitted: omitted,
+                    prev: String::new(),
+                })
+            }
+            Item::ToolResult(result) => {
+                let by = match result.denied_by? {
+                    DeniedBy::Hook => "hook",
+                    DeniedBy::Skill => "skill",
+                    DeniedBy::Scope => "scope",
+                    DeniedBy::Permission | DeniedBy::Approval => return None,
+                };
+                Some(AuditEntry {
+                    seq: 0,
+                    time,
+                    session: self.session_id.clone(),
+                    turn: result.turn_id.clone(),
+                    call: result.call_id.clone(),
+                    tool: tool_of(&result.call_id).unwrap_or_default(),
+                    decision: crate::protocol::Action::Deny,
+                    by: by.into(),
+                    client: None,
+                    request: None,
+                    subjects: Vec::new(),
+                    subjects_omitted: 0,
+                    prev: String::new(),
+                })
+            }
+            _ => None,
+        }
     }
 }

@@ -15,6 +15,7 @@ use super::checks::{self, Stop};
 use super::deltas::Deltas;
 use super::execs;
 use super::{Approver, EventSink, Pod, RunError};
+use crate::hooks::After;
 use crate::model::{Message, ModelError, ModelRequest, ModelStop, ToolCall, ToolResult};
 use crate::permission::SubjectKind;
 use crate::protocol::{
@@ -519,11 +520,46 @@ impl Pod {
                 argv: m.argv,
             });
         }
+        let output = self.after_call(call, output).await;
         Outcome {
             output,
             denied_by: None,
             decision: decision_item,
         }
+    }
+
+    /// The `post_tool_call` hooks' word on a result, in order: each may keep it, replace it
+    /// (an error stays one), add a note or withhold it; a hook that fails withholds it.
+    async fn after_call(&self, call: &Call, mut output: ToolOutput) -> ToolOutput {
+        for hook in self.post_hooks.iter().filter(|h| h.applies_to(&call.name)) {
+            let said = hook
+                .after(
+                    &call.id,
+                    &call.name,
+                    &call.input,
+                    &output.content,
+                    output.is_error,
+                )
+                .await;
+            match said {
+                After::Keep => {}
+                After::Replace { content, is_error } => {
+                    output = ToolOutput {
+                        content,
+                        is_error: output.is_error || is_error,
+                    }
+                }
+                After::Note(note) => {
+                    output.content.push_str("\n\n");
+                    output.content.push_str(&note);
+                }
+                After::Withhold(why) => {
+                    tracing::warn!(call = %call.id, "{why}");
+                    return ToolOutput::error(why);
+                }
+            }
+        }
+        output
     }
 
     /// The permission layer's decision for a call. Shell commands are analyzed on a blocking

@@ -382,6 +382,7 @@ fn start(
     let thread_stops = stops.clone();
     let root_gone = Arc::new(Mutex::new(false));
     let thread_gone = root_gone.clone();
+    let wrapped = wrapped_argv(&cmd);
     // SAFETY: the hook makes only async-signal-safe system calls and allocates nothing. Hooks
     // run in the order added: `trace_me`'s and the sandbox's came first, the filters (which
     // refuse ptrace) come last.
@@ -408,7 +409,7 @@ fn start(
             // The std Child is never waited for: this thread reaps the pid itself.
             drop(child);
             let _ = pid_tx.send(Ok(pid));
-            let mut tracer = Tracer::new(pid, judge, thread_stops, thread_gone);
+            let mut tracer = Tracer::new(pid, judge, thread_stops, thread_gone, wrapped);
             tracer.status_tx = Some(status_tx);
             tracer.register = register;
             tracer.run();
@@ -428,12 +429,31 @@ pub fn trace_me(cmd: &mut std::process::Command) {
     }
 }
 
+/// The argv a wrapped command's program gets inside the wrapper: when `cmd` runs `bwrap` (the
+/// namespace sandbox, `Sandbox::command`), the words after its first `--`. `bwrap`'s own exec of
+/// exactly that argv is the call's first shell, as the exec of `bash` is without a wrapper.
+fn wrapped_argv(cmd: &std::process::Command) -> Option<Vec<String>> {
+    let program = cmd.get_program().to_string_lossy();
+    if basename(&program) != "bwrap" {
+        return None;
+    }
+    let args: Vec<String> = cmd
+        .get_args()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let dashes = args.iter().position(|a| a == "--")?;
+    let inner = args[dashes + 1..].to_vec();
+    (!inner.is_empty()).then_some(inner)
+}
+
 /// What the tracer knows of one traced process.
 #[derive(Debug, Clone)]
 struct Tracee {
     role: Role,
     /// The basename of its program.
     image: String,
+    /// It is the wrapper (`bwrap`) or a fork of it that has not exec'd yet.
+    wrapper: bool,
 }
 
 struct Tracer {
@@ -448,6 +468,8 @@ struct Tracer {
     options_set: bool,
     root_gone: Arc<Mutex<bool>>,
     killed: bool,
+    /// The argv of the wrapped command, when the first process is a wrapper ([`wrapped_argv`]).
+    wrapped: Option<Vec<String>>,
     /// Where the first process's exit status goes, the moment it is reaped (its descendants
     /// may live on, traced, until the call kills them).
     status_tx: Option<tokio::sync::oneshot::Sender<ExitStatus>>,
@@ -489,13 +511,15 @@ impl Tracer {
         judge: Arc<dyn ExecJudge>,
         stops: Arc<Mutex<Vec<Stopped>>>,
         root_gone: Arc<Mutex<bool>>,
+        wrapped: Option<Vec<String>>,
     ) -> Tracer {
         let mut tracees = HashMap::new();
         tracees.insert(
             root,
             Tracee {
                 role: Role::Shell,
-                image: "bash".into(),
+                image: if wrapped.is_some() { "bwrap" } else { "bash" }.into(),
+                wrapper: wrapped.is_some(),
             },
         );
         Tracer {
@@ -508,6 +532,7 @@ impl Tracer {
             options_set: false,
             root_gone,
             killed: false,
+            wrapped,
             status_tx: None,
             register: false,
         }
@@ -616,6 +641,7 @@ impl Tracer {
                     let parent = self.tracees.get(&pid).cloned().unwrap_or(Tracee {
                         role: Role::Shell,
                         image: String::new(),
+                        wrapper: false,
                     });
                     self.tracees.insert(child, parent);
                     if self.early.remove(&child) {
@@ -649,8 +675,26 @@ impl Tracer {
         let before = self.tracees.get(&pid).cloned().unwrap_or(Tracee {
             role: Role::Shell,
             image: String::new(),
+            wrapper: false,
         });
         let exec = read_exec(pid, &before, self.judge.identities());
+        if let (true, Some(exec), Some(wrapped)) = (before.wrapper, &exec, &self.wrapped) {
+            if exec.argv == *wrapped {
+                // The wrapper starting the call's own command inside its namespaces: the call's
+                // first shell, as pod's own exec of `bash` is without a wrapper.
+                let image = basename(&exec.exe.to_string_lossy());
+                self.tracees.insert(
+                    pid,
+                    Tracee {
+                        role: Role::Shell,
+                        image,
+                        wrapper: false,
+                    },
+                );
+                cont(pid, 0);
+                return;
+            }
+        }
         let verdict = match &exec {
             Some(exec) => self.judge.judge(exec),
             None => Verdict::Stop(
@@ -669,7 +713,14 @@ impl Tracer {
                 } else {
                     Role::Program
                 };
-                self.tracees.insert(pid, Tracee { role, image });
+                self.tracees.insert(
+                    pid,
+                    Tracee {
+                        role,
+                        image,
+                        wrapper: false,
+                    },
+                );
                 cont(pid, 0);
             }
             Verdict::Stop(reason) => {

@@ -18,13 +18,15 @@
 pub mod domain;
 pub mod env;
 pub mod gate;
+pub mod namespaces;
 pub mod reaper;
+pub mod seccomp;
 
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::manifest::{SandboxConfig, SandboxMode};
+use crate::manifest::{Required, SandboxConfig, SandboxMode};
 use crate::permission::path;
 use crate::protocol::{EnvironmentInfo, NetworkAccess, SandboxInfo, SandboxKind};
 
@@ -40,12 +42,15 @@ pub const NETWORK_ABI: u32 = 4;
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
     #[error(
-        "[sandbox] required = true, but this machine cannot enforce the sandbox: {}. Run pod on a \
-         kernel that can, or set required = false to run with what it can enforce (reported as \
-         `enforced: false`), or mode = \"off\"",
+        "[sandbox] required = {required}, but this machine cannot enforce it: {}. Run pod where \
+         it can, or lower `required` (false starts with what holds, and reports it), or mode = \
+         \"off\"",
         reasons.join("; ")
     )]
-    Unenforceable { reasons: Vec<String> },
+    Unenforceable {
+        required: &'static str,
+        reasons: Vec<String>,
+    },
     #[error("cannot create the session's temporary folder in {}: {source}", dir.display())]
     TempDir {
         dir: PathBuf,
@@ -59,6 +64,10 @@ pub enum SandboxError {
          exec_gate = false"
     )]
     Gate(#[from] gate::GateUnavailable),
+    #[error("cannot build the sandbox: {0}")]
+    Seccomp(#[from] seccomp::SeccompError),
+    #[error("cannot build the sandbox: {0}")]
+    Namespaces(#[from] namespaces::NamespaceError),
 }
 
 /// Whether the exec gate runs for `config`: `exec_gate = true` fails when it cannot, the
@@ -83,9 +92,20 @@ pub struct Plan {
     pub info: SandboxInfo,
     /// A Landlock domain will be applied (possibly holding only part of the boundary).
     pub apply: bool,
-    /// What the configuration asks for and the kernel cannot hold, in words.
+    /// Calls will run in namespaces, through this `bwrap`.
+    pub bwrap: Option<PathBuf>,
+    /// What the configuration asks for and this machine cannot hold, in words.
     pub gaps: Vec<String>,
+    /// `[sandbox] required` is not met: the pod refuses to start.
+    pub refuses: bool,
 }
+
+/// What falling back from namespaces to Landlock loses, in words.
+pub const LOST_WITHOUT_NAMESPACES: &str = "metadata changes outside the writable folders \
+     (chmod, chown, touch, setcap), reads of secrets (masked folders, `read` deny rules, other \
+     processes' /proc), the read-only binds of protected files inside the workspace, UDP, DNS \
+     and Unix sockets under network = \"deny\", other terminals (/dev/pts), and the PID \
+     namespace that kills a call's processes with the pod";
 
 /// The kernel's Landlock ABI as the pod sees it: 0 under `POD_TEST_NO_LANDLOCK=1`.
 pub fn kernel_abi() -> u32 {
@@ -96,12 +116,17 @@ pub fn kernel_abi() -> u32 {
     }
 }
 
-/// What `config` will get on this kernel.
+/// What `config` will get on this machine.
 pub fn plan(config: &SandboxConfig) -> Plan {
-    plan_for(config, kernel_abi())
+    let namespaces = if config.mode == SandboxMode::Namespaces {
+        namespaces::available()
+    } else {
+        Err(String::new())
+    };
+    plan_for(config, kernel_abi(), namespaces)
 }
 
-fn plan_for(config: &SandboxConfig, abi: u32) -> Plan {
+fn plan_for(config: &SandboxConfig, abi: u32, namespaces: Result<PathBuf, String>) -> Plan {
     if config.mode == SandboxMode::Off {
         return Plan {
             info: SandboxInfo {
@@ -110,12 +135,66 @@ fn plan_for(config: &SandboxConfig, abi: u32) -> Plan {
                 enforced: false,
                 network: NetworkAccess::Allow,
                 exec_gate: false,
+                guarantees: Vec::new(),
             },
             apply: false,
+            bwrap: None,
             gaps: Vec::new(),
+            refuses: config.required > Required::No,
         };
     }
+    let deny_network = config.network == NetworkAccess::Deny;
     let mut gaps = Vec::new();
+    if config.mode == SandboxMode::Namespaces {
+        match namespaces {
+            Ok(bwrap) => {
+                let mut guarantees = vec![
+                    "each call in user, mount, PID, IPC and UTS namespaces of its own (bubblewrap)"
+                        .to_string(),
+                    "/ read-only; writes only in the writable folders and $TMPDIR".to_string(),
+                    "pod's configuration, state and the files tools re-read (.git/config, \
+                     .git/hooks, .envrc, .vscode, .mcp.json) read-only inside the workspace"
+                        .to_string(),
+                    "files matched by file_write deny rules read-only; files matched by read \
+                     deny rules and $HOME's secret folders masked"
+                        .to_string(),
+                    "a fresh /proc and /dev: no other process or terminal is visible".to_string(),
+                    "every capability dropped, no_new_privs: no metadata change outside"
+                        .to_string(),
+                    "seccomp: no TIOCSTI/TIOCLINUX, io_uring, bpf, perf_event_open, \
+                     userfaultfd, keyctl, new user namespaces"
+                        .to_string(),
+                    "a call's processes die with it and with the pod (PID namespace, \
+                     die-with-parent)"
+                        .to_string(),
+                ];
+                if deny_network {
+                    guarantees.push(
+                        "network: an empty network namespace (loopback only), no Unix sockets"
+                            .to_string(),
+                    );
+                }
+                return Plan {
+                    info: SandboxInfo {
+                        kind: SandboxKind::Namespaces,
+                        abi,
+                        enforced: true,
+                        network: config.network,
+                        exec_gate: false,
+                        guarantees,
+                    },
+                    apply: false,
+                    bwrap: Some(bwrap),
+                    gaps,
+                    refuses: false,
+                };
+            }
+            Err(why) => gaps.push(format!(
+                "calls cannot run in namespaces of their own ({why}); falling back to Landlock \
+                 and seccomp, which lose {LOST_WITHOUT_NAMESPACES}"
+            )),
+        }
+    }
     if abi == 0 {
         gaps.push(
             "the kernel has no Landlock (Linux 5.13 or newer, with Landlock enabled at boot, is \
@@ -128,7 +207,6 @@ fn plan_for(config: &SandboxConfig, abi: u32) -> Plan {
              {FULL_WRITE_ABI}, Linux 6.2, is needed)"
         ));
     }
-    let deny_network = config.network == NetworkAccess::Deny;
     if deny_network && abi < NETWORK_ABI {
         gaps.push(format!(
             "network = \"deny\" needs Landlock ABI {NETWORK_ABI} (Linux 6.7); this kernel has {}",
@@ -139,33 +217,81 @@ fn plan_for(config: &SandboxConfig, abi: u32) -> Plan {
             }
         ));
     }
+    let enforced = abi >= FULL_WRITE_ABI;
+    let network = if deny_network && abi >= NETWORK_ABI {
+        NetworkAccess::Deny
+    } else {
+        NetworkAccess::Allow
+    };
+    let mut guarantees = vec![
+        "seccomp: no TIOCSTI/TIOCLINUX, io_uring, bpf, perf_event_open, userfaultfd, keyctl, \
+         new user namespaces"
+            .to_string(),
+        "a call's processes are found and killed when it ends (subreaper sweep)".to_string(),
+    ];
+    if enforced {
+        guarantees.insert(
+            0,
+            "Landlock: file writes only in the writable folders and $TMPDIR".to_string(),
+        );
+    }
+    if network == NetworkAccess::Deny {
+        guarantees.push("Landlock: no TCP connect or bind".to_string());
+    }
+    let refuses = match config.required {
+        Required::No => false,
+        Required::Landlock => !enforced,
+        Required::Namespaces => true,
+        Required::All => !gaps.is_empty(),
+    };
     Plan {
         info: SandboxInfo {
             kind: SandboxKind::Landlock,
             abi,
-            enforced: abi >= FULL_WRITE_ABI,
-            network: if deny_network && abi >= NETWORK_ABI {
-                NetworkAccess::Deny
-            } else {
-                NetworkAccess::Allow
-            },
+            enforced,
+            network,
             exec_gate: false,
+            guarantees,
         },
         apply: abi > 0,
+        bwrap: None,
         gaps,
+        refuses,
     }
 }
 
-/// Fails when `config` says `required = true` and this machine cannot hold all of it.
+/// Fails when `[sandbox] required` asks for more than this machine holds.
 pub fn check_required(config: &SandboxConfig) -> Result<Plan, SandboxError> {
     let plan = plan(config);
-    if config.required && !plan.gaps.is_empty() {
+    if plan.refuses {
+        let mut reasons = plan.gaps.clone();
+        if reasons.is_empty() {
+            reasons.push("mode = \"off\" holds nothing".to_string());
+        }
         return Err(SandboxError::Unenforceable {
-            reasons: plan.gaps.clone(),
+            required: config.required.shown(),
+            reasons,
         });
     }
     Ok(plan)
 }
+
+/// What the namespace sandbox protects inside the writable folders, from the manifest and the
+/// rules ([`Sandbox::open_guarded`]).
+#[derive(Default, Clone, Copy)]
+pub struct Guard<'a> {
+    /// Pod's own files (`Manifest::protected_paths`): bound read-only where they lie beneath a
+    /// writable folder; the state folder is masked.
+    pub protected: &'a [PathBuf],
+    /// The state folder of every workspace, masked.
+    pub state_root: Option<&'a Path>,
+    /// The rules: existing files a `file_write` deny rule matches become read-only, files and
+    /// folders a `read` deny rule matches are masked.
+    pub policy: Option<&'a crate::permission::Policy>,
+}
+
+/// How many entries of each writable folder the set-up looks at for deny-rule matches.
+pub const WALK_BUDGET: usize = 20_000;
 
 /// The sandbox of one session.
 #[derive(Debug)]
@@ -173,6 +299,11 @@ pub struct Sandbox {
     info: SandboxInfo,
     /// The Landlock ruleset; `None` when nothing is applied.
     ruleset: Option<Arc<OwnedFd>>,
+    /// The namespace sandbox; `None` under Landlock or off.
+    wrap: Option<Arc<namespaces::Wrap>>,
+    /// The seccomp filter, installed in the child under Landlock (bubblewrap installs it
+    /// under namespaces).
+    seccomp: Option<Arc<seccomp::Filters>>,
     /// The session's `$TMPDIR`, removed on drop.
     tmpdir: Option<tempfile::TempDir>,
     /// An exclusive lock on `$TMPDIR` while the session runs: a folder nobody holds a lock on was
@@ -198,8 +329,11 @@ impl Sandbox {
                 enforced: false,
                 network: NetworkAccess::Allow,
                 exec_gate: false,
+                guarantees: Vec::new(),
             },
             ruleset: None,
+            wrap: None,
+            seccomp: None,
             tmpdir: None,
             _tmpdir_lock: None,
             writable: Vec::new(),
@@ -210,12 +344,24 @@ impl Sandbox {
     }
 
     /// The sandbox of a session: `scope_writable` is `[scope].writable` (resolved); `label`
-    /// names the session in the `$TMPDIR` folder's name.
+    /// names the session in the `$TMPDIR` folder's name. Nothing beyond the writable boundary
+    /// is protected inside the workspace; the runtime calls [`Sandbox::open_guarded`].
     pub fn open(
         config: &SandboxConfig,
         workspace: &Path,
         scope_writable: &[PathBuf],
         label: &str,
+    ) -> Result<Sandbox, SandboxError> {
+        Sandbox::open_guarded(config, workspace, scope_writable, label, Guard::default())
+    }
+
+    /// [`Sandbox::open`], protecting what `guard` names inside the writable folders.
+    pub fn open_guarded(
+        config: &SandboxConfig,
+        workspace: &Path,
+        scope_writable: &[PathBuf],
+        label: &str,
+        guard: Guard<'_>,
     ) -> Result<Sandbox, SandboxError> {
         let plan = check_required(config)?;
         let exec_gate = gate_for(config)?;
@@ -262,30 +408,42 @@ impl Sandbox {
             }
         }
         writable.push(path::resolve(tmpdir.path()));
-        let ruleset = if plan.apply {
-            domain::build(&domain::Rules {
+        let deny_network = config.network == NetworkAccess::Deny;
+        let filters = Arc::new(seccomp::Filters::build(
+            deny_network && plan.bwrap.is_some(),
+        )?);
+        let mut wrap = None;
+        let mut ruleset = None;
+        if let Some(bwrap) = &plan.bwrap {
+            let mut layout = layout(&writable, deny_network, guard);
+            layout.proc_read_only = exec_gate;
+            wrap = Some(Arc::new(namespaces::Wrap::new(
+                bwrap.clone(),
+                &layout,
+                filters.bytes(),
+            )?));
+        } else if plan.apply {
+            ruleset = domain::build(&domain::Rules {
                 writable: writable.clone(),
-                deny_network: config.network == NetworkAccess::Deny,
+                deny_network,
             })?
-            .map(Arc::new)
-        } else {
-            None
-        };
-        let info = SandboxInfo {
+            .map(Arc::new);
+        }
+        let mut info = plan.info;
+        info.exec_gate = exec_gate;
+        if wrap.is_none() {
             // The kernel may still have refused everything (best effort found nothing).
-            enforced: plan.info.enforced && ruleset.is_some(),
-            network: if ruleset.is_some() {
-                plan.info.network
-            } else {
-                NetworkAccess::Allow
-            },
-            exec_gate,
-            ..plan.info
-        };
+            info.enforced = info.enforced && ruleset.is_some();
+            if ruleset.is_none() {
+                info.network = NetworkAccess::Allow;
+            }
+        }
         writable.extend(domain::DEVICES.iter().map(PathBuf::from));
         Ok(Sandbox {
             info,
             ruleset,
+            seccomp: if wrap.is_none() { Some(filters) } else { None },
+            wrap,
             tmpdir: Some(tmpdir),
             _tmpdir_lock: Some(lock),
             writable,
@@ -300,12 +458,21 @@ impl Sandbox {
     /// reads of secrets, other processes, the network), the exec gate deciding every program a
     /// call starts, and the network denied.
     pub fn unbounded(&self) -> Option<String> {
+        let bounded = self.info.enforced
+            && self.wrap.is_some()
+            && self.info.exec_gate
+            && self.info.network == NetworkAccess::Deny;
+        if bounded {
+            return None;
+        }
         let mut missing = Vec::new();
         if !self.info.enforced {
             missing.push("the sandbox is not enforced");
         }
-        // Landlock alone bounds writes and TCP only (docs/permissions.md, "The sandbox").
-        missing.push("calls do not run in namespaces of their own");
+        if self.wrap.is_none() {
+            // Landlock alone bounds writes and TCP only (docs/permissions.md, "The sandbox").
+            missing.push("calls do not run in namespaces of their own");
+        }
         if !self.info.exec_gate {
             missing.push("no exec gate decides the programs a call starts");
         }
@@ -317,7 +484,12 @@ impl Sandbox {
 
     /// What `initialize` reports.
     pub fn info(&self) -> SandboxInfo {
-        self.info
+        self.info.clone()
+    }
+
+    /// The `bwrap` arguments of the session, when calls run in namespaces.
+    pub fn namespace_args(&self) -> Option<&[std::ffi::OsString]> {
+        self.wrap.as_deref().map(namespaces::Wrap::args)
     }
 
     /// Whether the exec gate decides every exec of a `bash` call's processes.
@@ -335,16 +507,38 @@ impl Sandbox {
         &self.missing
     }
 
+    /// A command that runs `program` in the session's sandbox: inside `bwrap` under
+    /// namespaces, else the program itself. Add its arguments, then [`Sandbox::prepare`] it.
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> tokio::process::Command {
+        match &self.wrap {
+            Some(wrap) => wrap.command(program.as_ref()),
+            None => tokio::process::Command::new(program),
+        }
+    }
+
     /// The function to run in a forked child before `exec`: a session and process group of its
-    /// own, subreaper for its descendants, then (when a domain applies) `no_new_privs` and the
-    /// domain. For `std::process::Command::pre_exec` or tokio's; [`Sandbox::prepare`] installs
-    /// it, with `$TMPDIR`. A failure fails the spawn: nothing runs outside the domain.
+    /// own, subreaper for its descendants, then: under namespaces, the seccomp programs at the
+    /// descriptors `bwrap` reads; under Landlock, `no_new_privs`, the domain and the seccomp
+    /// filter. For `std::process::Command::pre_exec` or tokio's; [`Sandbox::prepare`] installs
+    /// it, with `$TMPDIR`. A failure fails the spawn: nothing runs outside the sandbox.
     pub fn pre_exec(&self) -> impl FnMut() -> std::io::Result<()> + Send + Sync + 'static {
         let ruleset = self.ruleset.clone();
+        let wrap = self.wrap.clone();
+        let filters = self.seccomp.clone();
         move || {
             reaper::child_setup()?;
+            if let Some(wrap) = &wrap {
+                wrap.child_fds()?;
+            }
             if let Some(ruleset) = &ruleset {
                 domain::enter(ruleset)?;
+            }
+            if let Some(filters) = &filters {
+                // SAFETY: prctl with integer arguments touches no memory of ours.
+                if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                filters.install()?;
             }
             Ok(())
         }
@@ -358,9 +552,13 @@ impl Sandbox {
         }
     }
 
-    /// Gives `cmd` the session's environment (nothing else of the pod's) and `$TMPDIR`, and
-    /// installs [`Sandbox::pre_exec`]. Call it first, then set the caller's own variables; spawn
-    /// with [`CallProcess::spawn`] so that its processes die with the call.
+    /// Gives `cmd` (made by [`Sandbox::command`]) the session's environment (nothing else of
+    /// the pod's) and `$TMPDIR`, and installs [`Sandbox::pre_exec`]. Call it first, then set the
+    /// caller's own variables; spawn with [`CallProcess::spawn`] so that its processes die
+    /// with the call.
+    ///
+    /// Fails closed: under namespaces, a command that was not made by [`Sandbox::command`]
+    /// (its program is not `bwrap`) fails to spawn rather than run outside the namespaces.
     pub fn prepare(&self, cmd: &mut tokio::process::Command) {
         self.prepare_std(cmd.as_std_mut(), false);
     }
@@ -377,6 +575,22 @@ impl Sandbox {
         if let Some(tmp) = self.tmpdir() {
             cmd.env("TMPDIR", tmp);
         }
+        let outside = self
+            .wrap
+            .as_deref()
+            .is_some_and(|w| !w.made(cmd.get_program()));
+        if outside {
+            tracing::error!(
+                "sandbox: {} was not made by Sandbox::command; refusing to start it outside the \
+                 namespaces",
+                cmd.get_program().to_string_lossy()
+            );
+            // SAFETY: the hook makes no system call and allocates nothing.
+            unsafe {
+                cmd.pre_exec(|| Err(std::io::Error::from_raw_os_error(libc::EPERM)));
+            }
+            return;
+        }
         // SAFETY: the hook makes only async-signal-safe system calls and allocates nothing.
         unsafe {
             cmd.pre_exec(self.pre_exec());
@@ -384,16 +598,20 @@ impl Sandbox {
     }
 
     /// The paths in `output` that a process was refused writing because of the sandbox, as far
-    /// as the output tells: lines saying "Permission denied" or "Operation not permitted" that
-    /// name a path outside the writable folders, which the pod itself could write to (so the
-    /// refusal was not the file's own permissions). Empty when no domain applies.
+    /// as the output tells: lines saying "Permission denied", "Operation not permitted" or
+    /// "Read-only file system" that name a path outside the writable folders, which the pod
+    /// itself could write to (so the refusal was not the file's own permissions). Empty when
+    /// nothing is enforced.
     pub fn blocked_writes(&self, output: &str) -> Vec<String> {
-        if self.ruleset.is_none() {
+        if self.ruleset.is_none() && self.wrap.is_none() {
             return Vec::new();
         }
         let mut found: Vec<String> = Vec::new();
         for line in output.lines() {
-            if !(line.contains("Permission denied") || line.contains("Operation not permitted")) {
+            if !(line.contains("Permission denied")
+                || line.contains("Operation not permitted")
+                || line.contains("Read-only file system"))
+            {
                 continue;
             }
             for candidate in path_candidates(line) {
@@ -416,16 +634,24 @@ impl Sandbox {
         found
     }
 
-    /// Whether `output` tells of a TCP connection or bind the sandbox refused (`network =
-    /// "deny"` in force and a "Permission denied" about `connect`, `bind` or `/dev/tcp`).
+    /// Whether `output` tells of a network connection the sandbox refused (`network = "deny"`
+    /// in force and a refusal about `connect`, `bind` or `/dev/tcp`, or, in a network
+    /// namespace, an unreachable network, a refused connection (nothing listens on the call's
+    /// own loopback) or an unresolvable host).
     pub fn blocked_network(&self, output: &str) -> bool {
-        self.ruleset.is_some()
+        let enforced = self.ruleset.is_some() || self.wrap.is_some();
+        enforced
             && self.info.network == NetworkAccess::Deny
             && output.lines().any(|line| {
-                (line.contains("Permission denied") || line.contains("Operation not permitted"))
+                ((line.contains("Permission denied") || line.contains("Operation not permitted"))
                     && (line.contains("connect")
                         || line.contains("bind")
-                        || line.contains("/dev/tcp/"))
+                        || line.contains("/dev/tcp/")))
+                    || (self.wrap.is_some()
+                        && (line.contains("Network is unreachable")
+                            || line.contains("Connection refused")
+                            || line.contains("Could not resolve host")
+                            || line.contains("Temporary failure in name resolution")))
             })
     }
 
@@ -445,6 +671,103 @@ impl Sandbox {
             })
             .collect()
     }
+}
+
+/// The mount view of a session under namespaces: what is read-only and what is masked inside
+/// the writable folders, from `guard`, the files tools re-read ([`namespaces::REREAD`]) and
+/// `$HOME`'s secrets ([`namespaces::HOME_SECRETS`]).
+fn layout(writable: &[PathBuf], deny_network: bool, guard: Guard<'_>) -> namespaces::Layout {
+    let beneath = |p: &Path| writable.iter().any(|w| p.starts_with(w));
+    let mut read_only: Vec<PathBuf> = Vec::new();
+    let mut masked: Vec<PathBuf> = Vec::new();
+    let add = |list: &mut Vec<PathBuf>, p: PathBuf| {
+        if !list.contains(&p) {
+            list.push(p);
+        }
+    };
+    let state_root = guard.state_root.map(path::resolve);
+    for p in guard.protected {
+        let p = path::resolve(p);
+        if state_root.as_ref().is_some_and(|s| p.starts_with(s)) {
+            continue;
+        }
+        if p.exists() && beneath(&p) {
+            add(&mut read_only, p);
+        }
+    }
+    for w in writable {
+        for name in namespaces::REREAD {
+            let p = w.join(name);
+            if p.symlink_metadata().is_ok() {
+                add(&mut read_only, path::resolve(&p));
+            }
+        }
+    }
+    if let Some(policy) = guard.policy.filter(|p| has_file_denials(p)) {
+        let denied = |tool: &str, p: &Path| {
+            let input = serde_json::json!({"path": p.to_string_lossy(), "content": ""});
+            policy
+                .decide(tool, &input)
+                .subjects
+                .iter()
+                .any(|s| s.action == crate::protocol::Action::Deny && s.rule.is_some())
+        };
+        for w in writable {
+            let mut writes = Vec::new();
+            let (reads, truncated) = namespaces::walk_matching(w, WALK_BUDGET, &mut |p, is_dir| {
+                if denied("read", p) {
+                    return true;
+                }
+                if !is_dir && denied("file_write", p) {
+                    writes.push(p.to_path_buf());
+                }
+                false
+            });
+            if truncated {
+                tracing::warn!(
+                    "sandbox: {} has more than {WALK_BUDGET} entries; deny rules hold by the \
+                     permission layer only past them",
+                    w.display()
+                );
+            }
+            for p in writes {
+                add(&mut read_only, p);
+            }
+            for p in reads {
+                add(&mut masked, p);
+            }
+        }
+    }
+    if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
+        for name in namespaces::HOME_SECRETS {
+            let p = home.join(name);
+            if p.symlink_metadata().is_ok() {
+                add(&mut masked, path::resolve(&p));
+            }
+        }
+    }
+    if let Some(root) = state_root.filter(|r| r.is_dir()) {
+        add(&mut masked, root);
+    }
+    // A folder masked holds nothing to bind read-only.
+    read_only.retain(|r| !masked.iter().any(|m| r.starts_with(m)));
+    namespaces::Layout {
+        writable: writable.to_vec(),
+        read_only,
+        masked,
+        deny_network,
+        proc_read_only: false,
+    }
+}
+
+/// Whether any rule denies `read` or `file_write` (else there is nothing to walk for).
+fn has_file_denials(policy: &crate::permission::Policy) -> bool {
+    policy.rules().is_some_and(|rules| {
+        rules.specs().any(|spec| {
+            spec.action == crate::protocol::Action::Deny
+                && matches!(spec.tool.as_str(), "read" | "file_write" | "edit" | "*")
+        })
+    })
 }
 
 /// How a session's `$TMPDIR` folder is named: this, the session id, `-`, random characters.
@@ -544,7 +867,7 @@ fn dac_writable(path: &Path) -> bool {
 mod tests {
     use super::*;
 
-    fn config(mode: SandboxMode, network: NetworkAccess, required: bool) -> SandboxConfig {
+    fn config(mode: SandboxMode, network: NetworkAccess, required: Required) -> SandboxConfig {
         SandboxConfig {
             mode,
             required,
@@ -553,28 +876,59 @@ mod tests {
         }
     }
 
+    fn no_ns() -> Result<PathBuf, String> {
+        Err("none here".to_string())
+    }
+
     #[test]
     fn the_plan_follows_the_kernel() {
-        let c = config(SandboxMode::Landlock, NetworkAccess::Deny, false);
-        let p = plan_for(&c, 7);
+        let c = config(SandboxMode::Landlock, NetworkAccess::Deny, Required::No);
+        let p = plan_for(&c, 7, no_ns());
         assert!(p.apply && p.info.enforced && p.gaps.is_empty());
         assert_eq!(p.info.network, NetworkAccess::Deny);
-        let p = plan_for(&c, 3);
+        let p = plan_for(&c, 3, no_ns());
         assert!(p.info.enforced);
         assert_eq!(p.info.network, NetworkAccess::Allow);
         assert!(
             p.gaps[0].contains("network = \"deny\" needs Landlock ABI 4"),
             "{p:?}"
         );
-        let p = plan_for(&c, 2);
+        let p = plan_for(&c, 2, no_ns());
         assert!(p.apply && !p.info.enforced);
         assert!(p.gaps[0].contains("truncating"), "{p:?}");
-        let p = plan_for(&c, 0);
+        let p = plan_for(&c, 0, no_ns());
         assert!(!p.apply && !p.info.enforced);
         assert!(p.gaps[0].contains("no Landlock"), "{p:?}");
-        let off = plan_for(&config(SandboxMode::Off, NetworkAccess::Deny, true), 7);
+        let off = plan_for(
+            &config(SandboxMode::Off, NetworkAccess::Deny, Required::All),
+            7,
+            no_ns(),
+        );
         assert!(!off.apply && off.gaps.is_empty());
         assert_eq!(off.info.kind, SandboxKind::None);
+    }
+
+    #[test]
+    fn namespaces_fall_back_to_landlock_loudly_and_required_levels_refuse() {
+        let ns = |required| config(SandboxMode::Namespaces, NetworkAccess::Deny, required);
+        let p = plan_for(&ns(Required::All), 7, Ok(PathBuf::from("/usr/bin/bwrap")));
+        assert_eq!(p.info.kind, SandboxKind::Namespaces);
+        assert!(p.bwrap.is_some() && !p.apply && !p.refuses && p.gaps.is_empty());
+        assert_eq!(p.info.network, NetworkAccess::Deny);
+        assert!(p
+            .info
+            .guarantees
+            .iter()
+            .any(|g| g.contains("empty network namespace")));
+        let p = plan_for(&ns(Required::No), 7, no_ns());
+        assert_eq!(p.info.kind, SandboxKind::Landlock);
+        assert!(p.apply && p.info.enforced && !p.refuses);
+        assert!(p.gaps[0].contains("falling back to Landlock"), "{p:?}");
+        assert!(p.gaps[0].contains("chmod"), "{p:?}");
+        assert!(plan_for(&ns(Required::Landlock), 7, no_ns()).refuses.not());
+        assert!(plan_for(&ns(Required::Namespaces), 7, no_ns()).refuses);
+        assert!(plan_for(&ns(Required::All), 7, no_ns()).refuses);
+        assert!(plan_for(&ns(Required::Landlock), 0, no_ns()).refuses);
     }
 
     #[test]
@@ -598,6 +952,8 @@ mod tests {
         assert!(path_candidates("cat: x/y: Permission denied").is_empty());
         assert!(path_candidates("a/b/c and ./d and 1.5").is_empty());
     }
+
+    use std::ops::Not;
 
     #[test]
     fn refused_writes_are_read_out_of_output_outside_the_writable_folders_only() {
@@ -635,6 +991,31 @@ mod tests {
         assert_eq!(s.writable_shown(), [".", "$TMPDIR"]);
         drop(s);
         assert!(!tmp.exists(), "the session's TMPDIR outlived it");
+    }
+
+    #[tokio::test]
+    async fn a_command_not_made_by_the_sandbox_does_not_start_under_namespaces() {
+        let ws = tempfile::tempdir().unwrap();
+        let ws = ws.path().canonicalize().unwrap();
+        let s = Sandbox::open(
+            &SandboxConfig::default(),
+            &ws,
+            std::slice::from_ref(&ws),
+            "unit",
+        )
+        .unwrap();
+        assert_eq!(
+            s.info().kind,
+            SandboxKind::Namespaces,
+            "needs bwrap: {:?}",
+            s.info()
+        );
+        let mut plain = tokio::process::Command::new("true");
+        s.prepare(&mut plain);
+        assert!(plain.status().await.is_err(), "ran outside the namespaces");
+        let mut made = s.command("true");
+        s.prepare(&mut made);
+        assert!(made.status().await.unwrap().success());
     }
 
     #[test]

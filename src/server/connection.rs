@@ -263,6 +263,9 @@ impl Connection {
         let pod = Pod::start(manifest, options)
             .await
             .map_err(|e| MethodError::Internal(format!("cannot reopen the session: {e}")))?;
+        if let Some(client) = opened.pod.client() {
+            pod.set_client_name(client);
+        }
         let reopened = Opened {
             pod,
             approvals: opened.approvals.clone(),

@@ -96,6 +96,7 @@ async fn initialize(params: InitializeParams, conn: &Connection) -> Result<Initi
     let opened = conn.open(params.capabilities.approval.is_some()).await?;
     if let Some(client) = params.client_info {
         tracing::info!(name = %client.name, version = %client.version, "client connected");
+        opened.pod.set_client(&client.name, &client.version);
     }
     Ok(describe(&opened.pod))
 }

@@ -9,7 +9,11 @@
 //! "interrupted" error result, so a resumed history never holds an unanswered call (calls are
 //! matched to results one by one, see [`OpenCalls`]).
 //!
+//! `audit.rs` is the decision log (`[audit] path`), which many sessions append to.
+//!
 //! Must not touch: anything but its own files. This is the only writer in the state folder.
+
+pub mod audit;
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
@@ -322,6 +326,20 @@ fn set_aside(log: &Path, from: u64) -> std::io::Result<PathBuf> {
 /// prefix lacks its final newline, warnings, and the line where an unreadable complete line
 /// stopped the reading.
 type Read = (Vec<Item>, u64, bool, Vec<String>, Option<usize>);
+
+/// The items of the session `id` in the sessions folder `dir`, as written (for `pod why` and
+/// `pod sessions --denied`: nothing is repaired, nothing written).
+pub fn items(dir: &Path, id: &str) -> Result<Vec<Item>, SessionError> {
+    check_id(id)?;
+    let path = dir.join(format!("{id}.jsonl"));
+    if !path.is_file() {
+        return Err(SessionError::NotFound {
+            id: id.to_string(),
+            dir: dir.to_path_buf(),
+        });
+    }
+    Ok(read_items(&path)?.0)
+}
 
 /// Reads every item up to the first line that is not one.
 fn read_items(path: &Path) -> Result<Read, SessionError> {

@@ -180,7 +180,7 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
         Err(e) => return ToolOutput::error(format!("cannot create output pipe: {e}")),
     };
     let judge = ctx.exec_gate.clone().filter(|_| ctx.sandbox.gate_on());
-    let mut cmd = std::process::Command::new("bash");
+    let mut cmd = ctx.sandbox.command("bash").into_std();
     // First: it replaces the environment with the session's.
     ctx.sandbox.prepare_std(&mut cmd, judge.is_some());
     cmd.arg("-c")

@@ -13,10 +13,16 @@ use common::Workspace;
 
 /// Runs `pod chat --manifest <ws>/pod.toml` in the workspace with `input` on stdin, then EOF.
 fn chat(ws: &Workspace, input: &str) -> Output {
+    chat_with(ws, &[], input)
+}
+
+/// `pod chat --manifest M <args>` with `input` on stdin, then EOF.
+fn chat_with(ws: &Workspace, args: &[&str], input: &str) -> Output {
     ws.trust();
     let mut child = Command::new(env!("CARGO_BIN_EXE_pod"))
         .args(["chat", "--manifest"])
         .arg(ws.manifest())
+        .args(args)
         .current_dir(ws.dir.path())
         .env("XDG_STATE_HOME", ws.state_home())
         .stdin(Stdio::piped())
@@ -84,7 +90,7 @@ fn a_denied_command_shows_the_denial_and_eof_exits_zero() {
     assert!(!text.contains(PROMPT), "{text}");
     assert!(ws.path("build").exists());
     // The banner says what the sandbox holds.
-    assert!(text.contains(", sandbox: landlock ABI "), "{text}");
+    assert!(text.contains(", sandbox: namespaces + seccomp"), "{text}");
 }
 
 #[test]
@@ -287,6 +293,48 @@ fn on_a_terminal_no_blank_line_follows_an_answer() {
         "{text}"
     );
     assert!(!text.contains("\n\n"), "{text:?}");
+}
+
+/// `pod chat --resume ID` goes on with a session: the banner says so, and an "always" answer
+/// given before holds.
+#[test]
+fn chat_resume_goes_on_with_the_session_and_its_grants() {
+    let (manifest, _) = manifest_with_touch_rule();
+    let ws = Workspace::with_manifest(&manifest);
+    let first = stdout(&chat(&ws, "!touch one.txt\na\n"));
+    assert!(ws.path("one.txt").exists(), "{first}");
+    let id = first
+        .split("session ")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .expect("the session id in the banner")
+        .to_string();
+    std::fs::remove_file(ws.path("one.txt")).expect("rm");
+    // The same command again, resumed: no prompt (EOF at one would deny it).
+    let out = chat_with(&ws, &["--resume", &id], "!touch one.txt\n");
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}{}", stderr(&out));
+    assert!(text.contains(&format!("session {id} (resumed)")), "{text}");
+    assert!(!text.contains(PROMPT), "{text}");
+    assert!(ws.path("one.txt").exists(), "{text}");
+}
+
+/// On a terminal, Ctrl-D at an approval prompt denies that request and the chat goes on; at
+/// the idle prompt it quits.
+#[cfg(target_os = "linux")]
+#[test]
+fn on_a_terminal_ctrl_d_at_an_approval_denies_and_the_chat_goes_on() {
+    let (manifest, _) = manifest_with_touch_rule();
+    let ws = Workspace::with_manifest(&manifest);
+    let out = chat_on_a_terminal(&ws, "!touch refused.txt\n\x04!touch kept.txt\ny\n");
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}{}", stderr(&out));
+    assert!(text.contains("^D: denied"), "{text}");
+    assert!(!ws.path("refused.txt").exists(), "{text}");
+    assert!(
+        ws.path("kept.txt").exists(),
+        "the chat did not go on: {text}"
+    );
 }
 
 #[test]

@@ -279,7 +279,8 @@ fn restrictions_add_up_tools_and_sandbox() {
         .filter_map(|t| t["name"].as_str())
         .collect();
     assert_eq!(tools, ["read"], "a tool the user disabled stays disabled");
-    assert_eq!(result["sandbox"]["kind"], "landlock", "{result}");
+    // The stricter of the user's `landlock` and the default the project falls back to.
+    assert_eq!(result["sandbox"]["kind"], "namespaces", "{result}");
     let files = result["configuration"]["files"].clone();
     assert_eq!(files.as_array().map(Vec::len), Some(2), "{files}");
 }
@@ -486,4 +487,96 @@ fn in_the_home_folder_the_defaults_allow_no_read() {
     // The same folder as the home folder, or a parent of it: every read asks.
     assert_eq!(decision(&explain(&project)), "ask");
     assert_eq!(decision(&explain(&project.join("me"))), "ask");
+}
+
+/// `pod init` writes, for each stack, a manifest that `pod check` passes without a warning,
+/// named for the folder and trusted; it never replaces an existing one unless told to.
+#[test]
+fn pod_init_writes_a_manifest_pod_check_passes_for_every_stack() {
+    for stack in ["rust", "node", "python", "generic"] {
+        let setup = Setup::new(None, None);
+        let out = setup.pod(&["init", "--stack", stack]);
+        assert!(out.status.success(), "{stack}: {}", text(&out.stderr));
+        let written = setup.project.path().join("pod.toml");
+        let manifest = std::fs::read_to_string(&written).unwrap();
+        let folder = setup.project.path().file_name().unwrap().to_string_lossy();
+        assert!(
+            manifest.contains(&format!("name = \"{folder}\"")),
+            "{manifest}"
+        );
+        let check = setup.pod(&["check"]);
+        let said = format!("{}{}", text(&check.stdout), text(&check.stderr));
+        assert!(check.status.success(), "{stack}: {said}");
+        assert!(!said.contains("warning"), "{stack}: {said}");
+        assert!(said.contains("is trusted"), "{stack}: {said}");
+        // A second init leaves the file as it is.
+        std::fs::write(&written, "# mine\n").unwrap();
+        let again = setup.pod(&["init", "--stack", stack]);
+        assert!(!again.status.success());
+        assert!(text(&again.stderr).contains("already exists"));
+        assert_eq!(std::fs::read_to_string(&written).unwrap(), "# mine\n");
+        let forced = setup.pod(&["init", "--stack", stack, "--force"]);
+        assert!(forced.status.success(), "{}", text(&forced.stderr));
+        assert_eq!(std::fs::read_to_string(&written).unwrap(), manifest);
+    }
+    // Without --stack, the folder's files choose.
+    let setup = Setup::new(None, None);
+    std::fs::write(setup.project.path().join("package.json"), "{}").unwrap();
+    let out = setup.pod(&["init"]);
+    assert!(
+        text(&out.stdout).contains("(node stack)"),
+        "{}",
+        text(&out.stdout)
+    );
+    let manifest = std::fs::read_to_string(setup.project.path().join("pod.toml")).unwrap();
+    assert!(manifest.contains("npm test *"));
+}
+
+/// A `base_url` without a scheme is refused by `pod check` (and so by `pod serve`), naming the
+/// line and the fix.
+#[test]
+fn a_base_url_without_a_scheme_is_an_error_that_names_the_fix() {
+    let setup = Setup::new(
+        Some("[model]\nprovider = \"anthropic\"\nmodel = \"m\"\nbase_url = \"api.example.com\"\n"),
+        None,
+    );
+    let out = setup.pod(&["check"]);
+    assert!(!out.status.success());
+    let said = text(&out.stderr) + &text(&out.stdout);
+    assert!(said.contains("pod.toml:4:"), "{said}");
+    assert!(said.contains("\"https://api.example.com\""), "{said}");
+}
+
+/// Completions and the man page come from the command line's definition: every subcommand is
+/// in them, and the bash script is valid bash.
+#[test]
+fn completions_and_the_man_page_name_every_subcommand() {
+    let setup = Setup::new(None, None);
+    let subcommands = [
+        "serve", "acp", "chat", "check", "trust", "grants", "init", "explain",
+    ];
+    for shell in ["bash", "zsh", "fish"] {
+        let out = setup.pod(&["completions", shell]);
+        assert!(out.status.success(), "{shell}: {}", text(&out.stderr));
+        let script = text(&out.stdout);
+        for sub in subcommands {
+            assert!(script.contains(sub), "{shell} completion lacks {sub}");
+        }
+    }
+    let bash = setup.pod(&["completions", "bash"]);
+    let script = setup.project.path().join("pod.bash");
+    std::fs::write(&script, &bash.stdout).unwrap();
+    let syntax = Command::new("bash")
+        .arg("-n")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(syntax.status.success(), "{}", text(&syntax.stderr));
+    let man = setup.pod(&["man"]);
+    assert!(man.status.success());
+    let page = text(&man.stdout);
+    assert!(page.contains(".TH pod 1"), "{page}");
+    for sub in subcommands {
+        assert!(page.contains(sub), "the man page lacks {sub}");
+    }
 }

@@ -445,18 +445,22 @@ fn rules_follow_the_kind_of_access() {
 }
 
 /// Hole 4: `ln .env hl`, then reading `hl` (with read, grep or edit) does not return the secret:
-/// a file with several links is checked by identity against the files read rules deny.
+/// a file with several links is checked by identity against the files read rules deny. (A call
+/// cannot make the link any more: the kernel refuses it.)
 #[test]
 fn a_hard_link_does_not_reveal_a_read_denied_file() {
     let ws = secrets_workspace();
     let mut pod = PodProcess::spawn(&ws, Framing::Lines);
     pod.initialize(false);
-    // Two calls: after a command that may change what paths name (`ln`), a later file a line
-    // writes cannot be resolved now, so one line would ask.
-    let run = pod.call("run", text("!ln .env hl\n!ln secrets/key plain"));
+    // Inside a call the kernel refuses the link (the denied files are masked: EXDEV), so the
+    // links are made from outside, as a process other than the pod's calls could.
+    let run = pod.call("run", text("!ln .env hl2"));
     for r in results(&pod, &run) {
-        assert_eq!(r["isError"], false, "{r}");
+        assert_eq!(r["isError"], true, "{r}");
     }
+    assert!(!ws.path("hl2").exists());
+    std::fs::hard_link(ws.path(".env"), ws.path("hl")).expect("link");
+    std::fs::hard_link(ws.path("secrets/key"), ws.path("plain")).expect("link");
     let lines = [
         call("read", json!({"path": "hl"})),
         call("read", json!({"path": "plain"})),
@@ -539,8 +543,14 @@ fn sessions_are_listed_from_the_state_folder() {
     let mut pod = PodProcess::spawn(&ws, Framing::Lines);
     let init = pod.initialize(false);
     let id = init["session"]["id"].as_str().unwrap_or("").to_string();
+    pod.call("run", json!({"input": [{"type": "text", "text": "hello"}]}));
     pod.call("shutdown", json!({}));
     pod.wait_exit(std::time::Duration::from_secs(5));
+    // A session opened and closed without a turn has nothing to resume: not listed.
+    let mut empty = PodProcess::spawn(&ws, Framing::Lines);
+    empty.initialize(false);
+    empty.call("shutdown", json!({}));
+    empty.wait_exit(std::time::Duration::from_secs(5));
     let out = pod_command(&ws, &["sessions", "--manifest", "pod.toml"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(

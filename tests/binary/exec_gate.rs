@@ -261,3 +261,28 @@ fn what_the_analysis_predicts_is_no_mismatch() {
     let log = common::read(logs.last().expect("a session log"));
     assert!(!log.contains("analysisMismatch"), "{log}");
 }
+
+/// The gate holds in both sandbox modes: under namespaces the traced first process is `bwrap`,
+/// whose exec of the call's own `bash -c` is the call's first shell (neither decided nor a
+/// mismatch), and every exec after it is decided as under Landlock.
+#[test]
+fn the_gate_holds_inside_the_namespaces_and_under_landlock() {
+    for mode in ["namespaces", "landlock"] {
+        let ws = workspace(&format!("{DENY_LIST}\n[sandbox]\nmode = \"{mode}\"\n"));
+        let (mut pod, init) = start(&ws, NO_ANALYSIS);
+        let kind = init["sandbox"]["kind"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if mode == "namespaces" && kind != "namespaces" {
+            eprintln!("exec_gate: no namespaces on this machine ({init}); landlock only");
+            continue;
+        }
+        let ok = run(&mut pod, "echo fine");
+        assert_eq!(ok["isError"], false, "{mode}: {ok}");
+        assert!(content(&ok).contains("fine"), "{mode}: {ok}");
+        let command = "find . -maxdepth 1 -name victim -exec rm -rf {} +; touch marker";
+        let result = run(&mut pod, command);
+        assert_held(&ws, &result, command);
+    }
+}

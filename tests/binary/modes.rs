@@ -109,7 +109,7 @@ fn unattended_denies_every_ask_at_once_and_auto_is_refused_here() {
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
     let message = refused["error"]["message"].as_str().unwrap_or_default();
     assert!(
-        message.contains("calls do not run in namespaces"),
+        message.contains("no exec gate decides the programs a call starts"),
         "{message}"
     );
     pod.call("setMode", json!({"mode": "unattended"}));
@@ -284,4 +284,85 @@ fn an_input_edited_before_approval_is_decided_again_and_is_what_runs() {
     let amended = common::items_of(&history, "inputAmended");
     assert_eq!(amended.len(), 2, "{history}");
     assert_eq!(amended[0]["input"]["command"], "touch right-name");
+}
+
+#[test]
+fn always_in_this_project_writes_a_user_owned_rule_the_next_session_reads() {
+    let ws = Workspace::with_manifest(RULES);
+    let user = ws.state_home().join("config/pod.toml");
+    let user_text = user.display().to_string();
+    let env = [("POD_CONFIG", user_text.as_str())];
+    let mut pod = PodProcess::spawn_env(&ws, Framing::Lines, &[], &env);
+    pod.initialize(true);
+    let id = pod.start(
+        "run",
+        json!({"input": [{"type": "text", "text": "!ls -a"}]}),
+    );
+    let request = pod.wait_event_type("permissionRequest");
+    assert!(request["options"]
+        .as_array()
+        .is_some_and(|o| o.contains(&json!("allow_project"))));
+    pod.call(
+        "permissionReply",
+        json!({"requestId": request["requestId"], "decision": "allow_project"}),
+    );
+    pod.response(&json!(id));
+    drop(pod);
+    // The rule is in a file beside the user's configuration, not in the project.
+    let grants: Vec<_> = std::fs::read_dir(ws.state_home().join("config/projects"))
+        .expect("projects folder")
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "toml"))
+        .collect();
+    assert_eq!(grants.len(), 1);
+    let text = std::fs::read_to_string(grants[0].path()).expect("grants");
+    assert!(text.contains("pattern = \"ls *\""), "{text}");
+    assert!(!common::read(&ws.manifest()).contains("ls *"));
+    // A new session (not resumed) runs `ls` unasked, citing that file.
+    let mut next = PodProcess::spawn_env(&ws, Framing::Lines, &[], &env);
+    next.initialize(true);
+    run(&mut next, "!ls -l");
+    assert!(
+        !next.events.iter().any(|e| e["type"] == "permissionRequest"),
+        "the project grant was not read"
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pod"))
+        .args([
+            "explain",
+            "--tool",
+            "bash",
+            "--input",
+            r#"{"command":"ls -R"}"#,
+        ])
+        .arg(ws.manifest())
+        .env("POD_CONFIG", &user_text)
+        .env("XDG_STATE_HOME", ws.state_home())
+        .output()
+        .expect("explain");
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("allow by rule") && shown.contains("projects/"),
+        "{shown}"
+    );
+    // `pod grants --revoke` removes it: the next session asks again.
+    let pod_cli = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_pod"))
+            .args(args)
+            .arg(ws.path("."))
+            .env("POD_CONFIG", &user_text)
+            .env("XDG_STATE_HOME", ws.state_home())
+            .output()
+            .expect("pod grants")
+    };
+    let listed = pod_cli(&["grants"]);
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("bash \"ls *\" allow"));
+    let revoked = pod_cli(&["grants", "--revoke", "ls *"]);
+    assert!(revoked.status.success(), "{revoked:?}");
+    let mut after = PodProcess::spawn_env(&ws, Framing::Lines, &[], &env);
+    after.initialize(true);
+    after.start(
+        "run",
+        json!({"input": [{"type": "text", "text": "!ls -l"}]}),
+    );
+    after.wait_event_type("permissionRequest");
 }

@@ -113,7 +113,7 @@ fn initialize_reports_what_the_sandbox_holds() {
     let ws = Workspace::with_manifest(&manifest("[sandbox]\nnetwork = \"deny\"\n"));
     let (_pod, init) = start(&ws);
     require_landlock(&init);
-    assert_eq!(init["sandbox"]["kind"], "landlock", "{init}");
+    assert_eq!(init["sandbox"]["kind"], "namespaces", "{init}");
     assert_eq!(init["sandbox"]["enforced"], true, "{init}");
     assert_eq!(init["sandbox"]["network"], "deny", "{init}");
 }
@@ -437,6 +437,7 @@ fn serve_without_landlock(ws: &Workspace) -> (Option<i32>, String) {
         .args(["serve", "--manifest"])
         .arg(ws.manifest())
         .env("POD_TEST_NO_LANDLOCK", "1")
+        .env("POD_TEST_NO_NAMESPACES", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -457,11 +458,16 @@ fn required_on_a_kernel_without_landlock_refuses_to_start() {
     assert_eq!(code, Some(1), "{stderr}");
     assert!(
         stderr.contains(
-            "[sandbox] required = true, but this machine cannot enforce the sandbox: the kernel \
-             has no Landlock"
+            "[sandbox] required = true, but this machine cannot enforce it: calls cannot run in \
+             namespaces of their own"
         ),
         "{stderr}"
     );
+    assert!(
+        stderr.contains("falling back to Landlock and seccomp, which lose metadata changes"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("the kernel has no Landlock"), "{stderr}");
     assert!(
         stderr.contains(&ws.manifest().display().to_string()),
         "{stderr}"
@@ -472,6 +478,7 @@ fn required_on_a_kernel_without_landlock_refuses_to_start() {
         .arg("check")
         .arg(ws.manifest())
         .env("POD_TEST_NO_LANDLOCK", "1")
+        .env("POD_TEST_NO_NAMESPACES", "1")
         .output()
         .expect("pod check");
     let text = String::from_utf8_lossy(&check.stdout);
@@ -484,11 +491,39 @@ fn required_on_a_kernel_without_landlock_refuses_to_start() {
 fn not_required_on_a_kernel_without_landlock_starts_and_says_so() {
     let (_keep, out) = outside();
     let ws = Workspace::with_manifest(&manifest(""));
-    let mut pod = PodProcess::spawn_env(&ws, Framing::Lines, &[], &[("POD_TEST_NO_LANDLOCK", "1")]);
+    let mut pod = PodProcess::spawn_env(
+        &ws,
+        Framing::Lines,
+        &[],
+        &[
+            ("POD_TEST_NO_LANDLOCK", "1"),
+            ("POD_TEST_NO_NAMESPACES", "1"),
+        ],
+    );
     let init = pod.initialize(false);
+    let s = &init["sandbox"];
     assert_eq!(
-        init["sandbox"],
-        json!({"kind": "landlock", "abi": 0, "enforced": false, "network": "allow", "execGate": true})
+        [
+            &s["kind"],
+            &s["abi"],
+            &s["enforced"],
+            &s["network"],
+            &s["execGate"]
+        ],
+        [
+            &json!("landlock"),
+            &json!(0),
+            &json!(false),
+            &json!("allow"),
+            &json!(true)
+        ],
+        "{init}"
+    );
+    // What still holds is listed, and it is not the write boundary.
+    let held = s["guarantees"].to_string();
+    assert!(
+        held.contains("seccomp") && !held.contains("file writes"),
+        "{held}"
     );
     // What it says is true: nothing holds the write boundary.
     let results = run_commands(&mut pod, &[format!("echo x > {}/unheld", out.display())]);
@@ -512,7 +547,7 @@ fn load_error(text: &str) -> String {
 fn sandbox_section_mistakes_name_the_place_and_suggest() {
     assert_eq!(
         load_error("[pod]\nname = \"x\"\n[sandbox]\nmode = \"landlok\"\n"),
-        "4:8: sandbox.mode: unknown variant `landlok`, expected `landlock` or `off` (did you mean \"landlock\"?)"
+        "4:8: sandbox.mode: unknown variant `landlok`, expected one of `off`, `landlock`, `namespaces` (did you mean \"landlock\"?)"
     );
     assert_eq!(
         load_error("[sandbox]\nnetwrk = \"deny\"\n"),
@@ -532,7 +567,7 @@ fn sandbox_section_mistakes_name_the_place_and_suggest() {
     );
     assert_eq!(
         load_error("[sandbox]\nrequired = \"yes\"\n"),
-        "2:12: sandbox.required: invalid type: string \"yes\", expected a boolean"
+        "2:12: sandbox.required: invalid value: string \"yes\", expected true, false, \"namespaces\" or \"landlock\""
     );
 }
 
@@ -597,4 +632,34 @@ fn a_killed_pods_tmpdir_is_removed_by_the_next_pod() {
         .expect("age the folder");
     let (_third, _) = start(&ws);
     assert!(own.is_dir(), "a live session's TMPDIR was removed");
+}
+
+#[test]
+fn required_levels_refuse_below_them_and_say_what_is_lost() {
+    let serve = |required: &str| {
+        let ws =
+            Workspace::with_manifest(&manifest(&format!("[sandbox]\nrequired = {required}\n")));
+        let out = Command::new(env!("CARGO_BIN_EXE_pod"))
+            .args(["serve", "--manifest"])
+            .arg(ws.manifest())
+            .env("POD_TEST_NO_NAMESPACES", "1")
+            .env("XDG_STATE_HOME", ws.state_home())
+            .stdin(Stdio::null())
+            .output()
+            .expect("pod serve");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, stderr) = serve("\"namespaces\"");
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("[sandbox] required = \"namespaces\", but this machine cannot enforce it"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("which lose metadata changes"), "{stderr}");
+    // Landlock still holds here, so "landlock" starts (stdin closed: it exits at once).
+    let (code, stderr) = serve("\"landlock\"");
+    assert_eq!(code, Some(0), "{stderr}");
 }

@@ -14,6 +14,10 @@ use serde_json::{json, Value};
 
 pub mod provider;
 
+/// The `POD_MANAGED_DIR` of every pod a test starts without its own managed folder: a folder
+/// that does not exist, so the machine's `/etc/pod` never changes what a test sees.
+pub const NO_MANAGED_DIR: &str = "/nonexistent/pod-test-managed";
+
 /// How long any single wait may take before the test fails.
 pub const WAIT: Duration = Duration::from_secs(10);
 
@@ -62,6 +66,7 @@ pub fn trust(dir: &Path, state_home: &Path) {
         .arg(dir)
         .env("XDG_STATE_HOME", state_home)
         .env("POD_CONFIG", "")
+        .env("POD_MANAGED_DIR", NO_MANAGED_DIR)
         .output()
         .expect("run pod trust");
     assert!(
@@ -226,6 +231,8 @@ impl PodProcess {
             // No user configuration unless a test gives one: the developer's own
             // ~/.config/pod/pod.toml must not change what a test sees.
             .env("POD_CONFIG", "")
+            // Nor the machine's managed configuration (/etc/pod) unless a test gives one.
+            .env("POD_MANAGED_DIR", NO_MANAGED_DIR)
             .envs(env.iter().copied())
             .current_dir(ws.dir.path())
             .env("XDG_STATE_HOME", ws.state_home())
@@ -382,6 +389,20 @@ impl PodProcess {
             let index = s.cursor + found;
             s.cursor = index + 1;
             Some(s.events[index].clone())
+        })
+    }
+
+    /// Waits for whichever comes first: the next not-yet-seen event of type `kind` (`Ok`) or the
+    /// response to request `id` (`Err`), for a client that answers while a request runs.
+    pub fn event_or_response(&mut self, kind: &str, id: &Value) -> Result<Value, Value> {
+        self.pump_until(&format!("a {kind} event or the response to {id}"), |s| {
+            if let Some(found) = s.events[s.cursor..].iter().position(|e| e["type"] == kind) {
+                let index = s.cursor + found;
+                s.cursor = index + 1;
+                return Some(Ok(s.events[index].clone()));
+            }
+            s.take_reply(|r| r.is_object() && r.get("id") == Some(id))
+                .map(Err)
         })
     }
 

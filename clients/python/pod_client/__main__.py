@@ -69,8 +69,18 @@ class Printer:
             self.line(f"[turn ended] {event.get('stopReason')}")
 
 
-async def run_command(args: argparse.Namespace, out: TextIO) -> int:
-    policy = Policy.load(args.policy) if args.policy else None
+def load_policy(path: str | None) -> Policy | None:
+    """The policy file, read before the pod starts: a file that cannot be read is a policy
+    error (exit 2) naming the file, not a failure of the pod."""
+    if not path:
+        return None
+    try:
+        return Policy.load(path)
+    except OSError as err:
+        raise PolicyError(f"{path}: cannot read it: {err.strerror or err}") from err
+
+
+async def run_command(args: argparse.Namespace, out: TextIO, policy: Policy | None) -> int:
     printer = Printer(out, policy)
     client = PodClient(
         args.manifest,
@@ -111,7 +121,8 @@ def main(argv: list[str] | None = None, out: TextIO = sys.stdout) -> int:
     run.add_argument("prompt", nargs="+", help="the user message (several words are joined by spaces)")
     args = parser.parse_args(argv)
     try:
-        return asyncio.run(run_command(args, out))
+        policy = load_policy(args.policy)
+        return asyncio.run(run_command(args, out, policy))
     except PolicyError as err:
         print(f"error: policy: {err}", file=sys.stderr)
         return 2

@@ -74,6 +74,14 @@ class CliTests(unittest.TestCase):
         self.assertEqual(p.returncode, 2)
         self.assertIn("decision must be one of", p.stderr)
 
+    def test_a_missing_policy_file_exits_2_naming_it_and_starts_no_pod(self) -> None:
+        missing = str(self.ws.path("nowhere.toml"))
+        p = self.cli("--manifest", str(self.ws.manifest), "--policy", missing, "!touch never.txt")
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn(f"policy: {missing}: cannot read it", p.stderr)
+        self.assertNotIn("error: pod", p.stderr)
+        self.assertFalse(os.path.exists(self.ws.path("never.txt")))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -52,10 +52,14 @@ class InitializeTests(PodTestCase):
         self.assertFalse(r["session"]["resumed"])
         self.assertTrue(r["session"]["id"])
         self.assertEqual(sorted(t["name"] for t in r["tools"]), ["bash", "file_write", "read"])
+        permissions = dict(r["permissions"])
+        modes = permissions.pop("modes")
         self.assertEqual(
-            r["permissions"],
-            {"enabled": True, "defaultAction": "ask", "rules": MANIFEST_RULES, "askMode": "client"},
+            permissions,
+            {"enabled": True, "defaultAction": "ask", "rules": MANIFEST_RULES, "askMode": "client", "mode": "default"},
         )
+        # The modes this machine allows: at least these; `auto` only where the kernel bounds calls.
+        self.assertLessEqual({"default", "read-only", "accept-edits", "unattended"}, set(modes))
 
     async def test_initialize_without_approval_fails_closed(self) -> None:
         await self.client(approval=False)

@@ -98,7 +98,8 @@ export type Event =
  * This interface was referenced by `PodProtocolV1`'s JSON-Schema
  * via the `definition` "ReplyDecision".
  */
-export type ReplyDecision = ("allow_once" | "allow_session" | "deny") | "allow_prefix";
+export type ReplyDecision =
+  ("allow_once" | "allow_session" | "deny") | "allow_prefix" | "allow_project";
 /**
  * Who ended a permission request.
  *
@@ -238,7 +239,7 @@ export type McpServerState = "running" | "failed" | "exited";
  * This interface was referenced by `PodProtocolV1`'s JSON-Schema
  * via the `definition` "SandboxKind".
  */
-export type SandboxKind = "landlock" | "none";
+export type SandboxKind = "namespaces" | "landlock" | "none";
 /**
  * Whether sandboxed processes may open TCP connections and listen on TCP ports.
  *
@@ -338,6 +339,16 @@ export interface ConfigurationInfo {
    */
   files: string[];
   /**
+   * The managed files in effect (`/etc/pod/pod.toml`, `/etc/pod/pod.d/*.toml`), which
+   * nothing below can weaken; omitted when there are none.
+   */
+  managed?: string[];
+  /**
+   * What the managed layer overrode or refused of the user's and the project's files, each
+   * with its `file:line`; omitted when nothing was.
+   */
+  managedOverrides?: IgnoredSetting[];
+  /**
    * The model name sent to the provider, when one is configured.
    */
   model?: string | null;
@@ -345,6 +356,23 @@ export interface ConfigurationInfo {
    * The model provider: `offline`, `anthropic` or `openai`.
    */
   provider: string;
+}
+/**
+ * One setting that is ignored: the project's while its folder is untrusted (`workspaceTrust`), or
+ * a lower layer's that the managed layer overrode or refused (`configuration.managedOverrides`).
+ *
+ * This interface was referenced by `PodProtocolV1`'s JSON-Schema
+ * via the `definition` "IgnoredSetting".
+ */
+export interface IgnoredSetting {
+  /**
+   * What it would do, in words: `starts MCP server "helper": sh -c …`.
+   */
+  what: string;
+  /**
+   * Where it is written: `file:line`.
+   */
+  where: string;
 }
 /**
  * Params of `cancel`, `history` and `shutdown`: an empty object. Whatever is sent is ignored.
@@ -519,22 +547,6 @@ export interface HistoryResult {
   items: Item[];
 }
 /**
- * One setting of the project's configuration that is ignored while the folder is untrusted.
- *
- * This interface was referenced by `PodProtocolV1`'s JSON-Schema
- * via the `definition` "IgnoredSetting".
- */
-export interface IgnoredSetting {
-  /**
-   * What it would do, in words: `starts MCP server "helper": sh -c …`.
-   */
-  what: string;
-  /**
-   * Where it is written: `file:line`.
-   */
-  where: string;
-}
-/**
  * This interface was referenced by `PodProtocolV1`'s JSON-Schema
  * via the `definition` "InitializeParams".
  */
@@ -633,6 +645,11 @@ export interface SandboxInfo {
    * exec gate"). Absent in older pods' answers (read as false).
    */
   execGate?: boolean;
+  /**
+   * Every guarantee held, one sentence each; the ones configured and not held are logged
+   * and listed by `pod check`.
+   */
+  guarantees?: string[];
   kind: SandboxKind;
   network: NetworkAccess;
 }

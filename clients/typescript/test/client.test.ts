@@ -14,7 +14,10 @@ test("initialize with approval reports the session, tools and askMode client", a
   assert.equal(r.session.resumed, false);
   assert.ok(r.session.id.length > 0);
   assert.deepEqual(r.tools.map((tool) => tool.name).sort(), ["bash", "file_write", "read"]);
-  assert.deepEqual(r.permissions, { enabled: true, defaultAction: "ask", rules: MANIFEST_RULES, askMode: "client" });
+  const { modes, ...permissions } = r.permissions;
+  assert.deepEqual(permissions, { enabled: true, defaultAction: "ask", rules: MANIFEST_RULES, askMode: "client", mode: "default" });
+  // The modes this machine allows: at least these; `auto` only where the kernel bounds calls.
+  for (const m of ["default", "read-only", "accept-edits", "unattended"] as const) assert.ok(modes?.includes(m), `${m} in ${modes}`);
 });
 
 test("errors come back as PodError with code and data; shutdown exits 0", async (t) => {
@@ -80,7 +83,7 @@ test("an ask answered allow_once runs the call; a second reply is UnknownPermiss
   // The run response comes after turnEnded and status idle.
   const types = events.map((e) => e.type);
   assert.equal(types.at(-2), "turnEnded");
-  assert.deepEqual(events.at(-1), { type: "status", state: "idle" });
+  assert.deepEqual(events.at(-1), { type: "status", state: "idle", mode: "default" });
   await assert.rejects(pod.permissionReply({ requestId: request.requestId, decision: "deny" }), (err: unknown) => {
     assert.ok(err instanceof PodError);
     assert.equal(err.code, ErrorCodes.UnknownPermissionRequest);

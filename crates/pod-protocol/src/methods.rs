@@ -224,7 +224,12 @@ pub struct PermissionsInfo {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum SandboxKind {
-    /// `[sandbox] mode = "landlock"` (the default): a Landlock domain, when the kernel has it.
+    /// `[sandbox] mode = "namespaces"` (the default), where this machine can make them: each
+    /// call in user, mount, PID, IPC and UTS namespaces of its own (and a network namespace under
+    /// `network = "deny"`), with the seccomp filter.
+    Namespaces,
+    /// `[sandbox] mode = "landlock"`, or the fall-back of `namespaces` where namespaces cannot
+    /// be made: a Landlock domain and the seccomp filter, when the kernel has Landlock.
     Landlock,
     /// `[sandbox] mode = "off"`: processes run with the pod's own rights.
     None,
@@ -237,16 +242,18 @@ pub enum NetworkAccess {
     /// No network boundary.
     #[default]
     Allow,
-    /// TCP `connect` and `bind` are refused by the kernel (Landlock ABI 4+). UDP, DNS and Unix
-    /// sockets are not covered.
+    /// Under namespaces: an empty network namespace (loopback only) and no Unix sockets; under
+    /// Landlock alone: TCP `connect` and `bind` refused (ABI 4+), UDP, DNS and Unix sockets not
+    /// covered.
     Deny,
 }
 
 /// What the sandbox holds on this machine (docs/permissions.md, "The sandbox").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SandboxInfo {
-    /// The configured kind: `landlock` or `none` (`mode = "off"`).
+    /// The kind in force: `namespaces`, `landlock` (configured, or the fall-back where
+    /// namespaces cannot be made) or `none` (`mode = "off"`).
     pub kind: SandboxKind,
     /// The kernel's Landlock ABI version, whatever the mode; 0 when it has none.
     pub abi: u32,
@@ -260,6 +267,10 @@ pub struct SandboxInfo {
     /// exec gate"). Absent in older pods' answers (read as false).
     #[serde(default)]
     pub exec_gate: bool,
+    /// Every guarantee held, one sentence each; the ones configured and not held are logged
+    /// and listed by `pod check`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub guarantees: Vec<String>,
 }
 
 /// Where the pod's configuration came from (docs/manifest.md, "Layered configuration").
@@ -276,6 +287,14 @@ pub struct ConfigurationInfo {
     /// The model name sent to the provider, when one is configured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The managed files in effect (`/etc/pod/pod.toml`, `/etc/pod/pod.d/*.toml`), which
+    /// nothing below can weaken; omitted when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub managed: Vec<String>,
+    /// What the managed layer overrode or refused of the user's and the project's files, each
+    /// with its `file:line`; omitted when nothing was.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub managed_overrides: Vec<crate::trust::IgnoredSetting>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

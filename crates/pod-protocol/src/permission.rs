@@ -181,6 +181,9 @@ pub enum ReplyDecision {
     /// Allow, and for the rest of the session every command matching the request's `prefixes`
     /// (`cargo test *`): offered only when the engine computed them.
     AllowPrefix,
+    /// `allow_prefix`, kept: the request's `prefixes` are written as allow rules to a file of
+    /// the user's, beside the user's configuration, for this project (never its `pod.toml`).
+    AllowProject,
     Deny,
 }
 

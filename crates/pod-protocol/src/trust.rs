@@ -33,7 +33,8 @@ pub enum TrustDecision {
     Decline,
 }
 
-/// One setting of the project's configuration that is ignored while the folder is untrusted.
+/// One setting that is ignored: the project's while its folder is untrusted (`workspaceTrust`), or
+/// a lower layer's that the managed layer overrode or refused (`configuration.managedOverrides`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct IgnoredSetting {
     /// What it would do, in words: `starts MCP server "helper": sh -c …`.

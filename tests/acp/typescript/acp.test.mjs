@@ -546,3 +546,85 @@ test("accept-edits writes inside the workspace without asking; a deny rule still
   );
   await editor.close();
 });
+
+test("session/resume after the process restarts keeps the session's grants, without a replay", async () => {
+  const ws = workspace([]);
+  const first = new Editor({ answer: selected("allow_always") });
+  const init = await first.initialize();
+  assert.ok(init.agentCapabilities.sessionCapabilities.resume, JSON.stringify(init.agentCapabilities));
+  assert.ok(init.agentCapabilities.sessionCapabilities.close);
+  const { sessionId } = await first.newSession(ws);
+  await first.prompt(sessionId, "!touch resumed");
+  await first.close();
+  fs.rmSync(path.join(ws, "resumed"));
+
+  const second = new Editor({ answer: selected("reject_once") });
+  await second.initialize();
+  const resumed = await second.agent.request(acp.methods.agent.session.resume, { sessionId, cwd: ws, mcpServers: [] });
+  assert.equal(resumed._meta.pod.resumed, true);
+  assert.equal(resumed.modes.currentModeId, "default");
+  // No replay: the editor kept the conversation.
+  assert.equal(second.updates.length, 0, JSON.stringify(second.updates));
+  // The grant survived the restart: no request (which this client would reject).
+  await second.prompt(sessionId, "!touch resumed");
+  assert.equal(second.requests.length, 0);
+  assert.ok(fs.existsSync(path.join(ws, "resumed")));
+  await second.close();
+});
+
+test("session/close ends a session: its pending ask is denied and nothing runs", async () => {
+  const ws = workspace([]);
+  let asked;
+  const seen = new Promise((resolve) => (asked = resolve));
+  // This client never answers: it closes the session instead.
+  const editor = new Editor({
+    answer: () => {
+      asked();
+      return new Promise(() => {});
+    },
+  });
+  await editor.initialize();
+  const { sessionId } = await editor.newSession(ws);
+  const turn = editor.prompt(sessionId, "!touch after-close");
+  await seen;
+  await editor.agent.request(acp.methods.agent.session.close, { sessionId });
+  const response = await turn;
+  assert.equal(response.stopReason, "cancelled");
+  assert.ok(!fs.existsSync(path.join(ws, "after-close")));
+  // The session left the connection: prompting it is an error naming it.
+  await assert.rejects(editor.prompt(sessionId, "hello"), (e) => String(e.message).includes(`no session ${sessionId}`));
+  const again = await editor.agent.request(acp.methods.agent.session.load, { sessionId, cwd: ws, mcpServers: [] });
+  assert.equal(again._meta.pod.resumed, true);
+  await editor.close();
+});
+
+test("the mode is a session config option; setting it there changes what runs", async () => {
+  const ws = workspace([]);
+  const editor = new Editor({ answer: selected("reject_once") });
+  await editor.initialize();
+  const session = await editor.newSession(ws);
+  const mode = session.configOptions.find((o) => o.id === "mode");
+  assert.ok(mode, JSON.stringify(session.configOptions));
+  assert.equal(mode.category, "mode");
+  assert.equal(mode.currentValue, "default");
+  assert.ok(mode.options.some((o) => o.value === "accept-edits"));
+  const set = await editor.agent.request(acp.methods.agent.session.setConfigOption, {
+    sessionId: session.sessionId,
+    configId: "mode",
+    value: "accept-edits",
+  });
+  assert.equal(set.configOptions.find((o) => o.id === "mode").currentValue, "accept-edits");
+  // accept-edits: a write inside the workspace runs without asking (this client rejects asks).
+  await editor.prompt(session.sessionId, '@file_write {"path": "edited.txt", "content": "x"}');
+  assert.equal(editor.requests.length, 0);
+  assert.equal(fs.readFileSync(path.join(ws, "edited.txt"), "utf8"), "x");
+  await assert.rejects(
+    editor.agent.request(acp.methods.agent.session.setConfigOption, {
+      sessionId: session.sessionId,
+      configId: "model",
+      value: "x",
+    }),
+    /unknown config option/,
+  );
+  await editor.close();
+});

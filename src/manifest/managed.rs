@@ -1,0 +1,541 @@
+//! The managed layer: an administrator's files above the user's configuration
+//! (`/etc/pod/pod.toml`, then `/etc/pod/pod.d/*.toml` in name order; the folder is
+//! `$POD_MANAGED_DIR` when set), which nothing below can weaken (docs/manifest.md, "Layers").
+//!
+//! Owns: finding and vetting the managed files (owned by root, writable by no one else), the
+//! `[managed]` locks, and laying the managed layer over the merged user and project layers:
+//! managed denies first, its default a floor, its sandbox and modes a ceiling, and what the
+//! locks refuse of the lower layers (rules, hooks, MCP servers) removed, each named with its
+//! file:line in [`Managed::overrides`].
+//!
+//! Must not touch: reading one file's settings (`mod.rs`), the user/project merge
+//! (`layers.rs`), or deciding.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use super::file::McpServerMatch;
+use super::layers::{merge_mcp, stricter, stricter_sandbox};
+use super::{Ignored, Manifest, ManifestError, McpServerConfig, McpTransport, Role, SandboxMode};
+use crate::permission::{Pattern, RuleSpec, Rules};
+use crate::protocol::{Action, Mode};
+
+/// The environment variable naming the managed folder (for tests and packagers); empty or
+/// unset: [`MANAGED_DIR`].
+pub const MANAGED_ENV: &str = "POD_MANAGED_DIR";
+
+/// The managed folder.
+pub const MANAGED_DIR: &str = "/etc/pod";
+
+/// The managed layer of a configuration: its files, what it overrode or refused of the layers
+/// below, and its locks.
+#[derive(Debug, Clone, Default)]
+pub struct Managed {
+    /// The managed files in effect, in the order they were read.
+    pub files: Vec<PathBuf>,
+    /// Each setting of a lower layer the managed layer overrode or refused, with its file:line.
+    pub overrides: Vec<Ignored>,
+    pub locks: Locks,
+}
+
+/// The `[managed]` locks of the managed files together.
+#[derive(Debug, Clone, Default)]
+pub struct Locks {
+    pub require_sandbox: bool,
+    /// The modes a session may be in; `None`: every mode.
+    pub allowed_modes: Option<Vec<Mode>>,
+    pub rules_only: bool,
+    pub hooks_only: bool,
+    /// Each file's `allowed_mcp_servers`: a server starts only if one entry of every list
+    /// matches it.
+    pub allowed_servers: Vec<Vec<ServerMatch>>,
+    /// `denied_mcp_servers` of every file.
+    pub denied_servers: Vec<ServerMatch>,
+}
+
+/// One `allowed_mcp_servers` / `denied_mcp_servers` entry, compiled.
+#[derive(Debug, Clone)]
+pub struct ServerMatch {
+    name: Option<Pattern>,
+    command: Option<Pattern>,
+    /// As written, for messages: `name = "x", command = "y"`.
+    pub text: String,
+    /// `file:line`.
+    pub place: String,
+}
+
+impl ServerMatch {
+    pub(super) fn new(entry: &McpServerMatch, place: String) -> Result<ServerMatch, String> {
+        if entry.name.is_none() && entry.command.is_none() {
+            return Err("an entry needs a name, a command or both".into());
+        }
+        let mut text = Vec::new();
+        if let Some(n) = &entry.name {
+            text.push(format!("name = \"{n}\""));
+        }
+        if let Some(c) = &entry.command {
+            text.push(format!("command = \"{c}\""));
+        }
+        Ok(ServerMatch {
+            name: entry.name.as_deref().map(Pattern::case_insensitive),
+            command: entry.command.as_deref().map(Pattern::new),
+            text: text.join(", "),
+            place,
+        })
+    }
+
+    /// Whether the entry matches the server (every field it gives).
+    pub fn matches(&self, server: &McpServerConfig) -> bool {
+        let McpTransport::Stdio { command, args, .. } = &server.transport;
+        let line = std::iter::once(command.as_str())
+            .chain(args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ");
+        self.name.as_ref().is_none_or(|p| p.matches(&server.name))
+            && self.command.as_ref().is_none_or(|p| p.matches(&line))
+    }
+}
+
+impl Locks {
+    /// Why `server` may not start, when the locks refuse it.
+    pub fn refuses(&self, server: &McpServerConfig) -> Option<String> {
+        if let Some(m) = self.denied_servers.iter().find(|m| m.matches(server)) {
+            return Some(format!("denied_mcp_servers ({}, {})", m.text, m.place));
+        }
+        for list in &self.allowed_servers {
+            if !list.iter().any(|m| m.matches(server)) {
+                let place = list.first().map_or("", |m| m.place.as_str());
+                return Some(format!("not in allowed_mcp_servers ({place})"));
+            }
+        }
+        None
+    }
+
+    /// Whether a session may be in `mode`.
+    pub fn allows_mode(&self, mode: Mode) -> bool {
+        self.allowed_modes
+            .as_ref()
+            .is_none_or(|modes| modes.contains(&mode))
+    }
+
+    /// Both files' locks: the stricter of each.
+    fn and(mut self, other: Locks) -> Locks {
+        self.require_sandbox |= other.require_sandbox;
+        self.rules_only |= other.rules_only;
+        self.hooks_only |= other.hooks_only;
+        self.allowed_modes = match (self.allowed_modes, other.allowed_modes) {
+            (Some(a), Some(b)) => Some(a.into_iter().filter(|m| b.contains(m)).collect()),
+            (a, b) => a.or(b),
+        };
+        self.allowed_servers.extend(other.allowed_servers);
+        self.denied_servers.extend(other.denied_servers);
+        self
+    }
+}
+
+/// The managed folder: `$POD_MANAGED_DIR` when set and not empty, else `/etc/pod`.
+pub fn managed_dir() -> PathBuf {
+    match std::env::var_os(MANAGED_ENV) {
+        Some(v) if !v.is_empty() => PathBuf::from(v),
+        _ => PathBuf::from(MANAGED_DIR),
+    }
+}
+
+/// The managed files in `dir`: `pod.toml`, then `pod.d/*.toml` in name order, each vetted.
+fn files(dir: &Path) -> Result<Vec<PathBuf>, ManifestError> {
+    let mut out = Vec::new();
+    let main = dir.join("pod.toml");
+    if main.exists() {
+        vet(dir)?;
+        vet(&main)?;
+        out.push(main);
+    }
+    let drop_in = dir.join("pod.d");
+    if drop_in.is_dir() {
+        vet(dir)?;
+        vet(&drop_in)?;
+        let entries = std::fs::read_dir(&drop_in).map_err(|source| ManifestError::Read {
+            path: drop_in.clone(),
+            source,
+        })?;
+        let mut names = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|source| ManifestError::Read {
+                path: drop_in.clone(),
+                source,
+            })?;
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                names.push(path);
+            }
+        }
+        names.sort();
+        for path in names {
+            vet(&path)?;
+            out.push(path);
+        }
+    }
+    Ok(out)
+}
+
+/// Refuses a managed file or folder that is not root's, or that group or others may write
+/// (it follows a symlink: what is vetted is what is read).
+fn vet(path: &Path) -> Result<(), ManifestError> {
+    let meta = std::fs::metadata(path).map_err(|source| ManifestError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let problem = if meta.uid() != 0 {
+        Some(format!("it is owned by uid {}, not root", meta.uid()))
+    } else if meta.mode() & 0o022 != 0 {
+        Some(format!(
+            "its mode {:04o} lets {} write it",
+            meta.mode() & 0o7777,
+            if meta.mode() & 0o002 != 0 {
+                "anyone"
+            } else {
+                "its group"
+            }
+        ))
+    } else {
+        None
+    };
+    match problem {
+        Some(problem) => Err(ManifestError::Managed {
+            path: path.to_path_buf(),
+            problem,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The managed layer for `workspace`: every managed file, each read as the user's
+/// configuration is, combined (rules in file order, the stricter default, locks added up);
+/// `None` when there is no managed file.
+pub(super) fn load(workspace: &Path) -> Result<Option<Manifest>, ManifestError> {
+    let mut layer: Option<Manifest> = None;
+    for path in files(&managed_dir())? {
+        let text = std::fs::read_to_string(&path).map_err(|source| ManifestError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let next = Manifest::parse_layer(&text, &path, Role::Managed(workspace))?;
+        layer = Some(match layer {
+            None => next,
+            Some(before) => combine(before, next)?,
+        });
+    }
+    if let Some(layer) = &mut layer {
+        layer.managed.files = layer.files.clone();
+    }
+    Ok(layer)
+}
+
+/// Two managed files: the later's settings added to the earlier's, the stricter of each lock.
+fn combine(mut first: Manifest, second: Manifest) -> Result<Manifest, ManifestError> {
+    let had = |m: &Manifest, section: &str| m.origins.contains_key(section);
+    first.permissions = match (first.permissions.take(), &second.permissions) {
+        (None, None) => None,
+        (Some(a), None) => Some(a),
+        (None, Some(b)) => Some(b.clone()),
+        (Some(a), Some(b)) => Some(
+            Rules::compile(
+                stricter(a.default_action(), b.default_action()),
+                a.specs().chain(b.specs()).cloned().collect(),
+                a.ask_timeout().or(b.ask_timeout()),
+            )
+            .map_err(|(i, e)| {
+                invalid(
+                    &second.path,
+                    format!("the managed rules (rule {}): {e}", i + 1),
+                )
+            })?,
+        ),
+    };
+    if had(&second, "tools") {
+        if had(&first, "tools") {
+            first.tools.retain(|t| second.tools.contains(t));
+        } else {
+            first.tools = second.tools.clone();
+        }
+        first.max_parallel = first.max_parallel.min(second.max_parallel);
+    }
+    first.sandbox = stricter_sandbox(
+        (had(&first, "sandbox"), &first.sandbox),
+        (had(&second, "sandbox"), &second.sandbox),
+    );
+    first.mcp = merge_mcp(&first.mcp, &second.mcp);
+    first.hooks.extend(second.hooks.iter().cloned());
+    first.examples.extend(second.examples.iter().cloned());
+    if second.audit.is_some() {
+        first.audit = second.audit.clone();
+    }
+    if !had(&first, "model") && had(&second, "model") {
+        first.model = second.model.clone();
+    }
+    first.managed.locks = std::mem::take(&mut first.managed.locks).and(second.managed.locks);
+    for (section, files) in &second.origins {
+        first
+            .origins
+            .entry(section)
+            .or_default()
+            .extend(files.iter().cloned());
+    }
+    first.files.extend(second.files.iter().cloned());
+    Ok(first)
+}
+
+fn invalid(path: &Path, message: String) -> ManifestError {
+    ManifestError::Invalid {
+        path: path.to_path_buf(),
+        line: 1,
+        column: 1,
+        message,
+    }
+}
+
+/// `lower` (the user's and the project's layers, merged) under the managed layer.
+pub(super) fn apply(mut lower: Manifest, managed: Manifest) -> Result<Manifest, ManifestError> {
+    let had = |m: &Manifest, section: &str| m.origins.contains_key(section);
+    let locks = managed.managed.locks.clone();
+    let managed_path = managed.files.first().cloned().unwrap_or_default();
+    let mut overrides = Vec::new();
+    let first_file = |m: &Manifest, section: &str| -> PathBuf {
+        m.origins
+            .get(section)
+            .and_then(|f| f.first())
+            .cloned()
+            .unwrap_or_else(|| m.path.clone())
+    };
+
+    // Rules: managed denies, the lower denies, managed asks, the other lower rules in their
+    // order, managed allows; the stricter default. Under rules_only, no lower rule (a project
+    // grant included: it is a rule of the user's written by an answer).
+    let lower_rules = lower.permissions.take();
+    if let (true, Some(rules)) = (locks.rules_only, &lower_rules) {
+        for spec in rules.specs().filter(|s| s.file.is_some()) {
+            if spec.file.as_deref() == Some("pod's built-in defaults") {
+                continue;
+            }
+            overrides.push(Ignored::new(
+                format!(
+                    "rule {} {} \"{}\" refused: allow_managed_rules_only",
+                    action_word(spec.action),
+                    spec.tool,
+                    spec.pattern
+                ),
+                Path::new(spec.file.as_deref().unwrap_or("?")),
+                spec.line,
+            ));
+        }
+    }
+    lower.permissions = match (&managed.permissions, lower_rules) {
+        (None, lower_rules) if !locks.rules_only => lower_rules,
+        (None, _) => Some(
+            Rules::compile(Action::Ask, Vec::new(), None)
+                .map_err(|(_, e)| invalid(&managed_path, e.to_string()))?,
+        ),
+        (Some(m), lower_rules) => {
+            let lower_specs: Vec<RuleSpec> = match (&lower_rules, locks.rules_only) {
+                (Some(r), false) => r.specs().cloned().collect(),
+                _ => Vec::new(),
+            };
+            let of = |specs: &[RuleSpec], action: Action| -> Vec<RuleSpec> {
+                specs
+                    .iter()
+                    .filter(|s| s.action == action)
+                    .cloned()
+                    .collect()
+            };
+            let managed_specs: Vec<RuleSpec> = m.specs().cloned().collect();
+            let mut specs = of(&managed_specs, Action::Deny);
+            specs.extend(of(&lower_specs, Action::Deny));
+            specs.extend(of(&managed_specs, Action::Ask));
+            specs.extend(
+                lower_specs
+                    .iter()
+                    .filter(|s| s.action != Action::Deny)
+                    .cloned(),
+            );
+            specs.extend(of(&managed_specs, Action::Allow));
+            let lower_default = lower_rules.as_ref().map(Rules::default_action);
+            let default = match lower_default {
+                Some(d) if !locks.rules_only => {
+                    let floor = m.default_action();
+                    if stricter(d, floor) != d {
+                        overrides.push(Ignored::new(
+                            format!(
+                                "default_action = \"{}\" raised to the managed \"{}\"",
+                                action_word(d),
+                                action_word(floor)
+                            ),
+                            &first_file(&lower, "permissions"),
+                            lower.lines.get("permissions.default_action").copied(),
+                        ));
+                    }
+                    stricter(d, floor)
+                }
+                _ => m.default_action(),
+            };
+            let timeout = m
+                .ask_timeout()
+                .or(lower_rules.as_ref().and_then(Rules::ask_timeout));
+            Some(Rules::compile(default, specs, timeout).map_err(|(i, e)| {
+                invalid(
+                    &managed_path,
+                    format!("the merged rules (rule {}): {e}", i + 1),
+                )
+            })?)
+        }
+    };
+
+    // Scope: only tighten (what both the lower and the managed `[scope]` let be written).
+    if had(&managed, "scope") {
+        let scope_file = first_file(&lower, "scope");
+        // The intersection: a lower folder inside a managed one, or a managed folder inside a
+        // lower one.
+        let lower_writable = std::mem::take(&mut lower.writable);
+        let mut kept: Vec<PathBuf> = Vec::new();
+        for w in &lower_writable {
+            for m in &managed.writable {
+                let inner = if w.starts_with(m) { w } else { m };
+                if (w.starts_with(m) || m.starts_with(w)) && !kept.contains(inner) {
+                    kept.push(inner.clone());
+                }
+            }
+        }
+        let outside = lower_writable.into_iter().filter(|w| {
+            !managed
+                .writable
+                .iter()
+                .any(|m| w.starts_with(m) || m.starts_with(w))
+        });
+        for w in outside {
+            overrides.push(Ignored::new(
+                format!(
+                    "scope.writable {} refused: outside the managed [scope]",
+                    w.display()
+                ),
+                &scope_file,
+                lower.lines.get("scope").copied(),
+            ));
+        }
+        lower.writable = kept;
+    }
+    lower.skill_dirs.extend(managed.skill_dirs.iter().cloned());
+
+    // Tools: only tighten.
+    if had(&managed, "tools") {
+        lower.tools.retain(|t| managed.tools.contains(t));
+        lower.max_parallel = lower.max_parallel.min(managed.max_parallel);
+    }
+
+    // Sandbox: the stricter of each setting; `require_sandbox` a ceiling.
+    let lower_sandbox_file = first_file(&lower, "sandbox");
+    lower.sandbox = stricter_sandbox(
+        (had(&lower, "sandbox"), &lower.sandbox),
+        (had(&managed, "sandbox"), &managed.sandbox),
+    );
+    if locks.require_sandbox {
+        if lower.sandbox.mode == SandboxMode::Off {
+            overrides.push(Ignored::new(
+                "sandbox mode = \"off\" overridden: require_sandbox",
+                &lower_sandbox_file,
+                lower.sandbox.line,
+            ));
+        }
+        // Off becomes the default, the strongest mode; a stronger one chosen below stays.
+        if lower.sandbox.mode == SandboxMode::Off {
+            lower.sandbox.mode = SandboxMode::default();
+        }
+        lower.sandbox.required = super::Required::All;
+    }
+
+    // Modes: a ceiling.
+    if !locks.allows_mode(lower.mode) {
+        let to = locks
+            .allowed_modes
+            .as_ref()
+            .and_then(|m| m.first().copied())
+            .unwrap_or(Mode::Unattended);
+        overrides.push(Ignored::new(
+            format!(
+                "mode = \"{}\" overridden to \"{}\": not in allowed_modes",
+                lower.mode.as_str(),
+                to.as_str()
+            ),
+            &first_file(&lower, "permissions"),
+            lower.permissions_line,
+        ));
+        lower.mode = to;
+    }
+    if managed.mode != Mode::Default && locks.allows_mode(managed.mode) {
+        lower.mode = managed.mode;
+    }
+
+    // Hooks: managed first; the lower layers' only when not locked.
+    let lower_hooks = std::mem::take(&mut lower.hooks);
+    lower.hooks = managed.hooks.clone();
+    for hook in lower_hooks {
+        if locks.hooks_only {
+            overrides.push(Ignored::new(
+                format!(
+                    "hook {} refused: allow_managed_hooks_only",
+                    hook.command.join(" ")
+                ),
+                hook.file.as_deref().unwrap_or(Path::new("?")),
+                Some(hook.line),
+            ));
+        } else {
+            lower.hooks.push(hook);
+        }
+    }
+
+    // MCP servers: a managed server wins over a lower one of its name; the lower ones only
+    // when the locks allow them.
+    let mut lower_mcp = std::mem::take(&mut lower.mcp);
+    lower_mcp
+        .servers
+        .retain(|server| match locks.refuses(server) {
+            Some(why) => {
+                overrides.push(Ignored::new(
+                    format!("MCP server \"{}\" refused: {why}", server.name),
+                    server.file.as_deref().unwrap_or(Path::new("?")),
+                    server.line,
+                ));
+                false
+            }
+            None => true,
+        });
+    lower.mcp = merge_mcp(&managed.mcp, &lower_mcp);
+
+    if !had(&lower, "model") && had(&managed, "model") {
+        lower.model = managed.model.clone();
+    }
+    if managed.audit.is_some() {
+        lower.audit = managed.audit.clone();
+    }
+    lower.examples.extend(managed.examples.iter().cloned());
+    for (section, files) in &managed.origins {
+        lower
+            .origins
+            .entry(section)
+            .or_default()
+            .extend(files.iter().cloned());
+    }
+    lower.files.extend(managed.files.iter().cloned());
+    lower.managed = super::managed::Managed {
+        files: managed.files.clone(),
+        overrides,
+        locks,
+    };
+    Ok(lower)
+}
+
+fn action_word(action: Action) -> &'static str {
+    match action {
+        Action::Allow => "allow",
+        Action::Deny => "deny",
+        Action::Ask => "ask",
+    }
+}

@@ -1,0 +1,541 @@
+//! The escapes of issue 25, each tried the way a prompt-injected model would, through the real
+//! `pod serve` with every call allowed by the rules: only the kernel (the call's namespaces and
+//! seccomp filter) stands in the way. Each test asserts the side effect is absent: the file
+//! outside unchanged in mode, owner and time, the other terminal's input queue empty, the
+//! secret not received by a loopback listener, `pod.toml` and `.git/config` unchanged, no
+//! process of a call alive after the call or after `kill -9` of the pod.
+//!
+//! The attacks run from scripts the model writes first (`bash s.sh`): what the permission layer
+//! cannot read, so the kernel is what refuses. These tests need bubblewrap and user namespaces
+//! (CI installs `bubblewrap`); without them they fail saying so.
+
+use crate::common;
+
+use std::io::Read as _;
+use std::net::{TcpListener, UdpSocket};
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{Framing, PodProcess, Workspace};
+use serde_json::{json, Value};
+
+/// `extra` (deny rules: the first rule that matches decides), then every call allowed (opaque
+/// ones too), then `sandbox`.
+fn manifest(extra: &str, sandbox: &str) -> String {
+    format!(
+        "[pod]\nname = \"escapes\"\n\n[permissions]\ndefault_action = \"allow\"\n\n{extra}\n\
+         [[permissions.rule]]\ntool = \"*\"\naction = \"allow\"\n\n{sandbox}"
+    )
+}
+
+fn start(ws: &Workspace) -> PodProcess {
+    start_env(ws, &[])
+}
+
+fn start_env(ws: &Workspace, env: &[(&str, &str)]) -> PodProcess {
+    let mut pod = PodProcess::spawn_env(ws, Framing::Lines, &[], env);
+    let init = pod.initialize(false);
+    assert_eq!(
+        init["sandbox"]["kind"], "namespaces",
+        "these tests need bubblewrap and user namespaces (apt-get install bubblewrap): {}",
+        init["sandbox"]
+    );
+    pod
+}
+
+/// Two calls: one writes `body` to `name` (through base64, so no quoting matters), the next
+/// runs it with `interpreter` and `args`.
+fn script(name: &str, interpreter: &str, body: &str) -> [String; 2] {
+    let mut encoded = String::new();
+    let table = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for chunk in body.as_bytes().chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                encoded.push(table[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                encoded.push('=');
+            }
+        }
+    }
+    [
+        format!("echo {encoded} | base64 -d > {name}"),
+        format!("{interpreter} {name}"),
+    ]
+}
+
+/// Runs one turn of bash calls (side by side); each call's `toolResult` content, in call order.
+fn run(pod: &mut PodProcess, commands: &[String]) -> Vec<String> {
+    let text: Vec<String> = commands.iter().map(|c| format!("!{c}")).collect();
+    let run = pod.call(
+        "run",
+        json!({"input": [{"type": "text", "text": text.join("\n")}]}),
+    );
+    assert_eq!(run["stopReason"], "end_turn", "{run}");
+    let turn = run["turnId"].as_str().unwrap_or_default().to_string();
+    let results: Vec<Value> = pod
+        .turn_events(&turn)
+        .into_iter()
+        .filter(|e| e["type"] == "toolResult")
+        .collect();
+    assert_eq!(results.len(), commands.len(), "{results:#?}");
+    results
+        .iter()
+        .map(|r| r["content"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// Writes the script in one turn, runs it (with `args`) in the next; the run's output.
+fn run_script(
+    pod: &mut PodProcess,
+    name: &str,
+    interpreter: &str,
+    body: &str,
+    args: &str,
+) -> String {
+    let [write, exec] = script(name, interpreter, body);
+    let wrote = run(pod, &[write]);
+    assert!(!wrote[0].contains("denied"), "{}", wrote[0]);
+    run(pod, &[format!("{exec} {args}")]).remove(0)
+}
+
+fn outside() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().canonicalize().expect("canonical");
+    (dir, path)
+}
+
+#[derive(Debug, PartialEq, Eq)]
+struct Meta {
+    mode: u32,
+    uid: u32,
+    gid: u32,
+    mtime: i64,
+    capability: bool,
+}
+
+fn meta(path: &Path) -> Meta {
+    let m = std::fs::metadata(path).expect("metadata");
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).expect("path");
+    // SAFETY: a NUL-terminated path and name; a null buffer of size 0 asks for the size only.
+    let size = unsafe {
+        libc::getxattr(
+            c.as_ptr(),
+            c"security.capability".as_ptr(),
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    Meta {
+        mode: m.mode(),
+        uid: m.uid(),
+        gid: m.gid(),
+        mtime: m.mtime(),
+        capability: size >= 0,
+    }
+}
+
+#[test]
+fn metadata_outside_the_writable_folders_is_unchanged() {
+    let (_keep, out) = outside();
+    let file = out.join("victim");
+    std::fs::write(&file, "x").expect("write");
+    let before = meta(&file);
+    let ws = Workspace::with_manifest(&manifest("", ""));
+    let mut pod = start(&ws);
+    let f = file.display();
+    let body = format!(
+        "chmod 4777 {f}; chown 1234:1234 {f}; touch -d 2001-01-01 {f}; chattr +i {f}; \
+         setcap cap_setuid+ep {f}; echo attempted\n"
+    );
+    let results = [run_script(&mut pod, "m.sh", "bash", &body, "")];
+    assert!(results[0].contains("attempted"), "{}", results[0]);
+    assert!(
+        results[0].contains("Read-only file system"),
+        "{}",
+        results[0]
+    );
+    assert_eq!(meta(&file), before, "{}", results[0]);
+    let attrs = Command::new("lsattr").arg(&file).output().expect("lsattr");
+    let attrs = String::from_utf8_lossy(&attrs.stdout).into_owned();
+    let flags = attrs.split_whitespace().next().unwrap_or_default();
+    assert!(!flags.contains('i'), "made immutable: {attrs}");
+}
+
+/// A pseudo-terminal of the test's own, in raw mode: (master, slave, slave's path).
+fn terminal() -> (std::fs::File, std::fs::File, String) {
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: out-pointers to two ints; null name, termios and winsize are allowed.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty");
+    let mut name = [0 as libc::c_char; 128];
+    // SAFETY: a buffer of the given length.
+    assert_eq!(
+        unsafe { libc::ttyname_r(slave, name.as_mut_ptr(), name.len()) },
+        0
+    );
+    // SAFETY: ttyname_r wrote a NUL-terminated string.
+    let path = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) }
+        .to_string_lossy()
+        .into_owned();
+    // SAFETY: raw mode and non-blocking on the descriptors just opened.
+    unsafe {
+        let mut t: libc::termios = std::mem::zeroed();
+        libc::tcgetattr(slave, &mut t);
+        libc::cfmakeraw(&mut t);
+        libc::tcsetattr(slave, libc::TCSANOW, &t);
+        libc::fcntl(slave, libc::F_SETFL, libc::O_NONBLOCK);
+    }
+    use std::os::fd::FromRawFd;
+    // SAFETY: fresh descriptors owned by nothing else.
+    unsafe {
+        (
+            std::fs::File::from_raw_fd(master),
+            std::fs::File::from_raw_fd(slave),
+            path,
+        )
+    }
+}
+
+#[test]
+fn another_terminal_cannot_be_typed_into() {
+    let (_master, mut slave, path) = terminal();
+    let ws = Workspace::with_manifest(&manifest("", ""));
+    let mut pod = start(&ws);
+    let body = format!(
+        "import fcntl, os, termios\n\
+         for target in ['{path}', 'own']:\n\
+         \x20   try:\n\
+         \x20       fd = os.openpty()[1] if target == 'own' else os.open(target, os.O_RDWR)\n\
+         \x20       for c in b'touch typed\\n':\n\
+         \x20           fcntl.ioctl(fd, termios.TIOCSTI, bytes([c]))\n\
+         \x20       print(target, 'typed')\n\
+         \x20   except OSError as e:\n\
+         \x20       print(target, 'refused', e.errno)\n"
+    );
+    let results = [run_script(&mut pod, "t.py", "python3", &body, "")];
+    // The other terminal is not there at all (a fresh /dev/pts), and the call's own terminal
+    // refuses TIOCSTI (the seccomp filter): EPERM.
+    assert!(
+        results[0].contains(&format!("{path} refused")),
+        "{}",
+        results[0]
+    );
+    assert!(results[0].contains("own refused 1"), "{}", results[0]);
+    let mut buf = [0u8; 64];
+    match slave.read(&mut buf) {
+        Ok(n) => panic!(
+            "the terminal received {:?}",
+            String::from_utf8_lossy(&buf[..n])
+        ),
+        Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock, "{e}"),
+    }
+}
+
+#[test]
+fn other_processes_and_other_workspaces_state_are_invisible() {
+    let ws = Workspace::with_manifest(&manifest("", ""));
+    // Another workspace's session log, in the same state folder.
+    let other = ws
+        .state_home()
+        .join("pod")
+        .join("other-workspace")
+        .join("sessions");
+    std::fs::create_dir_all(&other).expect("mkdir");
+    std::fs::write(other.join("s.jsonl"), "other-session-MARK-77\n").expect("write");
+    let mut pod = start_env(&ws, &[("POD_ESCAPE_MARK", "pod-environ-MARK-77")]);
+    let root = ws.state_home().join("pod");
+    let commands = [
+        format!("cat /proc/{}/environ; echo done", pod.pid()),
+        format!("cat /proc/{}/environ; echo done", std::process::id()),
+        format!(
+            "grep -r MARK {}; ls -a {}; echo done",
+            root.display(),
+            root.display()
+        ),
+        "ls /proc | grep -c '^[0-9]'".to_string(),
+    ];
+    let results = run(&mut pod, &commands);
+    for r in &results {
+        assert!(!r.contains("MARK-77"), "{r}");
+    }
+    // Only the call's own few processes.
+    let count: u32 = results[3]
+        .lines()
+        .next()
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or(999);
+    assert!(count < 10, "{}", results[3]);
+}
+
+#[test]
+fn pods_configuration_and_what_tools_reread_are_unchanged() {
+    let ws = Workspace::with_manifest(&manifest("", ""));
+    let git = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(ws.dir.path())
+        .status()
+        .expect("git init");
+    assert!(git.success());
+    std::fs::write(ws.path(".envrc"), "export A=1\n").expect("write");
+    let manifest_before = std::fs::read(ws.manifest()).expect("read");
+    let config_before = std::fs::read(ws.path(".git/config")).expect("read");
+    let mut pod = start(&ws);
+    let body = "cp /etc/hostname pod.toml; echo x | tee pod.toml; \
+                dd if=/etc/hostname of=pod.toml; install /etc/hostname pod.toml; \
+                git config core.fsmonitor 'touch fsmonitor-ran'; \
+                echo '[core] fsmonitor = touch ran' >> .git/config; \
+                echo 'touch hook-ran' > .git/hooks/pre-commit; \
+                echo 'touch direnv-ran' >> .envrc; \
+                echo ok > ordinary; git add ordinary && echo added\n";
+    let results = [run_script(&mut pod, "c.sh", "bash", body, "")];
+    assert!(
+        results[0].contains("Read-only file system"),
+        "{}",
+        results[0]
+    );
+    assert_eq!(std::fs::read(ws.manifest()).expect("read"), manifest_before);
+    assert_eq!(
+        std::fs::read(ws.path(".git/config")).expect("read"),
+        config_before
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.path(".envrc")).expect("read"),
+        "export A=1\n"
+    );
+    assert!(!ws.path(".git/hooks/pre-commit").exists());
+    // The workspace itself stays writable, git's index included.
+    assert!(results[0].contains("added"), "{}", results[0]);
+    assert_eq!(
+        std::fs::read_to_string(ws.path("ordinary")).expect("read"),
+        "ok\n"
+    );
+}
+
+#[test]
+fn files_a_rule_denies_are_held_by_the_kernel() {
+    let rules = "[[permissions.rule]]\ntool = \"file_write\"\npattern = \"*.env\"\naction = \"deny\"\n\n\
+                 [[permissions.rule]]\ntool = \"read\"\npattern = \"*.secret\"\naction = \"deny\"\n";
+    // The kernel's layer alone: with the exec gate on, `cp … .env` is stopped (and the script
+    // with it) before the kernel is reached (tests/binary/exec_gate.rs covers that).
+    let ws = Workspace::with_manifest(&manifest(rules, "[sandbox]\nexec_gate = false\n"));
+    std::fs::write(ws.path(".env"), "TOKEN=keep\n").expect("write");
+    std::fs::create_dir_all(ws.path("keys")).expect("mkdir");
+    std::fs::write(ws.path("keys/k.secret"), "s3cr3t-MARK\n").expect("write");
+    let mut pod = start(&ws);
+    let writes = "ln .env n; echo X > n; echo X >> .env; cp /etc/hostname .env; \
+                  printf X | git hash-object -w --stdin > /dev/null; \
+                  git update-index --add --cacheinfo 100644,$(printf X | git hash-object -w --stdin),.env; \
+                  git checkout-index -f .env; echo attempted\n";
+    let reads = "cat keys/k.secret; cp keys/k.secret copy; cat copy; \
+                 git diff --no-index /dev/null keys/k.secret; echo read-attempted\n";
+    run(&mut pod, &["git init -q".to_string()]);
+    let results = [
+        String::new(),
+        run_script(&mut pod, "w.sh", "bash", writes, ""),
+        run_script(&mut pod, "r.sh", "bash", reads, ""),
+    ];
+    assert!(results[1].contains("attempted"), "{}", results[1]);
+    assert_eq!(
+        std::fs::read_to_string(ws.path(".env")).expect("read"),
+        "TOKEN=keep\n"
+    );
+    assert!(
+        std::fs::metadata(ws.path(".env")).expect("meta").nlink() == 1,
+        "a hard link to .env was made"
+    );
+    assert!(results[2].contains("read-attempted"), "{}", results[2]);
+    assert!(!results[2].contains("s3cr3t"), "{}", results[2]);
+    let copied = std::fs::read_to_string(ws.path("copy")).unwrap_or_default();
+    assert!(!copied.contains("s3cr3t"), "{copied}");
+    assert_eq!(
+        std::fs::read_to_string(ws.path("keys/k.secret")).expect("read"),
+        "s3cr3t-MARK\n"
+    );
+}
+
+#[test]
+fn network_deny_carries_nothing_out() {
+    let ws = Workspace::with_manifest(&manifest("", "[sandbox]\nnetwork = \"deny\"\n"));
+    let udp = UdpSocket::bind("127.0.0.1:0").expect("udp");
+    udp.set_nonblocking(true).expect("nonblocking");
+    let udp_port = udp.local_addr().expect("addr").port();
+    let tcp = TcpListener::bind("127.0.0.1:0").expect("tcp");
+    tcp.set_nonblocking(true).expect("nonblocking");
+    let tcp_port = tcp.local_addr().expect("addr").port();
+    let (_keep, out) = outside();
+    let sock = out.join("helper.sock");
+    let unix = UnixListener::bind(&sock).expect("unix");
+    unix.set_nonblocking(true).expect("nonblocking");
+    let mut pod = start(&ws);
+    let body = format!(
+        "import socket\n\
+         def attempt(name, f):\n\
+         \x20   try:\n\
+         \x20       f()\n\
+         \x20       print(name, 'sent')\n\
+         \x20   except OSError as e:\n\
+         \x20       print(name, 'refused', e.errno)\n\
+         def udp():\n\
+         \x20   socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'secret', ('127.0.0.1', {udp_port}))\n\
+         def fastopen():\n\
+         \x20   socket.socket().sendto(b'secret', socket.MSG_FASTOPEN, ('127.0.0.1', {tcp_port}))\n\
+         def mptcp():\n\
+         \x20   s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262)\n\
+         \x20   s.connect(('127.0.0.1', {tcp_port})); s.send(b'secret')\n\
+         def dns():\n\
+         \x20   socket.getaddrinfo('example.com', 80)\n\
+         def unix():\n\
+         \x20   s = socket.socket(socket.AF_UNIX); s.connect('{sock}'); s.send(b'secret')\n\
+         for name, f in [('udp', udp), ('fastopen', fastopen), ('mptcp', mptcp), ('dns', dns), ('unix', unix)]:\n\
+         \x20   attempt(name, f)\n",
+        sock = sock.display()
+    );
+    let results = [run_script(&mut pod, "n.py", "python3", &body, "")];
+    for name in ["fastopen", "mptcp", "dns", "unix"] {
+        assert!(
+            results[0].contains(&format!("{name} refused")),
+            "{name}: {}",
+            results[0]
+        );
+    }
+    // The datagram, had it left, was delivered before the call ended (loopback is synchronous).
+    let mut buf = [0u8; 64];
+    assert!(
+        udp.recv_from(&mut buf).is_err(),
+        "the UDP listener got data"
+    );
+    assert!(tcp.accept().is_err(), "the TCP listener got a connection");
+    assert!(unix.accept().is_err(), "the Unix socket got a connection");
+}
+
+/// Tasks (threads included: a process whose main thread exited still has them) whose command
+/// line holds `marker`.
+fn tasks_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for p in procs.flatten() {
+        let Ok(tasks) = std::fs::read_dir(p.path().join("task")) else {
+            continue;
+        };
+        for t in tasks.flatten() {
+            let Ok(cmdline) = std::fs::read(t.path().join("cmdline")) else {
+                continue;
+            };
+            if cmdline
+                .windows(marker.len())
+                .any(|w| w == marker.as_bytes())
+            {
+                found.push(t.path().display().to_string());
+            }
+        }
+    }
+    found
+}
+
+/// Live processes whose argv is exactly `sleep <marker>`.
+fn sleepers(marker: &str) -> usize {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    procs
+        .flatten()
+        .filter(|p| {
+            std::fs::read(p.path().join("cmdline"))
+                .is_ok_and(|c| c == format!("sleep\0{marker}\0").as_bytes())
+        })
+        .count()
+}
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        // Paces the poll; the condition decides.
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_thread_group_trick_does_not_outlive_its_call() {
+    let ws = Workspace::with_manifest(&manifest("", ""));
+    let mut pod = start(&ws);
+    let marker = format!("tg-{}-77", std::process::id());
+    let body = "import ctypes, sys, threading, time\n\
+                threading.Thread(target=lambda: time.sleep(300)).start()\n\
+                print('leaving', flush=True)\n\
+                ctypes.CDLL(None).pthread_exit(None)\n";
+    // The pattern matches the marker, not itself.
+    let pattern = format!("{}[7]", &marker[..marker.len() - 1]);
+    let results = [run_script(
+        &mut pod,
+        "tg.py",
+        "python3",
+        body,
+        &format!(
+            "{marker} & timeout 10 sh -c 'until grep -q {pattern} /proc/*/task/*/cmdline \
+             2>/dev/null; do sleep 0.01; done'; echo seen"
+        ),
+    )];
+    assert!(results[0].contains("seen"), "{}", results[0]);
+    assert!(tasks_with(&marker).is_empty(), "{:?}", tasks_with(&marker));
+}
+
+#[test]
+fn nothing_survives_a_killed_pod() {
+    let ws = Workspace::with_manifest(&manifest("", ""));
+    let mut pod = start(&ws);
+    let marker = format!("300.{}77", std::process::id());
+    let command = format!("setsid -f sleep {marker}; (sleep {marker} &); sleep {marker}");
+    pod.start(
+        "run",
+        json!({"input": [{"type": "text", "text": format!("!{command}")}]}),
+    );
+    wait_for("the call's three sleepers", || sleepers(&marker) >= 3);
+    pod.kill9();
+    wait_for("every process of the call to die with the pod", || {
+        tasks_with(&marker).is_empty()
+    });
+}
+
+#[test]
+fn the_landlock_fall_back_keeps_the_seccomp_filter() {
+    let ws = Workspace::with_manifest(&manifest("", "[sandbox]\nmode = \"landlock\"\n"));
+    let mut pod = PodProcess::spawn(&ws, Framing::Lines);
+    let init = pod.initialize(false);
+    assert_eq!(init["sandbox"]["kind"], "landlock", "{}", init["sandbox"]);
+    let body = "import fcntl, os, termios\n\
+                fd = os.openpty()[1]\n\
+                try:\n\
+                \x20   fcntl.ioctl(fd, termios.TIOCSTI, b'x')\n\
+                \x20   print('typed')\n\
+                except OSError as e:\n\
+                \x20   print('refused', e.errno)\n\
+                import ctypes\n\
+                libc = ctypes.CDLL(None, use_errno=True)\n\
+                if libc.unshare(0x10000000) == 0:\n\
+                \x20   print('new user namespace')\n\
+                else:\n\
+                \x20   print('unshare refused', ctypes.get_errno())\n";
+    let out = run_script(&mut pod, "s.py", "python3", body, "");
+    assert!(out.contains("refused 1"), "{out}");
+    assert!(out.contains("unshare refused 1"), "{out}");
+}
