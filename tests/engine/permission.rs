@@ -415,7 +415,7 @@ fn unknown_key_names_the_section_and_suggests() {
     );
     assert_eq!(
         load_error("[permisions]\ndefault_action = \"allow\"\n"),
-        "1:2: unknown field `permisions`, expected one of `pod`, `model`, `tools`, `scope`, `permissions`, `skills`, `hooks`, `sandbox`, `mcp` (did you mean \"permissions\"?)"
+        "1:2: unknown field `permisions`, expected one of `pod`, `model`, `tools`, `scope`, `permissions`, `skills`, `hooks`, `sandbox`, `mcp`, `managed`, `audit` (did you mean \"permissions\"?)"
     );
 }
 
