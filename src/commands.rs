@@ -269,8 +269,8 @@ pub fn check(path: Option<&Path>, show_examples: bool) -> u8 {
 
 /// What this machine will enforce for the manifest's `[sandbox]`, for `pod check`.
 /// Whether the exec gate runs for `config`, in words.
-fn gate_text(config: &crate::manifest::SandboxConfig) -> String {
-    match (config.exec_gate, crate::sandbox::gate::available()) {
+fn gate_text(config: &crate::manifest::SandboxConfig, plan: &crate::sandbox::Plan) -> String {
+    match (config.exec_gate, crate::sandbox::gate_available(plan)) {
         (Some(false), _) => "off (exec_gate = false)".to_string(),
         (_, Ok(())) => "on: every exec of a bash call is decided on its real argv".to_string(),
         (Some(true), Err(e)) => format!("REQUIRED but unavailable: {e}; pod will not start"),
@@ -288,7 +288,7 @@ pub fn sandbox_text(manifest: &Manifest) -> String {
         return format!(
             "sandbox: off (mode = \"off\"): processes that tool calls and hooks start run \
              with the pod's own rights\n  exec gate: {}\n",
-            gate_text(config)
+            gate_text(config, &plan)
         );
     }
     let abi = match plan.info.abi {
@@ -337,7 +337,7 @@ pub fn sandbox_text(manifest: &Manifest) -> String {
     };
     out.push_str(&format!("  network: {network}\n"));
     out.push_str("  processes: every process a call starts is killed when the call ends\n");
-    out.push_str(&format!("  exec gate: {}\n", gate_text(config)));
+    out.push_str(&format!("  exec gate: {}\n", gate_text(config, &plan)));
     for held in &plan.info.guarantees {
         out.push_str(&format!("  held: {held}\n"));
     }

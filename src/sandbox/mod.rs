@@ -70,13 +70,35 @@ pub enum SandboxError {
     Namespaces(#[from] namespaces::NamespaceError),
 }
 
-/// Whether the exec gate runs for `config`: `exec_gate = true` fails when it cannot, the
-/// default turns it on where ptrace works (and warns where it does not).
-pub fn gate_for(config: &SandboxConfig) -> Result<bool, SandboxError> {
+/// Whether the exec gate can run with `plan`: ptrace and the gate's filters work here
+/// ([`gate::available`]) and, under namespaces, `bwrap` can start under the gate's
+/// `no_new_privs` (a setuid `bwrap` run by a user other than root cannot).
+pub fn gate_available(plan: &Plan) -> Result<(), gate::GateUnavailable> {
+    gate::available()?;
+    if let Some(bwrap) = &plan.bwrap {
+        use std::os::unix::fs::MetadataExt;
+        let setuid = std::fs::metadata(bwrap).is_ok_and(|m| m.mode() & 0o4000 != 0);
+        // SAFETY: geteuid has no arguments and cannot fail.
+        if setuid && unsafe { libc::geteuid() } != 0 {
+            return Err(gate::GateUnavailable(format!(
+                "{} is setuid, and the gate's no_new_privs would stop it from starting any call \
+                 (a bwrap without the setuid bit, on a kernel with user namespaces, works)",
+                bwrap.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Whether the exec gate runs for `config` with `plan`: `exec_gate = true` fails when it
+/// cannot, the default turns it on where it can (and warns where it cannot).
+pub fn gate_for(config: &SandboxConfig, plan: &Plan) -> Result<bool, SandboxError> {
     match config.exec_gate {
         Some(false) => Ok(false),
-        Some(true) => gate::available().map(|()| true).map_err(SandboxError::Gate),
-        None => match gate::available() {
+        Some(true) => gate_available(plan)
+            .map(|()| true)
+            .map_err(SandboxError::Gate),
+        None => match gate_available(plan) {
             Ok(()) => Ok(true),
             Err(e) => {
                 tracing::warn!("sandbox: {e}; commands run without the exec gate");
@@ -364,7 +386,7 @@ impl Sandbox {
         guard: Guard<'_>,
     ) -> Result<Sandbox, SandboxError> {
         let plan = check_required(config)?;
-        let exec_gate = gate_for(config)?;
+        let exec_gate = gate_for(config, &plan)?;
         if config.mode == SandboxMode::Off {
             return Ok(Sandbox {
                 info: SandboxInfo {
@@ -431,6 +453,14 @@ impl Sandbox {
         }
         let mut info = plan.info;
         info.exec_gate = exec_gate;
+        if exec_gate {
+            info.guarantees.push(if wrap.is_some() {
+                "exec gate: every exec of a bash call decided on its real argv; /proc read-only"
+                    .to_string()
+            } else {
+                "exec gate: every exec of a bash call decided on its real argv".to_string()
+            });
+        }
         if wrap.is_none() {
             // The kernel may still have refused everything (best effort found nothing).
             info.enforced = info.enforced && ruleset.is_some();
