@@ -251,6 +251,7 @@ pub fn check(path: Option<&Path>, show_examples: bool) -> u8 {
         println!("examples: no rule carries examples");
     }
     print!("{}", sandbox_text(&in_force));
+    println!("  {}", mismatches_text(mismatches_in(&in_force)));
     let env = crate::sandbox::ChildEnv::new(&in_force.sandbox.env);
     println!(
         "  environment: commands, hooks and MCP servers get {} of pod's variables ({}); \
@@ -267,6 +268,16 @@ pub fn check(path: Option<&Path>, show_examples: bool) -> u8 {
 }
 
 /// What this machine will enforce for the manifest's `[sandbox]`, for `pod check`.
+/// Whether the exec gate runs for `config`, in words.
+fn gate_text(config: &crate::manifest::SandboxConfig, plan: &crate::sandbox::Plan) -> String {
+    match (config.exec_gate, crate::sandbox::gate_available(plan)) {
+        (Some(false), _) => "off (exec_gate = false)".to_string(),
+        (_, Ok(())) => "on: every exec of a bash call is decided on its real argv".to_string(),
+        (Some(true), Err(e)) => format!("REQUIRED but unavailable: {e}; pod will not start"),
+        (None, Err(e)) => format!("off: {e}"),
+    }
+}
+
 pub fn sandbox_text(manifest: &Manifest) -> String {
     use crate::manifest::SandboxMode;
     use crate::permission::path;
@@ -274,9 +285,11 @@ pub fn sandbox_text(manifest: &Manifest) -> String {
     let config = &manifest.sandbox;
     let plan = crate::sandbox::plan(config);
     if config.mode == SandboxMode::Off {
-        return "sandbox: off (mode = \"off\"): processes that tool calls and hooks start run \
-                with the pod's own rights\n"
-            .to_string();
+        return format!(
+            "sandbox: off (mode = \"off\"): processes that tool calls and hooks start run \
+             with the pod's own rights\n  exec gate: {}\n",
+            gate_text(config, &plan)
+        );
     }
     let abi = match plan.info.abi {
         0 => "the kernel has no Landlock".to_string(),
@@ -329,6 +342,7 @@ pub fn sandbox_text(manifest: &Manifest) -> String {
     };
     out.push_str(&format!("  network: {network}\n"));
     out.push_str("  processes: every process a call starts is killed when the call ends\n");
+    out.push_str(&format!("  exec gate: {}\n", gate_text(config, &plan)));
     for held in &plan.info.guarantees {
         out.push_str(&format!("  held: {held}\n"));
     }
@@ -675,7 +689,10 @@ pub fn sessions(path: Option<&Path>, state_dir: Option<&Path>) -> u8 {
         }
     };
     println!("{} ({} sessions)", dir.display(), sessions.len());
+    let mut mismatches = 0;
     for s in sessions {
+        let found = s.mismatches();
+        mismatches += found;
         let when = s
             .modified
             .map(time::OffsetDateTime::from)
@@ -684,9 +701,35 @@ pub fn sessions(path: Option<&Path>, state_dir: Option<&Path>) -> u8 {
                     .ok()
             })
             .unwrap_or_else(|| "?".into());
-        println!("{}  {when}  {} bytes", s.id, s.bytes);
+        if found > 0 {
+            println!(
+                "{}  {when}  {} bytes  {found} analysis mismatches",
+                s.id, s.bytes
+            );
+        } else {
+            println!("{}  {when}  {} bytes", s.id, s.bytes);
+        }
     }
+    println!("{}", mismatches_text(mismatches));
     0
+}
+
+/// The line `pod sessions` and `pod check` end with: how many execs the analysis missed.
+fn mismatches_text(count: usize) -> String {
+    if count == 0 {
+        "analysis mismatches: 0".to_string()
+    } else {
+        format!(
+            "analysis mismatches: {count} (execs of a call's own shells the shell analysis did              not predict, seen by the exec gate: each is an analysis bug; the items are              `analysisMismatch` in the session logs)"
+        )
+    }
+}
+
+/// The mismatches recorded in the sessions of `manifest`'s state folder.
+fn mismatches_in(manifest: &Manifest) -> usize {
+    crate::session::list(&manifest.sessions_dir())
+        .map(|list| list.iter().map(|s| s.mismatches()).sum())
+        .unwrap_or(0)
 }
 
 /// The sessions folder of the configuration in effect (`--state-dir` when given).

@@ -13,6 +13,10 @@
 //! (`tests/binary/sandbox.rs`). `POD_TEST_NO_NAMESPACES=1` likewise hides the namespace
 //! sandbox (bubblewrap), as on a machine that restricts unprivileged user namespaces.
 //!
+//! `POD_TEST_NO_ANALYSIS=1` (debug builds only: it does not exist in a release build) switches
+//! the shell analysis off: every `bash` call is allowed up front with no subjects, so
+//! `tests/binary/exec_gate.rs` can prove that the exec gate alone holds the rules.
+//!
 //! Without the variables every check is a cached `false`: no behaviour changes.
 
 use std::sync::OnceLock;
@@ -46,6 +50,23 @@ pub const NO_LANDLOCK_ENV: &str = "POD_TEST_NO_LANDLOCK";
 pub fn landlock_hidden() -> bool {
     static HIDDEN: OnceLock<bool> = OnceLock::new();
     *HIDDEN.get_or_init(|| std::env::var_os(NO_LANDLOCK_ENV).is_some_and(|v| v == "1"))
+}
+
+/// The environment variable that switches the shell analysis off (debug builds only).
+pub const NO_ANALYSIS_ENV: &str = "POD_TEST_NO_ANALYSIS";
+
+/// Whether the shell analysis is switched off (`POD_TEST_NO_ANALYSIS=1` at start-up, in a debug
+/// build; always false in a release build).
+pub fn analysis_off() -> bool {
+    #[cfg(debug_assertions)]
+    {
+        static OFF: OnceLock<bool> = OnceLock::new();
+        *OFF.get_or_init(|| std::env::var_os(NO_ANALYSIS_ENV).is_some_and(|v| v == "1"))
+    }
+    #[cfg(not(debug_assertions))]
+    {
+        false
+    }
 }
 
 /// The environment variable that hides the namespace sandbox (bubblewrap) from the pod, as on a

@@ -287,6 +287,10 @@ pub struct SandboxSection {
     /// to set. Names that look like secrets (`*KEY*`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`,
     /// `*CREDENTIAL*`, `AWS_*`, ...) pass only when the user's configuration names them exactly.
     pub env: Option<EnvSection>,
+    /// true: every exec of a `bash` call's processes is stopped before its first instruction
+    /// and decided on its real argv (the exec gate, docs/permissions.md); the pod refuses to
+    /// start where ptrace is unavailable. false: off. Default: on where ptrace works.
+    pub exec_gate: Option<bool>,
 }
 
 /// `[sandbox] env`.

@@ -629,6 +629,12 @@ pub(super) fn stricter_sandbox(
             },
             line: project.line,
             env: merge_env(&project.env, &user.env),
+            // On wins; the user's own `false` turns it off.
+            exec_gate: match (project.exec_gate, user.exec_gate) {
+                (Some(true), _) | (_, Some(true)) => Some(true),
+                (_, Some(false)) => Some(false),
+                (project, None) => project,
+            },
         },
     }
 }

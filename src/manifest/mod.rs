@@ -215,6 +215,8 @@ pub struct SandboxConfig {
     pub line: Option<usize>,
     /// The environment of commands, hooks and MCP servers.
     pub env: EnvConfig,
+    /// `exec_gate`: `None` is on where ptrace works.
+    pub exec_gate: Option<bool>,
 }
 
 #[derive(Debug, Clone)]
@@ -615,6 +617,7 @@ impl Manifest {
                     })
                     .collect::<Result<_, _>>()?,
                 line: header_offset(text, "sandbox").map(line_of),
+                exec_gate: section.exec_gate,
                 env: section
                     .env
                     .map(|env| {

@@ -120,6 +120,7 @@ pub(super) fn messages_from_items(items: &[Item]) -> Vec<Message> {
             | Item::SessionGrant { .. }
             | Item::ModeChanged { .. }
             | Item::InputAmended { .. }
+            | Item::AnalysisMismatch { .. }
             | Item::TurnEnded { .. } => {}
         }
     }

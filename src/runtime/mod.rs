@@ -16,6 +16,7 @@ mod calls;
 mod checks;
 mod context;
 mod deltas;
+mod execs;
 mod pin;
 mod turn;
 
@@ -201,6 +202,8 @@ pub struct Pod {
     net: Arc<Net>,
     /// The session's proxy, under `[sandbox] network = "proxy"`.
     proxy: Option<Arc<Proxy>>,
+    /// The programs deny and ask rules name, known by content to the exec gate.
+    exec_ids: Arc<crate::sandbox::gate::Identities>,
     /// The session's MCP servers, whose tools are in `toolbox`.
     mcp: McpServers,
     approver: Approver,
@@ -405,7 +408,14 @@ impl Pod {
                 .into());
             }
         }
+        let exec_ids = Arc::new(if sandbox.gate_on() {
+            let programs = policy.exec_programs("bash");
+            crate::sandbox::gate::Identities::new(programs.iter().map(String::as_str))
+        } else {
+            crate::sandbox::gate::Identities::default()
+        });
         Ok(Pod {
+            exec_ids,
             files: Arc::new(FileRules::new(policy.clone())),
             policy,
             scope: Scope::new(&manifest.workspace, &manifest.writable),

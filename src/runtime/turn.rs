@@ -5,6 +5,7 @@
 //! Each call gets an id of its own when its response is read ([`calls`]).
 
 use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
 
 use futures::stream::{FuturesOrdered, StreamExt};
 use tokio_util::sync::CancellationToken;
@@ -12,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::calls::{self, Call};
 use super::checks::{self, Stop};
 use super::deltas::Deltas;
+use super::execs;
 use super::{Approver, EventSink, Pod, RunError};
 use crate::hooks::After;
 use crate::model::{Message, ModelError, ModelRequest, ModelStop, ToolCall, ToolResult};
@@ -457,6 +459,23 @@ impl Pod {
 
         // The proxy's asks about this call's connections, settled here while the tool runs.
         let (asks, mut asked) = tokio::sync::mpsc::channel::<NetworkAsk>(8);
+        // The exec gate's judge for a shell call: the decision the call runs with.
+        let judge = if self.sandbox.gate_on() && SubjectKind::of(&call.name) == SubjectKind::Shell {
+            let ran = match &amended {
+                Some(edited) => self.decide(edited, tool.annotations()).await,
+                None => decision.clone(),
+            };
+            Some(Arc::new(execs::CallJudge::new(
+                self.policy.clone(),
+                &call.name,
+                &ran,
+                self.state().grants.clone(),
+                self.exec_ids.clone(),
+                crate::testing::analysis_off(),
+            )))
+        } else {
+            None
+        };
         let ctx = ToolContext {
             workspace: self.manifest.workspace.clone(),
             cancel: turn.cancel.child_token(),
@@ -468,6 +487,9 @@ impl Pod {
             net: Some(self.net.clone()),
             proxy: self.proxy.clone(),
             asks: self.proxy.as_ref().map(|_| asks),
+            exec_gate: judge
+                .clone()
+                .map(|j| j as Arc<dyn crate::sandbox::gate::ExecJudge>),
         };
         if crate::testing::panics_armed() {
             crate::testing::maybe_panic(&call.input.to_string(), crate::testing::TOOL_MARKER);
@@ -506,6 +528,14 @@ impl Pod {
                 Some(()) = futures::StreamExt::next(&mut settling), if !settling.is_empty() => {}
             }
         };
+        for m in judge.iter().flat_map(|j| j.take_mismatches()) {
+            self.record(Item::AnalysisMismatch {
+                turn_id: turn.id.clone(),
+                call_id: call.id.clone(),
+                command: m.line,
+                argv: m.argv,
+            });
+        }
         let output = self.after_call(call, output).await;
         Outcome {
             output,
@@ -572,6 +602,13 @@ impl Pod {
             return self
                 .policy
                 .decide_with(&call.name, &call.input, annotations);
+        }
+        if crate::testing::analysis_off() {
+            // Test builds only: the exec gate alone decides what the call runs.
+            return Decision {
+                decision: crate::protocol::Action::Allow,
+                subjects: Vec::new(),
+            };
         }
         let failed = || {
             self.policy.unparsed(

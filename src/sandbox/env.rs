@@ -127,6 +127,11 @@ impl ChildEnv {
 
     /// Clears `cmd`'s environment and gives it this one. Callers set their own variables after.
     pub fn apply(&self, cmd: &mut tokio::process::Command) {
+        self.apply_std(cmd.as_std_mut());
+    }
+
+    /// [`ChildEnv::apply`] for a `std::process::Command` (the exec gate spawns with one).
+    pub fn apply_std(&self, cmd: &mut std::process::Command) {
         cmd.env_clear();
         cmd.envs(self.vars.iter().map(|(k, v)| (k, v)));
     }

@@ -7,7 +7,9 @@
 //! can enforce and what is reported about it ([`plan`], [`SandboxInfo`]), putting a child into
 //! the domain before `exec` ([`Sandbox::prepare`], [`Sandbox::pre_exec`]), the lifetime of the
 //! processes a call starts ([`reaper`]), and reading a denial out of a command's output
-//! ([`Sandbox::blocked_writes`]).
+//! ([`Sandbox::blocked_writes`]). The exec gate ([`gate`]) lives beside it: whether it is on is
+//! the sandbox's to say ([`Sandbox::gate_on`], `initialize.sandbox.execGate`); the attach seam
+//! is [`Sandbox::prepare_std`] with `gated`, then [`gate::GatedProcess::spawn`].
 //!
 //! Must not touch: decisions (rules decide what may start; the sandbox only bounds what a started
 //! process can do), the manifest's parsing, the output format of tools. The pod's own process is
@@ -15,6 +17,7 @@
 
 pub mod domain;
 pub mod env;
+pub mod gate;
 pub mod namespaces;
 pub mod reaper;
 pub mod seccomp;
@@ -55,10 +58,54 @@ pub enum SandboxError {
     },
     #[error("cannot build the sandbox: {0}")]
     Domain(#[from] domain::DomainError),
+    #[error(
+        "[sandbox] exec_gate = true, but {0}. Run pod where ptrace is allowed (not under \
+         another tracer, Yama's ptrace_scope below 3, a container that permits ptrace), or set \
+         exec_gate = false"
+    )]
+    Gate(#[from] gate::GateUnavailable),
     #[error("cannot build the sandbox: {0}")]
     Seccomp(#[from] seccomp::SeccompError),
     #[error("cannot build the sandbox: {0}")]
     Namespaces(#[from] namespaces::NamespaceError),
+}
+
+/// Whether the exec gate can run with `plan`: ptrace and the gate's filters work here
+/// ([`gate::available`]) and, under namespaces, `bwrap` can start under the gate's
+/// `no_new_privs` (a setuid `bwrap` run by a user other than root cannot).
+pub fn gate_available(plan: &Plan) -> Result<(), gate::GateUnavailable> {
+    gate::available()?;
+    if let Some(bwrap) = &plan.bwrap {
+        use std::os::unix::fs::MetadataExt;
+        let setuid = std::fs::metadata(bwrap).is_ok_and(|m| m.mode() & 0o4000 != 0);
+        // SAFETY: geteuid has no arguments and cannot fail.
+        if setuid && unsafe { libc::geteuid() } != 0 {
+            return Err(gate::GateUnavailable(format!(
+                "{} is setuid, and the gate's no_new_privs would stop it from starting any call \
+                 (a bwrap without the setuid bit, on a kernel with user namespaces, works)",
+                bwrap.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Whether the exec gate runs for `config` with `plan`: `exec_gate = true` fails when it
+/// cannot, the default turns it on where it can (and warns where it cannot).
+pub fn gate_for(config: &SandboxConfig, plan: &Plan) -> Result<bool, SandboxError> {
+    match config.exec_gate {
+        Some(false) => Ok(false),
+        Some(true) => gate_available(plan)
+            .map(|()| true)
+            .map_err(SandboxError::Gate),
+        None => match gate_available(plan) {
+            Ok(()) => Ok(true),
+            Err(e) => {
+                tracing::warn!("sandbox: {e}; commands run without the exec gate");
+                Ok(false)
+            }
+        },
+    }
 }
 
 /// What this machine will enforce for a `[sandbox]` configuration.
@@ -109,6 +156,7 @@ fn plan_for(config: &SandboxConfig, abi: u32, namespaces: Result<PathBuf, String
                 abi,
                 enforced: false,
                 network: NetworkAccess::Allow,
+                exec_gate: false,
                 guarantees: Vec::new(),
             },
             apply: false,
@@ -160,6 +208,7 @@ fn plan_for(config: &SandboxConfig, abi: u32, namespaces: Result<PathBuf, String
                         abi,
                         enforced: true,
                         network: config.network,
+                        exec_gate: false,
                         guarantees,
                     },
                     apply: false,
@@ -242,6 +291,7 @@ fn plan_for(config: &SandboxConfig, abi: u32, namespaces: Result<PathBuf, String
             abi,
             enforced,
             network,
+            exec_gate: false,
             guarantees,
         },
         apply: abi > 0,
@@ -319,6 +369,7 @@ impl Sandbox {
                 abi: 0,
                 enforced: false,
                 network: NetworkAccess::Allow,
+                exec_gate: false,
                 guarantees: Vec::new(),
             },
             ruleset: None,
@@ -365,9 +416,13 @@ impl Sandbox {
         proxy_port: Option<u16>,
     ) -> Result<Sandbox, SandboxError> {
         let plan = check_required(config)?;
+        let exec_gate = gate_for(config, &plan)?;
         if config.mode == SandboxMode::Off {
             return Ok(Sandbox {
-                info: plan.info,
+                info: SandboxInfo {
+                    exec_gate,
+                    ..plan.info
+                },
                 env: ChildEnv::new(&config.env),
                 ..Sandbox::off()
             });
@@ -412,7 +467,8 @@ impl Sandbox {
         let mut wrap = None;
         let mut ruleset = None;
         if let Some(bwrap) = &plan.bwrap {
-            let layout = layout(&writable, deny_network, guard);
+            let mut layout = layout(&writable, deny_network, guard);
+            layout.proc_read_only = exec_gate;
             wrap = Some(Arc::new(namespaces::Wrap::new(
                 bwrap.clone(),
                 &layout,
@@ -429,6 +485,15 @@ impl Sandbox {
             .map(Arc::new);
         }
         let mut info = plan.info;
+        info.exec_gate = exec_gate;
+        if exec_gate {
+            info.guarantees.push(if wrap.is_some() {
+                "exec gate: every exec of a bash call decided on its real argv; /proc read-only"
+                    .to_string()
+            } else {
+                "exec gate: every exec of a bash call decided on its real argv".to_string()
+            });
+        }
         if wrap.is_none() {
             // The kernel may still have refused everything (best effort found nothing).
             info.enforced = info.enforced && ruleset.is_some();
@@ -456,6 +521,13 @@ impl Sandbox {
     /// reads of secrets, other processes, the network), the exec gate deciding every program a
     /// call starts, and the network denied.
     pub fn unbounded(&self) -> Option<String> {
+        let bounded = self.info.enforced
+            && self.wrap.is_some()
+            && self.info.exec_gate
+            && self.info.network == NetworkAccess::Deny;
+        if bounded {
+            return None;
+        }
         let mut missing = Vec::new();
         if !self.info.enforced {
             missing.push("the sandbox is not enforced");
@@ -464,7 +536,9 @@ impl Sandbox {
             // Landlock alone bounds writes and TCP only (docs/permissions.md, "The sandbox").
             missing.push("calls do not run in namespaces of their own");
         }
-        missing.push("no exec gate decides the programs a call starts");
+        if !self.info.exec_gate {
+            missing.push("no exec gate decides the programs a call starts");
+        }
         if self.info.network != NetworkAccess::Deny {
             missing.push("the network is not denied ([sandbox] network)");
         }
@@ -479,6 +553,11 @@ impl Sandbox {
     /// The `bwrap` arguments of the session, when calls run in namespaces.
     pub fn namespace_args(&self) -> Option<&[std::ffi::OsString]> {
         self.wrap.as_deref().map(namespaces::Wrap::args)
+    }
+
+    /// Whether the exec gate decides every exec of a `bash` call's processes.
+    pub fn gate_on(&self) -> bool {
+        self.info.exec_gate
     }
 
     /// The session's `$TMPDIR`, when there is one.
@@ -544,19 +623,30 @@ impl Sandbox {
     /// Fails closed: under namespaces, a command that was not made by [`Sandbox::command`]
     /// (its program is not `bwrap`) fails to spawn rather than run outside the namespaces.
     pub fn prepare(&self, cmd: &mut tokio::process::Command) {
-        self.env.apply(cmd);
+        self.prepare_std(cmd.as_std_mut(), false);
+    }
+
+    /// [`Sandbox::prepare`] for a `std::process::Command`. `gated`: the command is for
+    /// [`gate::GatedProcess::spawn`] (the exec gate's attach seam): its first `pre_exec` step
+    /// asks to be traced, before the domain is entered; the gate adds its seccomp filters last.
+    pub fn prepare_std(&self, cmd: &mut std::process::Command, gated: bool) {
+        use std::os::unix::process::CommandExt;
+        if gated {
+            gate::trace_me(cmd);
+        }
+        self.env.apply_std(cmd);
         if let Some(tmp) = self.tmpdir() {
             cmd.env("TMPDIR", tmp);
         }
         let outside = self
             .wrap
             .as_deref()
-            .is_some_and(|w| !w.made(cmd.as_std().get_program()));
+            .is_some_and(|w| !w.made(cmd.get_program()));
         if outside {
             tracing::error!(
                 "sandbox: {} was not made by Sandbox::command; refusing to start it outside the \
                  namespaces",
-                cmd.as_std().get_program().to_string_lossy()
+                cmd.get_program().to_string_lossy()
             );
             // SAFETY: the hook makes no system call and allocates nothing.
             unsafe {
@@ -729,6 +819,7 @@ fn layout(writable: &[PathBuf], deny_network: bool, guard: Guard<'_>) -> namespa
         read_only,
         masked,
         deny_network,
+        proc_read_only: false,
     }
 }
 

@@ -130,6 +130,9 @@ pub struct Layout {
     pub masked: Vec<PathBuf>,
     /// A new, empty network namespace.
     pub deny_network: bool,
+    /// `/proc` mounted read-only (under the exec gate: no process can write another's
+    /// `/proc/PID/mem` between the gate's decision and the exec's first instruction).
+    pub proc_read_only: bool,
 }
 
 /// The session's prepared `bwrap` command line and seccomp programs.
@@ -170,6 +173,9 @@ impl Wrap {
         push(&["--ro-bind".as_ref(), "/".as_ref(), "/".as_ref()]);
         push(&["--dev".as_ref(), "/dev".as_ref()]);
         push(&["--proc".as_ref(), "/proc".as_ref()]);
+        if layout.proc_read_only {
+            push(&["--remount-ro".as_ref(), "/proc".as_ref()]);
+        }
         for w in &layout.writable {
             push(&["--bind".as_ref(), w.as_os_str(), w.as_os_str()]);
         }

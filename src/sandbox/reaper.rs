@@ -144,20 +144,7 @@ impl CallProcess {
 
     /// [`CallProcess::kill`] without the leftovers.
     fn kill_own(&self) {
-        if !self.reaped {
-            // SAFETY: kill(2) on our own unreaped child: the pid cannot have been recycled.
-            unsafe {
-                libc::kill(self.pid, libc::SIGSTOP);
-            }
-            kill_descendants(self.pid);
-        }
-        kill_group(self.pid);
-        if !self.reaped {
-            // SAFETY: as above.
-            unsafe {
-                libc::kill(self.pid, libc::SIGKILL);
-            }
-        }
+        kill_call_own(self.pid, self.reaped);
     }
 
     /// Ends the call: kills every process of it, waits for the first one, and (in a subreaper)
@@ -207,6 +194,54 @@ impl Drop for CallProcess {
                     runtime.spawn_blocking(sweep);
                 }
             }
+        }
+    }
+}
+
+/// Runs `spawn` (a `std::process::Command`'s, for the exec gate's tracer thread) with the list
+/// of started processes locked, and lists the new pid when `register`.
+pub fn spawn_listed(
+    register: bool,
+    spawn: impl FnOnce() -> io::Result<std::process::Child>,
+) -> io::Result<std::process::Child> {
+    let mut started = lock(&STARTED);
+    let child = spawn()?;
+    if register {
+        if let Ok(pid) = i32::try_from(child.id()) {
+            started.push(pid);
+        }
+    }
+    Ok(child)
+}
+
+/// Takes a pid listed by [`spawn_listed`] off the list once it is reaped.
+pub fn forget_pid(pid: i32) {
+    forget(pid);
+}
+
+/// [`CallProcess::kill`] for a first process known by its pid (the exec gate's): `reaped` says
+/// whether it was already waited for (then only its group and the leftovers are killed).
+pub fn kill_call(pid: i32, reaped: bool) {
+    kill_call_own(pid, reaped);
+    if is_subreaper() {
+        kill_leftovers();
+    }
+}
+
+/// [`kill_call`] without the leftovers.
+pub fn kill_call_own(pid: i32, reaped: bool) {
+    if !reaped {
+        // SAFETY: kill(2) on a child of ours that was not reaped: the pid cannot be recycled.
+        unsafe {
+            libc::kill(pid, libc::SIGSTOP);
+        }
+        kill_descendants(pid);
+    }
+    kill_group(pid);
+    if !reaped {
+        // SAFETY: as above.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
         }
     }
 }

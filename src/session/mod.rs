@@ -79,6 +79,24 @@ pub struct SessionSummary {
     pub modified: Option<std::time::SystemTime>,
 }
 
+impl SessionSummary {
+    /// How many `analysisMismatch` items the log holds: execs of a call's own shells that the
+    /// shell analysis did not predict (the exec gate records them). 0 when it cannot be read.
+    pub fn mismatches(&self) -> usize {
+        let Ok(file) = std::fs::File::open(&self.path) else {
+            return 0;
+        };
+        std::io::BufRead::lines(std::io::BufReader::new(file))
+            .map_while(Result::ok)
+            .filter(|line| line.contains("\"analysisMismatch\""))
+            .filter(|line| {
+                serde_json::from_str::<Item>(line)
+                    .is_ok_and(|item| matches!(item, Item::AnalysisMismatch { .. }))
+            })
+            .count()
+    }
+}
+
 /// The sessions in `dir`, oldest first; an absent folder holds none.
 pub fn list(dir: &Path) -> Result<Vec<SessionSummary>, SessionError> {
     let entries = match std::fs::read_dir(dir) {

@@ -7,6 +7,12 @@
 //! the shell itself has exited, every process the command started is killed (see
 //! `sandbox::reaper`), so none outlives the call.
 //!
+//! With the exec gate on ([`Sandbox::gate_on`]) and a judge in the context
+//! ([`ToolContext::exec_gate`]), the shell is spawned through [`GatedProcess::spawn`] instead:
+//! every exec of the call is decided on its real argv, and the result names each exec the gate
+//! stopped. This is the gate's attach seam in the spawn path: one `std::process::Command`,
+//! prepared by [`Sandbox::prepare_std`], goes to one spawner or the other (`Spawned`).
+//!
 //! Concurrency: `concurrent()` is true. Calls of one model response may run side by side; each
 //! runs in its own session and Landlock domain, and killing one never touches another's live
 //! shell. Two commands touching the same files at once is the model's own affair, as with a
@@ -24,6 +30,7 @@ use tokio::net::unix::pipe;
 
 use super::common::{parse_input, schema_of, HeadTail};
 use super::{Presentation, Tool, ToolContext, ToolKind, ToolOutput};
+use crate::sandbox::gate::{GatedProcess, Stopped};
 use crate::sandbox::{CallProcess, Sandbox};
 
 /// Default timeout of one command.
@@ -124,6 +131,45 @@ impl Tool for Bash {
     }
 }
 
+/// The call's first process, started plainly or under the exec gate.
+enum Spawned {
+    Plain(CallProcess),
+    Gated(GatedProcess),
+}
+
+impl Spawned {
+    async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        match self {
+            Spawned::Plain(p) => p.wait().await,
+            Spawned::Gated(p) => p.wait().await,
+        }
+    }
+
+    fn kill(&self) {
+        match self {
+            Spawned::Plain(p) => p.kill(),
+            Spawned::Gated(p) => p.kill(),
+        }
+    }
+
+    /// Ends the call; returns the status not yet waited for, and the execs the gate stopped.
+    async fn finish(
+        self,
+    ) -> (
+        Option<std::io::Result<std::process::ExitStatus>>,
+        Vec<Stopped>,
+    ) {
+        match self {
+            Spawned::Plain(p) => (p.finish().await, Vec::new()),
+            Spawned::Gated(p) => {
+                let stopped = p.stopped();
+                let status = p.finish().await;
+                (status, stopped)
+            }
+        }
+    }
+}
+
 async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> ToolOutput {
     let (reader, writer) = match std::io::pipe() {
         Ok(p) => p,
@@ -133,9 +179,10 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
         Ok(w) => w,
         Err(e) => return ToolOutput::error(format!("cannot create output pipe: {e}")),
     };
-    let mut cmd = ctx.sandbox.command("bash");
+    let judge = ctx.exec_gate.clone().filter(|_| ctx.sandbox.gate_on());
+    let mut cmd = ctx.sandbox.command("bash").into_std();
     // First: it replaces the environment with the session's.
-    ctx.sandbox.prepare(&mut cmd);
+    ctx.sandbox.prepare_std(&mut cmd, judge.is_some());
     // Under `network = "proxy"`: the call's way out, and what it reached (the admission ends
     // with the call, and so do its connections).
     let admission = ctx
@@ -152,11 +199,17 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
         .stdout(Stdio::from(OwnedFd::from(writer)))
         .stderr(Stdio::from(OwnedFd::from(writer2)))
         .env("PAGER", "cat")
-        .env("GIT_PAGER", "cat")
-        .kill_on_drop(true);
-    let spawned = CallProcess::spawn(&mut cmd);
-    // The Command still holds the write ends; drop it so EOF comes when the processes end.
-    drop(cmd);
+        .env("GIT_PAGER", "cat");
+    // The Command holds the write ends; it is dropped (moved) here so EOF comes when the
+    // processes end.
+    let spawned = match judge {
+        Some(judge) => GatedProcess::spawn(cmd, judge).map(Spawned::Gated),
+        None => {
+            let mut cmd = tokio::process::Command::from(cmd);
+            cmd.kill_on_drop(true);
+            CallProcess::spawn(&mut cmd).map(Spawned::Plain)
+        }
+    };
     let mut process = match spawned {
         Ok(p) => p,
         Err(e) => return ToolOutput::error(format!("cannot start bash: {e}")),
@@ -225,7 +278,8 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
         }
     }
     // The shell is gone or killed; no process of the call lives on, and leftovers are reaped.
-    if let Some(st) = process.finish().await {
+    let (last, stopped) = process.finish().await;
+    if let Some(st) = last {
         status = Some(st);
     }
 
@@ -240,6 +294,10 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
         text.push('\n');
     }
     drop(admission);
+    if !stopped.is_empty() {
+        text.push_str(&gate_note(&stopped));
+        return ToolOutput::error(text);
+    }
     match ending {
         Ending::TimedOut => {
             text.push_str(&format!(
@@ -271,6 +329,25 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
             }
         },
     }
+}
+
+/// What the exec gate stopped: each exec, who ran it and the rule, then the call's end.
+fn gate_note(stopped: &[Stopped]) -> String {
+    const SHOWN: usize = 5;
+    let mut note = String::new();
+    for s in stopped.iter().take(SHOWN) {
+        note.push_str(&format!(
+            "exec stopped by the exec gate before it ran: `{}` (run by {}): {}\n",
+            s.line,
+            if s.by.is_empty() { "?" } else { &s.by },
+            s.reason
+        ));
+    }
+    if stopped.len() > SHOWN {
+        note.push_str(&format!("(and {} more)\n", stopped.len() - SHOWN));
+    }
+    note.push_str("the command's other processes were ended");
+    note
 }
 
 /// Lines naming what the sandbox refused, as far as `output` tells (empty when nothing).

@@ -93,6 +93,9 @@ pub struct ToolContext {
     pub proxy: Option<Arc<Proxy>>,
     /// Where the proxy's asks for this call go (the runtime settles them).
     pub asks: Option<tokio::sync::mpsc::Sender<NetworkAsk>>,
+    /// Decides each exec of a `bash` call when the sandbox's exec gate is on (the runtime's
+    /// judge for this call); `None`: the call runs ungated.
+    pub exec_gate: Option<Arc<dyn crate::sandbox::gate::ExecJudge>>,
 }
 
 impl ToolContext {
@@ -112,6 +115,7 @@ impl ToolContext {
             net: None,
             proxy: None,
             asks: None,
+            exec_gate: None,
         }
     }
 

@@ -332,7 +332,9 @@ fn pods_configuration_and_what_tools_reread_are_unchanged() {
 fn files_a_rule_denies_are_held_by_the_kernel() {
     let rules = "[[permissions.rule]]\ntool = \"file_write\"\npattern = \"*.env\"\naction = \"deny\"\n\n\
                  [[permissions.rule]]\ntool = \"read\"\npattern = \"*.secret\"\naction = \"deny\"\n";
-    let ws = Workspace::with_manifest(&manifest(rules, ""));
+    // The kernel's layer alone: with the exec gate on, `cp … .env` is stopped (and the script
+    // with it) before the kernel is reached (tests/binary/exec_gate.rs covers that).
+    let ws = Workspace::with_manifest(&manifest(rules, "[sandbox]\nexec_gate = false\n"));
     std::fs::write(ws.path(".env"), "TOKEN=keep\n").expect("write");
     std::fs::create_dir_all(ws.path("keys")).expect("mkdir");
     std::fs::write(ws.path("keys/k.secret"), "s3cr3t-MARK\n").expect("write");

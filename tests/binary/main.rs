@@ -20,6 +20,7 @@ mod conformance;
 mod conformance_kit;
 mod crash;
 mod escapes;
+mod exec_gate;
 mod flows;
 mod load;
 mod mcp;

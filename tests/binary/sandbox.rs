@@ -503,12 +503,19 @@ fn not_required_on_a_kernel_without_landlock_starts_and_says_so() {
     let init = pod.initialize(false);
     let s = &init["sandbox"];
     assert_eq!(
-        [&s["kind"], &s["abi"], &s["enforced"], &s["network"]],
+        [
+            &s["kind"],
+            &s["abi"],
+            &s["enforced"],
+            &s["network"],
+            &s["execGate"]
+        ],
         [
             &json!("landlock"),
             &json!(0),
             &json!(false),
-            &json!("allow")
+            &json!("allow"),
+            &json!(true)
         ],
         "{init}"
     );
@@ -544,7 +551,7 @@ fn sandbox_section_mistakes_name_the_place_and_suggest() {
     );
     assert_eq!(
         load_error("[sandbox]\nnetwrk = \"deny\"\n"),
-        "2:1: [sandbox]: unknown field `netwrk`, expected one of `mode`, `required`, `network`, `writable`, `env` (did you mean \"network\"?)"
+        "2:1: [sandbox]: unknown field `netwrk`, expected one of `mode`, `required`, `network`, `writable`, `env`, `exec_gate` (did you mean \"network\"?)"
     );
     assert_eq!(
         load_error("[sandbox]\nnetwork = \"none\"\n"),

@@ -208,6 +208,16 @@ export type Item =
       type: "inputAmended";
     }
   | {
+      argv: string[];
+      callId: string;
+      /**
+       * The exec's argv as one shell-quoted line.
+       */
+      command: string;
+      turnId: string;
+      type: "analysisMismatch";
+    }
+  | {
       mode: Mode;
       type: "modeChanged";
     }
@@ -629,6 +639,12 @@ export interface SandboxInfo {
    * the whole write boundary (ABI 3 or newer).
    */
   enforced: boolean;
+  /**
+   * True when the exec gate is on: every exec a `bash` call's processes make is stopped
+   * before its first instruction and decided on its real argv (docs/permissions.md, "The
+   * exec gate"). Absent in older pods' answers (read as false).
+   */
+  execGate?: boolean;
   /**
    * Every guarantee held, one sentence each; the ones configured and not held are logged
    * and listed by `pod check`.

@@ -389,6 +389,21 @@ impl Rules {
     }
 }
 
+/// `words` as a bash line that reads back as exactly those words.
+fn quote_words(words: &[String]) -> String {
+    let quote = |w: &String| {
+        let plain = !w.is_empty()
+            && w.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%^".contains(&b));
+        if plain {
+            w.clone()
+        } else {
+            format!("'{}'", w.replace('\'', r"'\''"))
+        }
+    };
+    words.iter().map(quote).collect::<Vec<_>>().join(" ")
+}
+
 /// The literal text of a rule pattern before its first wildcard.
 fn literal_prefix(pattern: &str) -> &str {
     pattern.split(['*', '?']).next().unwrap_or("")
@@ -497,6 +512,34 @@ impl Policy {
             None => Vec::new(),
         };
         self.decide_subjects(call.subjects, governed)
+    }
+
+    /// The decision for one exec the exec gate stopped (docs/permissions.md, "The exec gate"):
+    /// `argv` is read as the shell analysis reads the same words quoted, so a rule decides an
+    /// exec as it decides that command written in a `bash` call of `tool`.
+    pub fn decide_exec(&self, tool: &str, argv: &[String]) -> Decision {
+        let line = quote_words(argv);
+        let subjects = shell_subjects(tool, &line, &self.workspace);
+        let governed = kinds::governed(self.rules.as_ref(), tool, &subjects);
+        self.decide_subjects(subjects, governed)
+    }
+
+    /// The programs deny and ask rules of shell `tool` name as their first word, literally
+    /// (`rm` of `rm *`): the exec gate knows copies of them by their content.
+    pub fn exec_programs(&self, tool: &str) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for spec in self.rules.iter().flat_map(|r| r.specs()) {
+            if spec.action == Action::Allow || !spec.tool.eq_ignore_ascii_case(tool) {
+                continue;
+            }
+            let word = spec.pattern.split(' ').next().unwrap_or("");
+            let word = word.rsplit('/').next().unwrap_or(word);
+            if !word.is_empty() && !word.contains(['*', '?', '[']) && !out.iter().any(|w| w == word)
+            {
+                out.push(word.to_string());
+            }
+        }
+        out
     }
 
     /// The decision for a call whose subjects could not be extracted (the runtime gave up on a

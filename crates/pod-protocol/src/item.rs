@@ -103,6 +103,15 @@ pub enum Item {
         call_id: String,
         input: serde_json::Value,
     },
+    /// An exec one of a `bash` call's own shells made that the shell analysis did not predict
+    /// (the exec gate saw it): an analysis bug, counted by `pod sessions` and `pod check`.
+    AnalysisMismatch {
+        turn_id: String,
+        call_id: String,
+        /// The exec's argv as one shell-quoted line.
+        command: String,
+        argv: Vec<String>,
+    },
     /// The session's mode changed (`setMode`, ACP's `session/set_mode`, a chat command).
     ModeChanged {
         mode: super::Mode,

@@ -282,6 +282,11 @@ pub struct SandboxInfo {
     pub enforced: bool,
     /// The network boundary in force: `deny` only when the kernel enforces it.
     pub network: NetworkAccess,
+    /// True when the exec gate is on: every exec a `bash` call's processes make is stopped
+    /// before its first instruction and decided on its real argv (docs/permissions.md, "The
+    /// exec gate"). Absent in older pods' answers (read as false).
+    #[serde(default)]
+    pub exec_gate: bool,
     /// Every guarantee held, one sentence each; the ones configured and not held are logged
     /// and listed by `pod check`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
