@@ -106,11 +106,17 @@ fn scenario() -> String {
     toml::to_string(&json!({ "step": steps })).unwrap()
 }
 
-fn workspace() -> Workspace {
-    let manifest = format!(
-        "{}\n[model]\nprovider = \"offline\"\nscenario = \"scenario.toml\"\n",
-        include_str!("../../examples/python.toml")
-    );
+/// The session's folder; `no_network`: `[sandbox] network = "deny"` (what `auto` needs, besides
+/// namespaces and the exec gate).
+fn workspace(no_network: bool) -> Workspace {
+    let example = include_str!("../../examples/python.toml");
+    let example = if no_network {
+        example.replacen("[sandbox]\n", "[sandbox]\nnetwork = \"deny\"\n", 1)
+    } else {
+        example.to_string()
+    };
+    let manifest =
+        format!("{example}\n[model]\nprovider = \"offline\"\nscenario = \"scenario.toml\"\n");
     let ws = Workspace::with_manifest(&manifest);
     let file = |p: &str, text: &str| {
         let path = ws.path(p);
@@ -162,7 +168,7 @@ struct Tally {
 /// Runs the session in `mode`; the client answers each ask with the widest grant it offers
 /// (`allow_prefix`, else `allow_session`), except a push, which it denies.
 fn session(mode: &str) -> (Tally, Workspace) {
-    let ws = workspace();
+    let ws = workspace(mode == "auto");
     let mut pod = PodProcess::spawn(&ws, Framing::Lines);
     pod.initialize(true);
     if mode != "default" {
@@ -263,7 +269,7 @@ fn a_sixty_call_session_asks_at_most_the_goal_in_each_mode_and_no_denied_command
         table.push((mode, tally));
     }
     // `auto` runs only where the kernel bounds every call; elsewhere it is refused, saying why.
-    let ws = workspace();
+    let ws = workspace(true);
     let mut pod = PodProcess::spawn(&ws, Framing::Lines);
     let init = pod.initialize(true);
     let offered = init["permissions"]["modes"]
