@@ -20,7 +20,7 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::common::{display, parse_input, schema_of, search_root, walker, Withheld};
-use super::{Location, Presentation, Tool, ToolContext, ToolKind, ToolOutput};
+use super::{Presentation, Tool, ToolContext, ToolOutput};
 use crate::permission::FileRules;
 
 /// At most this many paths are listed.
@@ -64,22 +64,11 @@ impl Tool for Glob {
     }
 
     fn present(&self, input: &serde_json::Value) -> Presentation {
-        let Ok(i) = GlobInput::deserialize(input) else {
-            return Presentation {
-                kind: ToolKind::Search,
-                ..Presentation::other()
-            };
-        };
-        let root = i.path.unwrap_or_else(|| ".".into());
-        Presentation {
-            kind: ToolKind::Search,
-            title: Some(format!("glob {} in {root}", i.pattern)),
-            locations: vec![Location {
-                path: root,
-                line: None,
-            }],
-            change: None,
-        }
+        let input = GlobInput::deserialize(input).ok();
+        Presentation::search(
+            "glob",
+            input.as_ref().map(|i| (i.pattern.as_str(), i.path.clone())),
+        )
     }
 
     async fn run(&self, input: serde_json::Value, ctx: &ToolContext) -> ToolOutput {

@@ -27,7 +27,7 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::common::{display, parse_input, schema_of, search_root, walker, Withheld};
-use super::{confined, Location, Presentation, Tool, ToolContext, ToolKind, ToolOutput};
+use super::{confined, Presentation, Tool, ToolContext, ToolOutput};
 use crate::permission::FileRules;
 
 /// At most this many matching lines are listed.
@@ -83,22 +83,11 @@ impl Tool for Grep {
     }
 
     fn present(&self, input: &serde_json::Value) -> Presentation {
-        let Ok(i) = GrepInput::deserialize(input) else {
-            return Presentation {
-                kind: ToolKind::Search,
-                ..Presentation::other()
-            };
-        };
-        let root = i.path.unwrap_or_else(|| ".".into());
-        Presentation {
-            kind: ToolKind::Search,
-            title: Some(format!("grep {} in {root}", i.pattern)),
-            locations: vec![Location {
-                path: root,
-                line: None,
-            }],
-            change: None,
-        }
+        let input = GrepInput::deserialize(input).ok();
+        Presentation::search(
+            "grep",
+            input.as_ref().map(|i| (i.pattern.as_str(), i.path.clone())),
+        )
     }
 
     async fn run(&self, input: serde_json::Value, ctx: &ToolContext) -> ToolOutput {

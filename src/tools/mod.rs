@@ -190,6 +190,27 @@ impl Presentation {
             change: None,
         }
     }
+
+    /// A search (`glob`, `grep`) for `pattern` under `root` (the workspace when `None`); a
+    /// search whose input cannot be read is still a search.
+    pub fn search(tool: &str, input: Option<(&str, Option<String>)>) -> Presentation {
+        let Some((pattern, root)) = input else {
+            return Presentation {
+                kind: ToolKind::Search,
+                ..Presentation::other()
+            };
+        };
+        let root = root.unwrap_or_else(|| ".".into());
+        Presentation {
+            kind: ToolKind::Search,
+            title: Some(format!("{tool} {pattern} in {root}")),
+            locations: vec![Location {
+                path: root,
+                line: None,
+            }],
+            change: None,
+        }
+    }
 }
 
 /// How `tool` presents a call with `input`: the built-in tool's own presentation, or
