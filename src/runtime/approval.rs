@@ -476,33 +476,24 @@ impl Pod {
                     turn.grants.send_modify(|version| *version += 1);
                     (Resolution::Allow, ResolvedBy::Client, Ok(()))
                 }
-                ReplyDecision::AllowProject => {
-                    for pattern in &prefixes {
-                        match crate::manifest::grants::append(
-                            &self.manifest.workspace,
-                            "bash",
-                            pattern,
-                        ) {
-                            Ok((file, line)) => tracing::info!(
-                                "project grant: bash \"{pattern}\" allow at {}:{line}",
-                                file.display()
-                            ),
-                            Err(e) => tracing::error!("project grant not kept: {e}"),
+                ReplyDecision::AllowPrefix | ReplyDecision::AllowProject => {
+                    // "In this project" also keeps the patterns as the user's rules
+                    // (manifest/grants.rs); both hold for the rest of this session.
+                    if reply == ReplyDecision::AllowProject {
+                        for pattern in &prefixes {
+                            match crate::manifest::grants::append(
+                                &self.manifest.workspace,
+                                "bash",
+                                pattern,
+                            ) {
+                                Ok((file, line)) => tracing::info!(
+                                    "project grant: bash \"{pattern}\" allow at {}:{line}",
+                                    file.display()
+                                ),
+                                Err(e) => tracing::error!("project grant not kept: {e}"),
+                            }
                         }
                     }
-                    let added = self.state().grants.grant_prefixes(&prefixes);
-                    if !added.is_empty() {
-                        self.record(Item::SessionGrant {
-                            tool: "bash".into(),
-                            subjects: Vec::new(),
-                            prefixes: added,
-                            workspace: Some(self.manifest.workspace.clone()),
-                        });
-                    }
-                    turn.grants.send_modify(|version| *version += 1);
-                    (Resolution::Allow, ResolvedBy::Client, Ok(()))
-                }
-                ReplyDecision::AllowPrefix => {
                     let added = self.state().grants.grant_prefixes(&prefixes);
                     if !added.is_empty() {
                         self.record(Item::SessionGrant {
