@@ -8,7 +8,10 @@
 //! - `domain`: plus `no_new_privs`, the Landlock domain and the seccomp filter (`mode =
 //!   "landlock"`, and the fall-back where namespaces cannot be made);
 //! - `namespaces`: the call inside bubblewrap, in namespaces of its own (`mode = "namespaces"`,
-//!   the default), with `network = "deny"` (a new network namespace per call);
+//!   the default), with `network = "deny"` (the session's network namespace, made once and
+//!   entered per call);
+//! - `hostnet`: the same with `network = "allow"` (no network namespace): what entering the
+//!   session's costs is `namespaces - hostnet`;
 //! - `call`: `namespaces` plus [`CallProcess`] spawn and finish in a subreaper: the kill of the
 //!   call's processes and the `/proc` sweep for leftovers, i.e. everything the bash tool does per
 //!   call.
@@ -38,20 +41,23 @@ enum Variant {
     Session,
     Domain,
     Namespaces,
+    HostNet,
     Call,
 }
 
-const VARIANTS: [Variant; 5] = [
+const VARIANTS: [Variant; 6] = [
     Variant::Bare,
     Variant::Session,
     Variant::Domain,
     Variant::Namespaces,
+    Variant::HostNet,
     Variant::Call,
 ];
 
 struct Sandboxes {
     landlock: Sandbox,
     namespaces: Sandbox,
+    host_net: Sandbox,
     off: Sandbox,
 }
 
@@ -96,6 +102,11 @@ async fn once(variant: Variant, s: &Sandboxes, script: &str) -> Duration {
         Variant::Namespaces => {
             let mut cmd = command(Some(&s.namespaces), script);
             s.namespaces.prepare(&mut cmd);
+            status(cmd).await;
+        }
+        Variant::HostNet => {
+            let mut cmd = command(Some(&s.host_net), script);
+            s.host_net.prepare(&mut cmd);
             status(cmd).await;
         }
         Variant::Call => {
@@ -154,6 +165,16 @@ fn main() {
     let s = Sandboxes {
         landlock: open(SandboxMode::Landlock),
         namespaces: open(SandboxMode::Namespaces),
+        host_net: Sandbox::open(
+            &SandboxConfig {
+                network: NetworkAccess::Allow,
+                ..config(SandboxMode::Namespaces)
+            },
+            &ws,
+            std::slice::from_ref(&ws),
+            "bench",
+        )
+        .expect("sandbox"),
         off: Sandbox::off(),
     };
     let info = s.landlock.info();
@@ -232,6 +253,10 @@ fn main() {
     let domain = median(&mut samples[2].clone());
     let session = median(&mut samples[1].clone());
     let namespaces = median(&mut samples[3].clone());
+    println!(
+        "  entering the session's network namespace (namespaces - hostnet): {:.1} us",
+        namespaces - median(&mut samples[4].clone())
+    );
     println!(
         "  entering the domain (domain - session): {:.1} us; Landlock before exec (domain - \
          bare): {:.1} us: goal < 1000 us {}",

@@ -1,7 +1,8 @@
 //! pod's own HTTP proxy: the only way out for a call's processes under `[sandbox] network =
 //! "proxy"`.
 //!
-//! Owns: the listener (on `127.0.0.1`, an ephemeral port, one per session), who may use it (a
+//! Owns: the listener (on `127.0.0.1`, an ephemeral port, one per session, and the same port
+//! inside the calls' network namespace when they run in one: [`Proxy::serve`]), who may use it (a
 //! call's [`Admission`]: a token in the proxy URL its processes get, sent back as
 //! `Proxy-Authorization`; the token is void once the call ends, and its connections are
 //! closed), reading a request head (at most [`MAX_HEAD`] bytes within [`HEAD_TIMEOUT`]),
@@ -122,19 +123,30 @@ impl Drop for Proxy {
 impl Proxy {
     /// Binds `127.0.0.1:0` and serves on the current tokio runtime.
     pub fn start(net: Arc<Net>) -> std::io::Result<Proxy> {
-        let runtime = tokio::runtime::Handle::try_current().map_err(std::io::Error::other)?;
         let std_listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
-        std_listener.set_nonblocking(true)?;
         let addr = std_listener.local_addr()?;
-        let shared = Arc::new(Shared {
-            net,
-            calls: Mutex::new(HashMap::new()),
-            slots: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
-        });
-        let stop = CancellationToken::new();
-        let (serving, stopped) = (shared.clone(), stop.clone());
+        let proxy = Proxy {
+            addr,
+            shared: Arc::new(Shared {
+                net,
+                calls: Mutex::new(HashMap::new()),
+                slots: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
+            }),
+            stop: CancellationToken::new(),
+        };
+        proxy.serve(std_listener)?;
+        Ok(proxy)
+    }
+
+    /// Serves `listener` too, until the proxy drops: the one bound on [`Proxy::port`] inside the
+    /// calls' network namespace (`Sandbox::proxy_listener`), so the same URL reaches the proxy
+    /// from there.
+    pub fn serve(&self, listener: std::net::TcpListener) -> std::io::Result<()> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(std::io::Error::other)?;
+        listener.set_nonblocking(true)?;
+        let (serving, stopped) = (self.shared.clone(), self.stop.clone());
         runtime.spawn(async move {
-            let listener = match tokio::net::TcpListener::from_std(std_listener) {
+            let listener = match tokio::net::TcpListener::from_std(listener) {
                 Ok(l) => l,
                 Err(e) => {
                     tracing::warn!("network proxy: cannot listen: {e}");
@@ -157,7 +169,7 @@ impl Proxy {
                 });
             }
         });
-        Ok(Proxy { addr, shared, stop })
+        Ok(())
     }
 
     /// The port a call's processes may connect to (the sandbox allows this one only).

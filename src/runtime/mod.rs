@@ -128,6 +128,8 @@ pub enum PodError {
     Mode(#[from] ModeError),
     #[error("[audit] {0} (pod does not run without the decision log it is configured to keep)")]
     Audit(#[from] crate::session::audit::AuditError),
+    #[error("network = \"proxy\": the proxy cannot serve the calls' network namespace: {0}")]
+    Proxy(std::io::Error),
 }
 
 /// Why `run` refused to start a turn.
@@ -384,6 +386,9 @@ impl Pod {
             },
             proxy.as_ref().map(|p| p.port()),
         )?);
+        if let (Some(proxy), Some(listener)) = (&proxy, sandbox.proxy_listener()) {
+            proxy.serve(listener).map_err(PodError::Proxy)?;
+        }
         let (hooks, post_hooks): (Vec<UserHook>, Vec<UserHook>) = manifest
             .hooks
             .iter()

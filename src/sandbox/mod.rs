@@ -19,6 +19,7 @@ pub mod domain;
 pub mod env;
 pub mod gate;
 pub mod namespaces;
+pub mod netns;
 pub mod reaper;
 pub mod seccomp;
 
@@ -68,6 +69,8 @@ pub enum SandboxError {
     Seccomp(#[from] seccomp::SeccompError),
     #[error("cannot build the sandbox: {0}")]
     Namespaces(#[from] namespaces::NamespaceError),
+    #[error("cannot build the sandbox: {0}")]
+    Netns(#[from] netns::NetnsError),
 }
 
 /// Whether the exec gate can run with `plan`: ptrace and the gate's filters work here
@@ -116,6 +119,9 @@ pub struct Plan {
     pub apply: bool,
     /// Calls will run in namespaces, through this `bwrap`.
     pub bwrap: Option<PathBuf>,
+    /// With `bwrap`, calls enter the session's network namespace ([`netns`]) rather than make
+    /// one each (`network = "deny"` on a machine where none can be made keeps one per call).
+    pub session_net: bool,
     /// What the configuration asks for and this machine cannot hold, in words.
     pub gaps: Vec<String>,
     /// `[sandbox] required` is not met: the pod refuses to start.
@@ -145,10 +151,20 @@ pub fn plan(config: &SandboxConfig) -> Plan {
     } else {
         Err(String::new())
     };
-    plan_for(config, kernel_abi(), namespaces)
+    let session_net = if namespaces.is_ok() && config.network != NetworkAccess::Allow {
+        netns::available()
+    } else {
+        Err(String::new())
+    };
+    plan_for(config, kernel_abi(), namespaces, session_net)
 }
 
-fn plan_for(config: &SandboxConfig, abi: u32, namespaces: Result<PathBuf, String>) -> Plan {
+fn plan_for(
+    config: &SandboxConfig,
+    abi: u32,
+    namespaces: Result<PathBuf, String>,
+    session_net: Result<(), String>,
+) -> Plan {
     if config.mode == SandboxMode::Off {
         return Plan {
             info: SandboxInfo {
@@ -161,17 +177,21 @@ fn plan_for(config: &SandboxConfig, abi: u32, namespaces: Result<PathBuf, String
             },
             apply: false,
             bwrap: None,
+            session_net: false,
             gaps: Vec::new(),
             refuses: config.required > Required::No,
         };
     }
-    let deny_network = config.network == NetworkAccess::Deny;
     let mut gaps = Vec::new();
-    if config.mode == SandboxMode::Namespaces && config.network == NetworkAccess::Proxy {
+    let proxy_without_netns = match (&namespaces, &session_net) {
+        (Ok(_), Err(why)) if config.network == NetworkAccess::Proxy => Some(why.clone()),
+        _ => None,
+    };
+    if let (SandboxMode::Namespaces, Some(why)) = (config.mode, proxy_without_netns) {
         gaps.push(format!(
             "network = \"proxy\": calls run under Landlock and seccomp, not in namespaces of \
-             their own (the proxy is reached through a Landlock port rule; a way into a call's \
-             network namespace is not built yet), which loses {LOST_WITHOUT_NAMESPACES}"
+             their own, since the session's network namespace cannot be made ({why}), which \
+             loses {LOST_WITHOUT_NAMESPACES}"
         ));
     } else if config.mode == SandboxMode::Namespaces {
         match namespaces {
@@ -196,12 +216,19 @@ fn plan_for(config: &SandboxConfig, abi: u32, namespaces: Result<PathBuf, String
                      die-with-parent)"
                         .to_string(),
                 ];
-                if deny_network {
-                    guarantees.push(
+                match config.network {
+                    NetworkAccess::Deny => guarantees.push(
                         "network: an empty network namespace (loopback only), no Unix sockets"
                             .to_string(),
-                    );
+                    ),
+                    NetworkAccess::Proxy => guarantees.push(
+                        "network: a network namespace whose one way out is pod's proxy, which \
+                         decides each host (no route, no DNS, no Unix sockets)"
+                            .to_string(),
+                    ),
+                    NetworkAccess::Allow => {}
                 }
+                let session_net = config.network != NetworkAccess::Allow && session_net.is_ok();
                 return Plan {
                     info: SandboxInfo {
                         kind: SandboxKind::Namespaces,
@@ -213,6 +240,7 @@ fn plan_for(config: &SandboxConfig, abi: u32, namespaces: Result<PathBuf, String
                     },
                     apply: false,
                     bwrap: Some(bwrap),
+                    session_net,
                     gaps,
                     refuses: false,
                 };
@@ -296,6 +324,7 @@ fn plan_for(config: &SandboxConfig, abi: u32, namespaces: Result<PathBuf, String
         },
         apply: abi > 0,
         bwrap: None,
+        session_net: false,
         gaps,
         refuses,
     }
@@ -357,6 +386,8 @@ pub struct Sandbox {
     workspace: PathBuf,
     /// The environment every process starts with.
     env: ChildEnv,
+    /// The session's network namespace, when calls run in one ([`Sandbox::proxy_listener`]).
+    session_net: Option<Arc<netns::SessionNet>>,
 }
 
 impl Sandbox {
@@ -381,6 +412,7 @@ impl Sandbox {
             missing: Vec::new(),
             workspace: PathBuf::new(),
             env: ChildEnv::new(&crate::manifest::EnvConfig::default()),
+            session_net: None,
         }
     }
 
@@ -405,8 +437,9 @@ impl Sandbox {
 
     /// [`Sandbox::open`], protecting what `guard` names inside the writable folders; with
     /// `network = "proxy"`, `proxy_port` is the port of the session's proxy (`network::Proxy`),
-    /// the one TCP port a process may connect to (a Landlock port rule: `proxy` runs calls under
-    /// Landlock, not namespaces, until a way into a call's network namespace exists).
+    /// the one TCP port a process may connect to: in namespaces, a listener on that port inside
+    /// the session's network namespace ([`Sandbox::proxy_listener`], which the proxy must then
+    /// serve); under Landlock, a port rule.
     pub fn open_guarded(
         config: &SandboxConfig,
         workspace: &Path,
@@ -460,14 +493,26 @@ impl Sandbox {
             }
         }
         writable.push(path::resolve(tmpdir.path()));
-        let deny_network = config.network == NetworkAccess::Deny;
+        // No Unix sockets under `deny` and `proxy` in namespaces: a pathname socket of a helper
+        // outside would be a way out past the namespace.
         let filters = Arc::new(seccomp::Filters::build(
-            deny_network && plan.bwrap.is_some(),
+            config.network != NetworkAccess::Allow && plan.bwrap.is_some(),
         )?);
         let mut wrap = None;
         let mut ruleset = None;
+        let mut session_net = None;
         if let Some(bwrap) = &plan.bwrap {
-            let mut layout = layout(&writable, deny_network, guard);
+            let network = match config.network {
+                NetworkAccess::Allow => namespaces::Network::Host,
+                _ if !plan.session_net => namespaces::Network::PerCall,
+                access => {
+                    let listen = proxy_port.filter(|_| access == NetworkAccess::Proxy);
+                    let net = Arc::new(netns::SessionNet::create(listen)?);
+                    session_net = Some(net.clone());
+                    namespaces::Network::Session(net)
+                }
+            };
+            let mut layout = layout(&writable, network, guard);
             layout.proc_read_only = exec_gate;
             wrap = Some(Arc::new(namespaces::Wrap::new(
                 bwrap.clone(),
@@ -513,6 +558,7 @@ impl Sandbox {
             missing,
             workspace: workspace.to_path_buf(),
             env: ChildEnv::new(&config.env),
+            session_net,
         })
     }
 
@@ -560,6 +606,13 @@ impl Sandbox {
         self.info.exec_gate
     }
 
+    /// Under `network = "proxy"` in namespaces: the listener bound inside the calls' network
+    /// namespace on the proxy's port, for the proxy to serve (once; `None` after, and in every
+    /// other mode, where calls reach the proxy's own listener or no network).
+    pub fn proxy_listener(&self) -> Option<std::net::TcpListener> {
+        self.session_net.as_ref().and_then(|n| n.take_listener())
+    }
+
     /// The session's `$TMPDIR`, when there is one.
     pub fn tmpdir(&self) -> Option<&Path> {
         self.tmpdir.as_ref().map(|t| t.path())
@@ -591,7 +644,7 @@ impl Sandbox {
         move || {
             reaper::child_setup()?;
             if let Some(wrap) = &wrap {
-                wrap.child_fds()?;
+                wrap.child_setup()?;
             }
             if let Some(ruleset) = &ruleset {
                 domain::enter(ruleset)?;
@@ -739,7 +792,11 @@ impl Sandbox {
 /// The mount view of a session under namespaces: what is read-only and what is masked inside
 /// the writable folders, from `guard`, the files tools re-read ([`namespaces::REREAD`]) and
 /// `$HOME`'s secrets ([`namespaces::HOME_SECRETS`]).
-fn layout(writable: &[PathBuf], deny_network: bool, guard: Guard<'_>) -> namespaces::Layout {
+fn layout(
+    writable: &[PathBuf],
+    network: namespaces::Network,
+    guard: Guard<'_>,
+) -> namespaces::Layout {
     let beneath = |p: &Path| writable.iter().any(|w| p.starts_with(w));
     let mut read_only: Vec<PathBuf> = Vec::new();
     let mut masked: Vec<PathBuf> = Vec::new();
@@ -818,7 +875,7 @@ fn layout(writable: &[PathBuf], deny_network: bool, guard: Guard<'_>) -> namespa
         writable: writable.to_vec(),
         read_only,
         masked,
-        deny_network,
+        network,
         proc_read_only: false,
     }
 }
@@ -943,29 +1000,57 @@ mod tests {
         Err("none here".to_string())
     }
 
+    fn no_net() -> Result<(), String> {
+        Err("no network namespace here".to_string())
+    }
+
+    #[test]
+    fn proxy_runs_in_namespaces_only_with_a_session_network_namespace() {
+        let c = config(SandboxMode::Namespaces, NetworkAccess::Proxy, Required::No);
+        let bwrap = || Ok(PathBuf::from("/usr/bin/bwrap"));
+        let p = plan_for(&c, 7, bwrap(), Ok(()));
+        assert_eq!(p.info.kind, SandboxKind::Namespaces);
+        assert!(p.session_net && p.gaps.is_empty(), "{p:?}");
+        assert!(p
+            .info
+            .guarantees
+            .iter()
+            .any(|g| g.contains("one way out is pod's proxy")));
+        let p = plan_for(&c, 7, bwrap(), no_net());
+        assert_eq!(p.info.kind, SandboxKind::Landlock);
+        assert!(!p.session_net);
+        assert!(p.gaps[0].contains("no network namespace here"), "{p:?}");
+        // `deny` without a session namespace keeps one per call.
+        let c = config(SandboxMode::Namespaces, NetworkAccess::Deny, Required::All);
+        let p = plan_for(&c, 7, bwrap(), no_net());
+        assert_eq!(p.info.kind, SandboxKind::Namespaces);
+        assert!(!p.session_net && p.gaps.is_empty() && !p.refuses);
+    }
+
     #[test]
     fn the_plan_follows_the_kernel() {
         let c = config(SandboxMode::Landlock, NetworkAccess::Deny, Required::No);
-        let p = plan_for(&c, 7, no_ns());
+        let p = plan_for(&c, 7, no_ns(), no_net());
         assert!(p.apply && p.info.enforced && p.gaps.is_empty());
         assert_eq!(p.info.network, NetworkAccess::Deny);
-        let p = plan_for(&c, 3, no_ns());
+        let p = plan_for(&c, 3, no_ns(), no_net());
         assert!(p.info.enforced);
         assert_eq!(p.info.network, NetworkAccess::Allow);
         assert!(
             p.gaps[0].contains("network = \"deny\" needs Landlock ABI 4"),
             "{p:?}"
         );
-        let p = plan_for(&c, 2, no_ns());
+        let p = plan_for(&c, 2, no_ns(), no_net());
         assert!(p.apply && !p.info.enforced);
         assert!(p.gaps[0].contains("truncating"), "{p:?}");
-        let p = plan_for(&c, 0, no_ns());
+        let p = plan_for(&c, 0, no_ns(), no_net());
         assert!(!p.apply && !p.info.enforced);
         assert!(p.gaps[0].contains("no Landlock"), "{p:?}");
         let off = plan_for(
             &config(SandboxMode::Off, NetworkAccess::Deny, Required::All),
             7,
             no_ns(),
+            no_net(),
         );
         assert!(!off.apply && off.gaps.is_empty());
         assert_eq!(off.info.kind, SandboxKind::None);
@@ -974,7 +1059,12 @@ mod tests {
     #[test]
     fn namespaces_fall_back_to_landlock_loudly_and_required_levels_refuse() {
         let ns = |required| config(SandboxMode::Namespaces, NetworkAccess::Deny, required);
-        let p = plan_for(&ns(Required::All), 7, Ok(PathBuf::from("/usr/bin/bwrap")));
+        let p = plan_for(
+            &ns(Required::All),
+            7,
+            Ok(PathBuf::from("/usr/bin/bwrap")),
+            Ok(()),
+        );
         assert_eq!(p.info.kind, SandboxKind::Namespaces);
         assert!(p.bwrap.is_some() && !p.apply && !p.refuses && p.gaps.is_empty());
         assert_eq!(p.info.network, NetworkAccess::Deny);
@@ -983,15 +1073,17 @@ mod tests {
             .guarantees
             .iter()
             .any(|g| g.contains("empty network namespace")));
-        let p = plan_for(&ns(Required::No), 7, no_ns());
+        let p = plan_for(&ns(Required::No), 7, no_ns(), no_net());
         assert_eq!(p.info.kind, SandboxKind::Landlock);
         assert!(p.apply && p.info.enforced && !p.refuses);
         assert!(p.gaps[0].contains("falling back to Landlock"), "{p:?}");
         assert!(p.gaps[0].contains("chmod"), "{p:?}");
-        assert!(plan_for(&ns(Required::Landlock), 7, no_ns()).refuses.not());
-        assert!(plan_for(&ns(Required::Namespaces), 7, no_ns()).refuses);
-        assert!(plan_for(&ns(Required::All), 7, no_ns()).refuses);
-        assert!(plan_for(&ns(Required::Landlock), 0, no_ns()).refuses);
+        assert!(plan_for(&ns(Required::Landlock), 7, no_ns(), no_net())
+            .refuses
+            .not());
+        assert!(plan_for(&ns(Required::Namespaces), 7, no_ns(), no_net()).refuses);
+        assert!(plan_for(&ns(Required::All), 7, no_ns(), no_net()).refuses);
+        assert!(plan_for(&ns(Required::Landlock), 0, no_ns(), no_net()).refuses);
     }
 
     #[test]

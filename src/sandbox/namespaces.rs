@@ -10,7 +10,9 @@
 //! configuration and the files a `file_write` deny rule matches bound read-only; what a `read`
 //! deny rule matches and the secret folders of `$HOME` masked (an empty read-only folder, or
 //! `/dev/null` for a file). New user, mount, PID, IPC, UTS and cgroup namespaces for every call,
-//! a new network namespace (loopback only) under `network = "deny"`; every capability dropped
+//! made inside the session's network namespace under `network = "deny"` and `"proxy"`
+//! ([`super::netns`], entered in the child before `bwrap` runs; a new one per call where it
+//! cannot be made); every capability dropped
 //! (empty bounding set, `no_new_privs`); `--die-with-parent`, so the call's PID namespace dies
 //! with the pod, even a SIGKILLed one.
 //!
@@ -21,7 +23,9 @@ use std::ffi::{CString, OsStr, OsString};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
+
+use super::netns::SessionNet;
 
 /// The descriptor numbers `bwrap` reads the two seccomp programs from, in the child.
 const SECCOMP_FDS: [i32; 2] = [950, 951];
@@ -128,17 +132,32 @@ pub struct Layout {
     pub read_only: Vec<PathBuf>,
     /// Existing paths replaced by an empty read-only folder, or `/dev/null` for a file.
     pub masked: Vec<PathBuf>,
-    /// A new, empty network namespace.
-    pub deny_network: bool,
+    /// Where the call's network is.
+    pub network: Network,
     /// `/proc` mounted read-only (under the exec gate: no process can write another's
     /// `/proc/PID/mem` between the gate's decision and the exec's first instruction).
     pub proc_read_only: bool,
+}
+
+/// Which network namespace a call's processes are in.
+#[derive(Debug, Clone, Default)]
+pub enum Network {
+    /// The pod's own (`network = "allow"`).
+    #[default]
+    Host,
+    /// A new, empty one per call (`--unshare-net`), when no session namespace could be made.
+    PerCall,
+    /// The session's, entered before `bwrap` starts: loopback, and pod's proxy listener under
+    /// `network = "proxy"`.
+    Session(Arc<SessionNet>),
 }
 
 /// The session's prepared `bwrap` command line and seccomp programs.
 #[derive(Debug)]
 pub struct Wrap {
     bwrap: PathBuf,
+    /// The session's network namespace, entered in the child before `bwrap` runs.
+    net: Option<Arc<SessionNet>>,
     args: Vec<OsString>,
     /// memfds holding the two programs; each spawn opens them afresh through `/proc/self/fd`
     /// so that concurrent spawns never share a file offset.
@@ -167,7 +186,7 @@ impl Wrap {
             "--cap-drop".as_ref(),
             "ALL".as_ref(),
         ]);
-        if layout.deny_network {
+        if matches!(layout.network, Network::PerCall) {
             push(&["--unshare-net".as_ref()]);
         }
         push(&["--ro-bind".as_ref(), "/".as_ref(), "/".as_ref()]);
@@ -219,6 +238,10 @@ impl Wrap {
         }
         Ok(Wrap {
             bwrap,
+            net: match &layout.network {
+                Network::Session(net) => Some(net.clone()),
+                _ => None,
+            },
             args,
             _memfds: memfds,
             reopen,
@@ -233,8 +256,9 @@ impl Wrap {
     }
 
     /// In the forked child, before `exec`ing `bwrap`: the seccomp programs at the descriptors
-    /// the command line names. Only `open`, `dup2` and `close`; no allocation.
-    pub fn child_fds(&self) -> std::io::Result<()> {
+    /// the command line names, then into the session's network namespace. Only `open`, `dup2`,
+    /// `close` and `setns`; no allocation.
+    pub fn child_setup(&self) -> std::io::Result<()> {
         for (path, target) in self.reopen.iter().zip(SECCOMP_FDS) {
             // SAFETY: a NUL-terminated path prepared before the fork.
             let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY) };
@@ -252,6 +276,9 @@ impl Wrap {
                     return Err(std::io::Error::last_os_error());
                 }
             }
+        }
+        if let Some(net) = &self.net {
+            net.enter()?;
         }
         Ok(())
     }

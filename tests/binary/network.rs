@@ -426,3 +426,48 @@ fn an_untrusted_project_cannot_enable_web_fetch_or_allow_hosts() {
         );
     }
 }
+
+/// Under `network = "proxy"` in namespaces, the proxy is the only way out: a call's UDP
+/// datagram to the machine's loopback (where a test socket waits), and to any other address,
+/// goes nowhere, and no name resolves inside. Under the Landlock fall-back the datagram
+/// arrives (Landlock holds TCP only).
+#[test]
+fn under_the_proxy_udp_and_dns_do_not_leave_the_call() {
+    let ws = Workspace::with_manifest(&format!(
+        "{}\n[[permissions.rule]]\ntool = \"file_write\"\npattern = \"/dev/udp/**\"\n\
+         action = \"allow\"\n",
+        manifest("proxy")
+    ));
+    let mut pod = PodProcess::spawn_env(&ws, Framing::Lines, &[], &[("POD_TEST_HOSTS", HOSTS)]);
+    let init = pod.initialize(false);
+    require_proxy(&init);
+    assert_eq!(init["sandbox"]["kind"], "namespaces", "{}", init["sandbox"]);
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = socket.local_addr().unwrap().port();
+    let results = run(
+        &mut pod,
+        &[
+            format!("!echo secret-one > /dev/udp/127.0.0.1/{port} && echo sent-one"),
+            "!echo secret-two > /dev/udp/1.1.1.1/53 && echo reached".to_string(),
+            "!getent hosts example.com || echo no-name-resolves".to_string(),
+        ],
+    );
+    let text: Vec<&str> = results.iter().map(content).collect();
+    // The first was sent, inside: to the call's own loopback.
+    assert!(text[0].contains("sent-one"), "{}", text[0]);
+    assert!(!text[1].contains("reached"), "{}", text[1]);
+    assert!(
+        text[1].contains("unreachable") || text[1].contains("blocked"),
+        "{}",
+        text[1]
+    );
+    assert!(text[2].contains("no-name-resolves"), "{}", text[2]);
+    // Delivery on loopback happens within the sender's write: had the datagram left the call,
+    // it would be queued on the socket by now.
+    socket.set_nonblocking(true).unwrap();
+    let mut buf = [0u8; 64];
+    match socket.recv_from(&mut buf) {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+        other => panic!("a datagram left the call: {other:?}"),
+    }
+}
