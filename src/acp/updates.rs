@@ -379,6 +379,10 @@ mod tests {
             stop_reason(StopReason::MaxTokens),
             Some(acp::StopReason::MaxTokens)
         );
+        assert_eq!(
+            stop_reason(StopReason::Refused),
+            Some(acp::StopReason::Refusal)
+        );
         assert_eq!(stop_reason(StopReason::Error), None);
     }
 }

@@ -96,6 +96,55 @@ fn a_session_start_hook_that_fails_leaves_the_session_without_its_context() {
 }
 
 #[test]
+fn a_resumed_session_gets_its_start_context_afresh_and_keeps_its_prompt_context() {
+    let provider = Provider::start(vec![
+        provider::sse(Api::Anthropic.text("one")),
+        provider::sse(Api::Anthropic.text("two")),
+    ]);
+    let start = r#"import json, sys
+event = json.load(sys.stdin)
+print(json.dumps({"action": "context", "text": "CTX-START source=" + event["source"]}))
+"#;
+    let prompt = r#"import json, sys
+event = json.load(sys.stdin)
+print(json.dumps({"action": "context", "text": "CTX-PROMPT for " + event["turnId"]}))
+"#;
+    let hooks = format!(
+        "{}{}",
+        hook("session_start", "start.py"),
+        hook("user_prompt", "prompt.py")
+    );
+    let ws = workspace(
+        &provider,
+        "default_action = \"allow\"",
+        &hooks,
+        &[("start.py", start), ("prompt.py", prompt)],
+    );
+    let mut pod = PodProcess::spawn(&ws, Framing::Lines);
+    let init = pod.initialize(false);
+    let session = init["session"]["id"].as_str().expect("id").to_string();
+    let first = pod.call("run", json!({"input": [{"type": "text", "text": PROMPT}]}));
+    assert_eq!(first["stopReason"], "end_turn", "{first}");
+    pod.close_stdin();
+    assert!(pod.wait_exit(common::WAIT).success());
+    let mut pod = PodProcess::spawn_with(&ws, Framing::Lines, &["--resume", &session]);
+    let init = pod.initialize(false);
+    assert_eq!(init["session"]["resumed"], true, "{init}");
+    let second = pod.call("run", json!({"input": [{"type": "text", "text": "again"}]}));
+    assert_eq!(second["stopReason"], "end_turn", "{second}");
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    let system = requests[1]["system"].to_string();
+    assert!(system.contains("CTX-START source=resume"), "{system}");
+    assert!(!system.contains("source=new"), "{system}");
+    let messages = requests[1]["messages"].to_string();
+    for turn in [&first["turnId"], &second["turnId"]] {
+        let context = format!("CTX-PROMPT for {}", turn.as_str().unwrap_or_default());
+        assert_eq!(messages.matches(&context).count(), 1, "{messages}");
+    }
+}
+
+#[test]
 fn a_user_prompt_hooks_context_reaches_the_provider_with_the_prompt() {
     let provider = Provider::start(vec![provider::sse(Api::Anthropic.text("done"))]);
     let prompt = r#"import json, sys
