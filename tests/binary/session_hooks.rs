@@ -344,3 +344,24 @@ fn an_untrusted_projects_prompt_and_session_hooks_never_run() {
         ws.path("ran-permission_denied").exists()
     });
 }
+
+#[test]
+fn pod_check_names_the_event_of_a_hook_whose_script_is_missing() {
+    let ws = Workspace::with_manifest(
+        "[pod]\nname = \"t\"\n[[hooks.user_prompt]]\ncommand = [\"python3\", \"hooks/gone.py\"]\n",
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pod"))
+        .arg("check")
+        .arg(ws.manifest())
+        .env("XDG_STATE_HOME", ws.state_home())
+        .env("POD_CONFIG", "")
+        .output()
+        .expect("pod check");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("hooks.user_prompt: hooks/gone.py does not exist")
+            && text.contains("refuse every prompt"),
+        "{text}"
+    );
+}
