@@ -455,9 +455,10 @@ pub fn check_findings(manifest: &Manifest) -> Vec<lint::Finding> {
                     severity: Severity::Error,
                     line: Some(hook.line),
                     message: format!(
-                        "hooks.pre_tool_call: {arg} does not exist (looked for {}): the hook \
-                         would deny every call it sees",
-                        script.display()
+                        "hooks.{}: {arg} does not exist (looked for {}): the hook would {}",
+                        hook.event.key(),
+                        script.display(),
+                        failing(hook.event)
                     ),
                 });
             }
@@ -467,11 +468,23 @@ pub fn check_findings(manifest: &Manifest) -> Vec<lint::Finding> {
                 file: None,
                 severity: Severity::Error,
                 line: Some(hook.line),
-                message: format!("hooks.pre_tool_call: {problem}"),
+                message: format!("hooks.{}: {problem}", hook.event.key()),
             });
         }
     }
     findings
+}
+
+/// What a hook of `event` that always fails does, for `pod check`'s findings.
+fn failing(event: crate::manifest::HookEvent) -> &'static str {
+    use crate::manifest::HookEvent;
+    match event {
+        HookEvent::PreToolCall => "deny every call it sees",
+        HookEvent::PostToolCall => "withhold every result it sees",
+        HookEvent::SessionStart => "add no context to any session",
+        HookEvent::UserPrompt => "refuse every prompt",
+        HookEvent::PermissionDenied => "fail on every denial (logged only)",
+    }
 }
 
 /// Why `program` cannot be started, if it cannot.

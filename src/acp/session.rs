@@ -29,6 +29,7 @@ use super::AcpError;
 use crate::manifest::{Manifest, McpServerConfig};
 use crate::protocol::{
     CallResult, Event, InputItem, PermissionRequest, ReplyDecision, ResolvedBy, RunResult,
+    StopReason,
 };
 use crate::runtime::{
     Approvals, Approver, EventSink, Mode, Pod, PodError, PodOptions, RunError, TURN_FAILED_TEXT,
@@ -286,7 +287,15 @@ impl Session {
         let open_calls = self.forward(rx, detach).await;
         *lock(&self.turn) = None;
         match task.await {
-            Ok(Ok(result)) => self.answer(result),
+            Ok(Ok(result)) => {
+                // A refused prompt: the editor shows the hook's reason as the agent's text.
+                if result.stop_reason == StopReason::Refused {
+                    if let Some(why) = &result.error {
+                        self.update(updates::agent_text(why.clone())).await;
+                    }
+                }
+                self.answer(result)
+            }
             Ok(Err(e)) => Err(match e {
                 RunError::TurnInProgress => AcpError::invalid_request(e.to_string()),
                 RunError::UnknownSkill { .. } | RunError::EmptyInput => {

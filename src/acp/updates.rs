@@ -227,6 +227,8 @@ pub fn stop_reason(stop: StopReason) -> Option<acp::StopReason> {
         StopReason::Cancelled => Some(acp::StopReason::Cancelled),
         StopReason::MaxSteps => Some(acp::StopReason::MaxTurnRequests),
         StopReason::MaxTokens | StopReason::MaxContext => Some(acp::StopReason::MaxTokens),
+        // A `user_prompt` hook refused the prompt: the session tells the editor why first.
+        StopReason::Refused => Some(acp::StopReason::Refusal),
         StopReason::Error => None,
     }
 }
@@ -376,6 +378,10 @@ mod tests {
         assert_eq!(
             stop_reason(StopReason::MaxTokens),
             Some(acp::StopReason::MaxTokens)
+        );
+        assert_eq!(
+            stop_reason(StopReason::Refused),
+            Some(acp::StopReason::Refusal)
         );
         assert_eq!(stop_reason(StopReason::Error), None);
     }

@@ -1,22 +1,33 @@
 //! User hooks: external programs that may deny a call the permission layer let through
-//! (`pre_tool_call`), or narrow what the model learns of a call that ran (`post_tool_call`).
+//! (`pre_tool_call`), narrow what the model learns of a call that ran (`post_tool_call`), add
+//! context when a session starts (`session_start`), add context to or refuse a user prompt
+//! (`user_prompt`), or hear about a denied call (`permission_denied`).
 //!
-//! Owns: running one hook for one call. The hook runs with the manifest's folder as its working
+//! Owns: running one hook for one event. The hook runs with the manifest's folder as its working
 //! directory, in the session's sandbox (its own session and process group, the Landlock domain,
 //! `$TMPDIR`; every process it starts dies when the hook ends), with a JSON object on stdin:
 //! `{"event", "callId", "tool", "input", "decision"}` before a call, `{"event", "callId",
-//! "tool", "input", "result": {"content", "isError"}}` after it. Before a call it answers on
-//! stdout `{"action":"continue"}` or `{"action":"deny","message":"..."}`, or exits with code 2
-//! to deny with its stderr as the message. After a call it answers `continue`, `replace`
-//! (`content`, and `isError` which can only become true), `note` (`message`, appended for the
-//! model) or `withhold` (the result is replaced by an error naming the hook; exit code 2 is the
-//! same, with stderr as the message). Anything else (a timeout, a signal, another exit code,
-//! output that is empty, not JSON or too large, an unknown action) fails closed: before a call
-//! it denies, after a call it withholds the result. See `docs/hooks.md`.
+//! "tool", "input", "result": {"content", "isError"}}` after it, `{"event", "sessionId",
+//! "source", "workspace"}` at session start, `{"event", "sessionId", "turnId", "prompt",
+//! "skill"}` before a prompt, `{"event", "sessionId", "turnId", "callId", "tool", "input",
+//! "deniedBy", "reason"}` after a denial. Before a call it answers on stdout
+//! `{"action":"continue"}` or `{"action":"deny","message":"..."}`, or exits with code 2 to deny
+//! with its stderr as the message. After a call it answers `continue`, `replace` (`content`, and
+//! `isError` which can only become true), `note` (`message`, appended for the model) or
+//! `withhold` (the result is replaced by an error naming the hook; exit code 2 is the same, with
+//! stderr as the message). At session start it answers `continue` or `context` (`text`, at most
+//! [`CONTEXT_CAP`] bytes); before a prompt `continue`, `context` or `refuse` (`message`; exit
+//! code 2 is the same, with stderr as the message). After a denial its answer is ignored.
+//! Anything else (a timeout, a signal, another exit code, output that is empty, not JSON or too
+//! large, an unknown action) fails closed: before a call it denies, after a call it withholds
+//! the result, before a prompt it refuses the prompt, at session start the session gets no
+//! context from it (the runtime reports the failure); after a denial it is only logged. See
+//! `docs/hooks.md`.
 //!
-//! Must not touch: the decision. A hook can only continue, deny or narrow; the runtime calls
-//! hooks only for calls the permission hook allowed (and post hooks only for calls that ran),
-//! so a hook can never turn a deny into an allow.
+//! Must not touch: the decision, or the session. A hook can only continue, deny or narrow; the
+//! runtime calls hooks only for calls the permission hook allowed (and post hooks only for calls
+//! that ran), so a hook can never turn a deny into an allow. What a hook's answer does to the
+//! session (history, the model's view, the turn) is the runtime's.
 
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
@@ -34,6 +45,9 @@ use crate::sandbox::{CallProcess, Sandbox};
 pub const OUTPUT_CAP: usize = 64 * 1024;
 /// At most this many characters of a hook's message go into the denial text.
 const MESSAGE_CAP: usize = 2000;
+/// The largest `context` text a `session_start` or `user_prompt` hook may give, in bytes; a
+/// larger one is a failure of the hook.
+pub const CONTEXT_CAP: usize = 16 * 1024;
 
 #[derive(Debug, Clone)]
 pub struct UserHook {
@@ -62,6 +76,17 @@ pub enum After {
     Withhold(String),
 }
 
+/// What a `session_start` or `user_prompt` hook said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Prompted {
+    /// Nothing to add.
+    Continue,
+    /// Text for the model (at most [`CONTEXT_CAP`] bytes).
+    Context(String),
+    /// The prompt is not sent (`user_prompt` only); this says why.
+    Refuse(String),
+}
+
 /// How a hook ended and what it printed.
 struct Spoken {
     status: ExitStatus,
@@ -81,10 +106,17 @@ pub enum HookFailure {
     Signal(i32),
     #[error("exited with code {code}{}", stderr_note(stderr))]
     Exit { code: i32, stderr: String },
-    #[error("printed nothing on stdout (expected {{\"action\":\"continue\"}} or {{\"action\":\"deny\",\"message\":\"...\"}})")]
+    #[error(
+        "printed nothing on stdout (expected a JSON answer such as {{\"action\":\"continue\"}})"
+    )]
     Empty,
     #[error("printed more than {} KiB on stdout", OUTPUT_CAP / 1024)]
     TooLarge,
+    #[error(
+        "answered a context of {0} bytes, more than the {kib} KiB a hook may add; send less text",
+        kib = CONTEXT_CAP / 1024
+    )]
+    ContextTooLarge(usize),
     #[error("printed output that is not a valid answer ({why}): {excerpt}")]
     Garbage { why: String, excerpt: String },
     #[error("failed while talking to it: {0}")]
@@ -112,6 +144,9 @@ struct Answer {
     /// `replace` only.
     #[serde(default)]
     is_error: Option<bool>,
+    /// `context` only.
+    #[serde(default)]
+    text: Option<String>,
 }
 
 /// Reads at most [`OUTPUT_CAP`] bytes and drains the rest, so a chatty hook never blocks on a
@@ -219,6 +254,92 @@ impl UserHook {
                 "the result was withheld: {} {failure}; a hook that fails withholds the result",
                 self.label()
             )),
+        }
+    }
+
+    /// A `session_start` hook's context for the session (`source` is `new` or `resume`):
+    /// `Ok(None)` when it adds none, `Err(text)` (naming the hook) when it failed.
+    pub async fn session_start(
+        &self,
+        session_id: &str,
+        source: &str,
+        workspace: &std::path::Path,
+    ) -> Result<Option<String>, String> {
+        let payload = serde_json::json!({
+            "event": "session_start",
+            "sessionId": session_id,
+            "source": source,
+            "workspace": workspace,
+        });
+        let said = self
+            .talk(&payload)
+            .await
+            .and_then(|spoken| prompted(&spoken, false));
+        match said {
+            Ok(Prompted::Continue) => Ok(None),
+            Ok(Prompted::Context(text)) => Ok(Some(text)),
+            // `prompted` gives no refusal here; an exit code 2 is a failure.
+            Ok(Prompted::Refuse(_)) => Err(format!(
+                "{} cannot refuse a session; the session starts without its context",
+                self.label()
+            )),
+            Err(failure) => Err(format!(
+                "{} {failure}; the session starts without its context",
+                self.label()
+            )),
+        }
+    }
+
+    /// A `user_prompt` hook's word on the turn's prompt: `Ok(Some(text))` adds context for the
+    /// model, `Err(text)` (naming the hook) refuses the prompt: the hook refused it, or failed
+    /// (fail closed).
+    pub async fn user_prompt(
+        &self,
+        session_id: &str,
+        turn_id: &str,
+        prompt: &str,
+        skill: Option<&str>,
+    ) -> Result<Option<String>, String> {
+        let payload = serde_json::json!({
+            "event": "user_prompt",
+            "sessionId": session_id,
+            "turnId": turn_id,
+            "prompt": prompt,
+            "skill": skill,
+        });
+        let said = self
+            .talk(&payload)
+            .await
+            .and_then(|spoken| prompted(&spoken, true));
+        match said {
+            Ok(Prompted::Continue) => Ok(None),
+            Ok(Prompted::Context(text)) => Ok(Some(text)),
+            Ok(Prompted::Refuse(message)) if message.is_empty() => Err(format!(
+                "the prompt was refused by {} (no message)",
+                self.label()
+            )),
+            Ok(Prompted::Refuse(message)) => Err(format!(
+                "the prompt was refused by {}: {message}",
+                self.label()
+            )),
+            Err(failure) => Err(format!(
+                "the prompt was refused: {} {failure}; a hook that fails refuses the prompt",
+                self.label()
+            )),
+        }
+    }
+
+    /// Tells a `permission_denied` hook about a denied call. Its answer is ignored; `Err(text)`
+    /// (naming the hook) says how it failed, for the log.
+    pub async fn denied(&self, payload: &serde_json::Value) -> Result<(), String> {
+        let failed = |failure: HookFailure| format!("{} {failure}", self.label());
+        let spoken = self.talk(payload).await.map_err(failed)?;
+        match exit_code(spoken.status).map_err(failed)? {
+            0 => Ok(()),
+            code => Err(failed(HookFailure::Exit {
+                code,
+                stderr: capped(&String::from_utf8_lossy(&spoken.stderr)),
+            })),
         }
     }
 
@@ -407,6 +528,48 @@ fn after_verdict(
                 "unknown action \"{other}\"; after a call a hook may answer \"continue\", \
                  \"replace\", \"note\" or \"withhold\""
             ),
+        )),
+    }
+}
+
+/// A `session_start` (`refuse` false) or `user_prompt` hook's word from how it ended and what
+/// it printed.
+fn prompted(spoken: &Spoken, refuse: bool) -> Result<Prompted, HookFailure> {
+    let stderr = capped(&String::from_utf8_lossy(&spoken.stderr));
+    match exit_code(spoken.status)? {
+        0 => {}
+        2 if refuse => return Ok(Prompted::Refuse(stderr)),
+        code => return Err(HookFailure::Exit { code, stderr }),
+    }
+    let answer = answer(&spoken.stdout, spoken.stdout_more)?;
+    let text = || String::from_utf8_lossy(&spoken.stdout).into_owned();
+    match answer.action.as_str() {
+        "continue" => Ok(Prompted::Continue),
+        "context" => {
+            let Some(context) = answer.text else {
+                return Err(garbage(&text(), "\"context\" needs \"text\"".into()));
+            };
+            if context.len() > CONTEXT_CAP {
+                return Err(HookFailure::ContextTooLarge(context.len()));
+            }
+            Ok(Prompted::Context(context))
+        }
+        "refuse" if refuse => Ok(Prompted::Refuse(capped(
+            answer.message.as_deref().unwrap_or_default(),
+        ))),
+        other => Err(garbage(
+            &text(),
+            if refuse {
+                format!(
+                    "unknown action \"{other}\"; before a prompt a hook may answer \"continue\", \
+                     \"context\" or \"refuse\""
+                )
+            } else {
+                format!(
+                    "unknown action \"{other}\"; at session start a hook may answer \
+                     \"continue\" or \"context\""
+                )
+            },
         )),
     }
 }

@@ -293,3 +293,100 @@ async fn a_post_hook_keeps_replaces_notes_or_withholds_and_fails_closed() {
         }
     }
 }
+
+async fn prompt(dir: &Path, body: &str) -> Result<Option<String>, String> {
+    let path = script(dir, "prompt.sh", body);
+    let mut hook = hook_for(&path, Duration::from_secs(5));
+    hook.config.event = HookEvent::UserPrompt;
+    hook.user_prompt("session_1", "turn_1", "deploy it", None)
+        .await
+}
+
+async fn start(dir: &Path, body: &str) -> Result<Option<String>, String> {
+    let path = script(dir, "start.sh", body);
+    let mut hook = hook_for(&path, Duration::from_secs(5));
+    hook.config.event = HookEvent::SessionStart;
+    hook.session_start("session_1", "new", dir).await
+}
+
+#[tokio::test]
+async fn a_user_prompt_hook_continues_adds_context_or_refuses_and_fails_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert_eq!(prompt(d, r#"echo '{"action":"continue"}'"#).await, Ok(None));
+    // The hook read the prompt it was given on stdin.
+    let echoed = prompt(
+        d,
+        r#"python3 -c 'import json,sys; p=json.load(sys.stdin)["prompt"]; print(json.dumps({"action":"context","text":p.upper()}))'"#,
+    )
+    .await;
+    assert_eq!(echoed, Ok(Some("DEPLOY IT".into())));
+    let refused = prompt(d, r#"echo '{"action":"refuse","message":"not today"}'"#)
+        .await
+        .unwrap_err();
+    assert!(
+        refused.contains("refused by hook") && refused.contains("not today"),
+        "{refused}"
+    );
+    let refused = prompt(d, "echo frozen >&2; exit 2").await.unwrap_err();
+    assert!(
+        refused.contains("frozen") && refused.contains("hooks.user_prompt"),
+        "{refused}"
+    );
+    // Every failure refuses: a crash, garbage, an unknown action, a context without text or
+    // larger than the cap.
+    let big = format!(
+        r#"python3 -c 'import json; print(json.dumps({{"action":"context","text":"x"*{}}}))'"#,
+        CONTEXT_CAP + 1
+    );
+    for body in [
+        "exit 1",
+        "kill -9 $$",
+        "echo not json",
+        r#"echo '{"action":"deny"}'"#,
+        r#"echo '{"action":"context"}'"#,
+        big.as_str(),
+        "",
+    ] {
+        let why = prompt(d, body).await.unwrap_err();
+        assert!(why.contains("fails refuses the prompt"), "{body}: {why}");
+    }
+}
+
+#[tokio::test]
+async fn a_session_start_hook_adds_context_and_cannot_refuse() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert_eq!(
+        start(
+            d,
+            r#"python3 -c 'import json,sys; e=json.load(sys.stdin); print(json.dumps({"action":"context","text":e["source"]}))'"#
+        )
+        .await,
+        Ok(Some("new".into()))
+    );
+    for body in [
+        r#"echo '{"action":"refuse","message":"no"}'"#,
+        "echo no >&2; exit 2",
+        "exit 1",
+    ] {
+        let why = start(d, body).await.unwrap_err();
+        assert!(why.contains("starts without its context"), "{body}: {why}");
+    }
+}
+
+#[tokio::test]
+async fn a_permission_denied_hooks_answer_is_ignored_but_its_failure_is_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(dir.path(), "denied.sh", "cat > /dev/null; echo whatever");
+    let mut hook = hook_for(&path, Duration::from_secs(5));
+    hook.config.event = HookEvent::PermissionDenied;
+    let payload = serde_json::json!({"event": "permission_denied"});
+    assert_eq!(hook.denied(&payload).await, Ok(()));
+    let path = script(dir.path(), "denied.sh", "echo broke >&2; exit 3");
+    let why = hook_for(&path, Duration::from_secs(5))
+        .denied(&payload)
+        .await
+        .unwrap_err();
+    assert!(why.contains("exited with code 3: broke"), "{why}");
+}

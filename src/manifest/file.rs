@@ -236,7 +236,7 @@ pub struct SkillsSection {
     pub directories: Vec<String>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
 pub struct HooksSection {
     /// User hooks run after the built-in permission hook, in this order.
@@ -248,6 +248,21 @@ pub struct HooksSection {
     #[serde(default)]
     #[schemars(with = "Vec<HookEntry>")]
     pub post_tool_call: Vec<Spanned<HookEntry>>,
+    /// Hooks run when a session starts or is resumed: they may add context the model sees on
+    /// every request of the session (docs/hooks.md). They take no `tools`.
+    #[serde(default)]
+    #[schemars(with = "Vec<HookEntry>")]
+    pub session_start: Vec<Spanned<HookEntry>>,
+    /// Hooks run before each user prompt goes to the model: they may add context or refuse
+    /// the prompt; one that fails refuses it (docs/hooks.md). They take no `tools`.
+    #[serde(default)]
+    #[schemars(with = "Vec<HookEntry>")]
+    pub user_prompt: Vec<Spanned<HookEntry>>,
+    /// Hooks told about each denied call (by a rule, a person, a mode, a hook, a timeout):
+    /// a notification whose answer is ignored (docs/hooks.md).
+    #[serde(default)]
+    #[schemars(with = "Vec<HookEntry>")]
+    pub permission_denied: Vec<Spanned<HookEntry>>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -255,9 +270,11 @@ pub struct HooksSection {
 pub struct HookEntry {
     /// The program and its arguments (resolved against the manifest's folder when relative).
     pub command: Vec<String>,
-    /// Seconds before the hook is killed and the call denied. Default 10.
+    /// Seconds before the hook is killed and counted as failed (a call denied, a result
+    /// withheld, a prompt refused: docs/hooks.md). Default 10.
     pub timeout_secs: Option<u64>,
-    /// Wildmatch patterns of tool names the hook applies to. Default: every tool.
+    /// Wildmatch patterns of tool names the hook applies to. Default: every tool. Only hooks
+    /// about calls (`pre_tool_call`, `post_tool_call`, `permission_denied`) take it.
     pub tools: Option<Vec<String>>,
 }
 

@@ -317,6 +317,9 @@ fn restrict(
                 match hook.event {
                     super::HookEvent::PreToolCall => "before tool calls",
                     super::HookEvent::PostToolCall => "on tool results",
+                    super::HookEvent::SessionStart => "when a session starts",
+                    super::HookEvent::UserPrompt => "before each prompt",
+                    super::HookEvent::PermissionDenied => "after denied calls",
                 }
             ),
             at(Some(hook.line)),

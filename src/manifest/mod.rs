@@ -276,19 +276,37 @@ pub enum HookEvent {
     PreToolCall,
     /// After a call ran, before the model sees its result: may narrow the result.
     PostToolCall,
+    /// When a session starts or is resumed: may add context for the model.
+    SessionStart,
+    /// Before a user prompt goes to the model: may add context or refuse the prompt.
+    UserPrompt,
+    /// After a call was denied, by whatever denied it: a notification, its answer ignored.
+    PermissionDenied,
 }
 
 impl HookEvent {
-    /// The manifest's name for it: `hooks.pre_tool_call`, `hooks.post_tool_call`.
+    /// The manifest's name for it: `hooks.pre_tool_call`, `hooks.session_start`, ...
     pub fn key(self) -> &'static str {
         match self {
             HookEvent::PreToolCall => "pre_tool_call",
             HookEvent::PostToolCall => "post_tool_call",
+            HookEvent::SessionStart => "session_start",
+            HookEvent::UserPrompt => "user_prompt",
+            HookEvent::PermissionDenied => "permission_denied",
+        }
+    }
+
+    /// Whether the hook is about tool calls, so that its `tools` patterns mean something.
+    pub fn per_call(self) -> bool {
+        match self {
+            HookEvent::PreToolCall | HookEvent::PostToolCall | HookEvent::PermissionDenied => true,
+            HookEvent::SessionStart | HookEvent::UserPrompt => false,
         }
     }
 }
 
-/// A user hook (`[[hooks.pre_tool_call]]` or `[[hooks.post_tool_call]]`).
+/// A user hook (`[[hooks.pre_tool_call]]`, `[[hooks.post_tool_call]]`,
+/// `[[hooks.session_start]]`, `[[hooks.user_prompt]]` or `[[hooks.permission_denied]]`).
 #[derive(Debug, Clone)]
 pub struct HookConfig {
     pub event: HookEvent,
@@ -553,18 +571,31 @@ impl Manifest {
             .unwrap_or_default();
 
         let mut hooks = Vec::new();
-        let (pre, post) = raw
-            .hooks
-            .map(|h| (h.pre_tool_call, h.post_tool_call))
-            .unwrap_or_default();
-        let entries = pre
-            .into_iter()
-            .map(|h| (HookEvent::PreToolCall, h))
-            .chain(post.into_iter().map(|h| (HookEvent::PostToolCall, h)));
+        let section = raw.hooks.unwrap_or_default();
+        let entries = [
+            (HookEvent::PreToolCall, section.pre_tool_call),
+            (HookEvent::PostToolCall, section.post_tool_call),
+            (HookEvent::SessionStart, section.session_start),
+            (HookEvent::UserPrompt, section.user_prompt),
+            (HookEvent::PermissionDenied, section.permission_denied),
+        ]
+        .into_iter()
+        .flat_map(|(event, list)| list.into_iter().map(move |h| (event, h)));
         for (event, hook) in entries {
             let offset = hook.span().start;
             let line = line_of(offset);
             let hook = hook.into_inner();
+            if hook.tools.is_some() && !event.per_call() {
+                return Err(at(
+                    offset,
+                    format!(
+                        "hooks.{}.tools: this hook is not about tool calls, so it takes no \
+                         `tools`; remove the key (only pre_tool_call, post_tool_call and \
+                         permission_denied hooks select tools)",
+                        event.key()
+                    ),
+                ));
+            }
             let Some(program) = hook.command.first() else {
                 return Err(at(
                     offset,
@@ -1191,6 +1222,30 @@ fn find_key(text: &str, section: &str, key: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_hook_event_parses_and_only_call_hooks_take_tools() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pod.toml");
+        let text = "[[hooks.session_start]]\ncommand = [\"a\"]\n\
+                    [[hooks.user_prompt]]\ncommand = [\"b\"]\ntimeout_secs = 3\n\
+                    [[hooks.permission_denied]]\ncommand = [\"c\"]\ntools = [\"bash\"]\n";
+        let m = Manifest::parse(text, &path).unwrap();
+        let events: Vec<_> = m.hooks.iter().map(|h| (h.event, h.line)).collect();
+        assert_eq!(
+            events,
+            [
+                (HookEvent::SessionStart, 1),
+                (HookEvent::UserPrompt, 3),
+                (HookEvent::PermissionDenied, 6)
+            ]
+        );
+        for event in ["session_start", "user_prompt"] {
+            let text = format!("[[hooks.{event}]]\ncommand = [\"a\"]\ntools = [\"bash\"]\n");
+            let err = Manifest::parse(&text, &path).unwrap_err().to_string();
+            assert!(err.contains(&format!("hooks.{event}.tools")), "{err}");
+        }
+    }
 
     #[test]
     fn protected_paths_name_the_configuration_hooks_skills_and_state() {

@@ -115,7 +115,17 @@ pub(super) fn messages_from_items(items: &[Item]) -> Vec<Message> {
                     }),
                 }
             }
-            Item::SkillActivated { .. }
+            // A `user_prompt` hook's context went with its turn's prompt. A `session_start`
+            // hook's (no turn) is in the system prompt, which the hooks give again on resume.
+            Item::HookContext {
+                turn_id: Some(_),
+                text,
+                ..
+            } => messages.push(Message::User { text: text.clone() }),
+            Item::HookContext { turn_id: None, .. }
+            | Item::HookFailed { .. }
+            | Item::PromptRefused { .. }
+            | Item::SkillActivated { .. }
             | Item::PermissionDecision { .. }
             | Item::SessionGrant { .. }
             | Item::ModeChanged { .. }

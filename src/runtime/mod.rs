@@ -2,7 +2,9 @@
 //!
 //! Owns: the session state (history, the model's view of the conversation, session grants, the
 //! client's mode), the turn loop (`turn`), the check chain every tool call passes
-//! (`checks`), and who answers asks ([`approval`]).
+//! (`checks`), who answers asks ([`approval`]), and when the `session_start`, `user_prompt`
+//! and `permission_denied` hooks run and what their answers do to the session (the system
+//! prompt, the turn, history).
 //!
 //! Must not touch: the wire. Events leave through an [`EventSink`]; the server decides how they
 //! are written. Decisions come from `permission`, never from here.
@@ -197,6 +199,17 @@ pub struct Pod {
     hooks: Vec<UserHook>,
     /// `post_tool_call` hooks, in order: each sees the result the one before left.
     post_hooks: Vec<UserHook>,
+    /// `session_start` hooks, run once by [`Pod::start`].
+    start_hooks: Vec<UserHook>,
+    /// `user_prompt` hooks, in order, before each turn's prompt goes to the model.
+    prompt_hooks: Vec<UserHook>,
+    /// `permission_denied` hooks, told about each denied call (detached from the turn).
+    denied_hooks: Vec<UserHook>,
+    /// Bounds how many denials' `permission_denied` hooks run at once (`[tools] max_parallel`).
+    denied_slots: Arc<tokio::sync::Semaphore>,
+    /// The system prompt every request carries: the manifest's, then the context the
+    /// `session_start` hooks added.
+    system: Option<String>,
     /// Bounds every process the tools, hooks and MCP servers start; its `$TMPDIR` goes when the
     /// pod drops.
     sandbox: Arc<Sandbox>,
@@ -230,11 +243,20 @@ pub struct Pod {
 
 impl Pod {
     /// Builds a pod from a manifest: tools, model, skills, hooks, and a new or resumed session.
-    /// It starts no MCP server: [`Pod::start`] does.
+    /// It starts no MCP server and runs no `session_start` hook: [`Pod::start`] does.
     pub fn open(manifest: Manifest, options: PodOptions) -> Result<Arc<Pod>, PodError> {
         if !manifest.mcp.servers.is_empty() || !options.mcp_servers.is_empty() {
             tracing::warn!(
                 "Pod::open starts no MCP servers (Pod::start does): their tools are not offered"
+            );
+        }
+        if manifest
+            .hooks
+            .iter()
+            .any(|h| h.event == HookEvent::SessionStart)
+        {
+            tracing::warn!(
+                "Pod::open runs no session_start hooks (Pod::start does): their context is not added"
             );
         }
         Ok(Arc::new(Pod::build(manifest, options, Vec::new())?))
@@ -267,7 +289,56 @@ impl Pod {
         pod.toolbox = std::mem::take(&mut pod.toolbox).with(servers.tools());
         pod.tool_infos = pod.toolbox.info();
         pod.mcp = servers;
+        pod.session_started().await;
         Ok(Arc::new(pod))
+    }
+
+    /// Runs the `session_start` hooks in manifest order (`source`: `new`, or `resume` for a
+    /// resumed session) and adds the context they give to the system prompt. A hook that fails
+    /// adds nothing: the session starts without it, the failure is logged on stderr and
+    /// recorded in history (`hookFailed`), and the hooks after it still run. The session is not
+    /// refused: such a hook can only add what the model is told, so without it the model knows
+    /// less, never may more (docs/hooks.md).
+    async fn session_started(&mut self) {
+        if self.start_hooks.is_empty() {
+            return;
+        }
+        let source = if self.resumed { "resume" } else { "new" };
+        let mut added = Vec::new();
+        for hook in &self.start_hooks {
+            let said = hook
+                .session_start(&self.session_id, source, &self.manifest.workspace)
+                .await;
+            match said {
+                Ok(None) => {}
+                Ok(Some(text)) => {
+                    self.record(Item::HookContext {
+                        turn_id: None,
+                        event: HookEvent::SessionStart.key().into(),
+                        hook: hook.label(),
+                        text: text.clone(),
+                    });
+                    added.push(text);
+                }
+                Err(error) => {
+                    tracing::warn!(session = %self.session_id, "{error}");
+                    self.record(Item::HookFailed {
+                        event: HookEvent::SessionStart.key().into(),
+                        error,
+                    });
+                }
+            }
+        }
+        if !added.is_empty() {
+            let mut system = self.system.take().unwrap_or_default();
+            for text in added {
+                if !system.is_empty() {
+                    system.push_str("\n\n");
+                }
+                system.push_str(&text);
+            }
+            self.system = Some(system);
+        }
     }
 
     /// The pod without its MCP servers; `extra` are the servers a front-end adds (for the
@@ -389,12 +460,20 @@ impl Pod {
         if let (Some(proxy), Some(listener)) = (&proxy, sandbox.proxy_listener()) {
             proxy.serve(listener).map_err(PodError::Proxy)?;
         }
-        let (hooks, post_hooks): (Vec<UserHook>, Vec<UserHook>) = manifest
-            .hooks
-            .iter()
-            .cloned()
-            .map(|h| UserHook::new(h).with_sandbox(sandbox.clone()))
-            .partition(|h| h.config.event == HookEvent::PreToolCall);
+        let hooks_of = |event: HookEvent| -> Vec<UserHook> {
+            manifest
+                .hooks
+                .iter()
+                .filter(|h| h.event == event)
+                .cloned()
+                .map(|h| UserHook::new(h).with_sandbox(sandbox.clone()))
+                .collect()
+        };
+        let hooks = hooks_of(HookEvent::PreToolCall);
+        let post_hooks = hooks_of(HookEvent::PostToolCall);
+        let start_hooks = hooks_of(HookEvent::SessionStart);
+        let prompt_hooks = hooks_of(HookEvent::UserPrompt);
+        let denied_hooks = hooks_of(HookEvent::PermissionDenied);
         let audit = match &manifest.audit {
             Some(config) => {
                 let log =
@@ -430,6 +509,11 @@ impl Pod {
             skills,
             hooks,
             post_hooks,
+            start_hooks,
+            prompt_hooks,
+            denied_hooks,
+            system: manifest.model.system.clone(),
+            denied_slots: Arc::new(tokio::sync::Semaphore::new(manifest.max_parallel)),
             sandbox,
             net,
             proxy,

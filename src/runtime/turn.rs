@@ -1,6 +1,8 @@
-//! The turn loop: user input -> model -> check chain per tool call -> run allowed calls ->
-//! commit results in tool-call order -> model again, until the model ends the turn, `max_steps`
-//! is reached, or the turn is cancelled. Every tool call gets exactly one result.
+//! The turn loop: user input -> `user_prompt` hooks -> model -> check chain per tool call ->
+//! run allowed calls -> commit results in tool-call order (a denied call's `permission_denied`
+//! hooks are started then, detached) -> model again, until the model ends the turn, `max_steps`
+//! is reached, a `user_prompt` hook refuses the prompt, or the turn is cancelled. Every tool
+//! call gets exactly one result.
 //!
 //! Each call gets an id of its own when its response is read ([`calls`]).
 
@@ -16,6 +18,7 @@ use super::deltas::Deltas;
 use super::execs;
 use super::{Approver, EventSink, Pod, RunError};
 use crate::hooks::After;
+use crate::manifest::HookEvent;
 use crate::model::{Message, ModelError, ModelRequest, ModelStop, ToolCall, ToolResult};
 use crate::network::NetworkAsk;
 use crate::permission::SubjectKind;
@@ -207,6 +210,10 @@ impl Pod {
         input: Vec<InputItem>,
     ) -> (StopReason, Option<String>, Usage) {
         let mut usage = Usage::default();
+        let contexts = match self.prompted(turn, &input).await {
+            Ok(contexts) => contexts,
+            Err(stop) => return (stop.0, stop.1, usage),
+        };
         for item in input {
             match item {
                 InputItem::Text { text } => {
@@ -230,6 +237,15 @@ impl Pod {
                     }
                 }
             }
+        }
+        for (hook, text) in contexts {
+            self.record(Item::HookContext {
+                turn_id: Some(turn.id.clone()),
+                event: HookEvent::UserPrompt.key().into(),
+                hook,
+                text: text.clone(),
+            });
+            self.state().messages.push(Message::User { text });
         }
         for _ in 0..self.manifest.max_steps {
             if turn.cancel.is_cancelled() {
@@ -278,6 +294,95 @@ impl Pod {
         (StopReason::MaxSteps, None, usage)
     }
 
+    /// The `user_prompt` hooks' word on the turn's prompt (its text items joined by blank
+    /// lines), in manifest order: the context they add, with each hook's label, or why the turn
+    /// ends before the model sees the prompt. A hook that refuses (or fails, which refuses)
+    /// stops the chain; the refusal is recorded (`promptRefused`), the prompt is not.
+    async fn prompted(
+        &self,
+        turn: &Turn<'_>,
+        input: &[InputItem],
+    ) -> Result<Vec<(String, String)>, (StopReason, Option<String>)> {
+        let mut contexts = Vec::new();
+        if self.prompt_hooks.is_empty() {
+            return Ok(contexts);
+        }
+        let prompt = input
+            .iter()
+            .filter_map(|item| match item {
+                InputItem::Text { text } => Some(text.as_str()),
+                InputItem::Skill { .. } => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        let skill = turn.skill.as_ref().map(|s| s.name.as_str());
+        for hook in &self.prompt_hooks {
+            // Dropping the hook's future on cancel kills its process group.
+            let said = tokio::select! {
+                said = hook.user_prompt(&self.session_id, &turn.id, &prompt, skill) => said,
+                () = turn.cancel.cancelled() => return Err((StopReason::Cancelled, None)),
+            };
+            match said {
+                Ok(None) => {}
+                Ok(Some(text)) => contexts.push((hook.label(), text)),
+                Err(message) => {
+                    tracing::warn!(session = %self.session_id, turn = %turn.id, "{message}");
+                    self.record(Item::PromptRefused {
+                        turn_id: turn.id.clone(),
+                        message: message.clone(),
+                    });
+                    return Err((StopReason::Refused, Some(message)));
+                }
+            }
+        }
+        Ok(contexts)
+    }
+
+    /// Tells the `permission_denied` hooks that apply to `call` that it was denied, on a task
+    /// of its own: the turn does not wait for them. Each runs under its timeout, at most
+    /// `[tools] max_parallel` denials' hooks at once; their answers are ignored and a failure
+    /// is logged on stderr. A hook still running when the pod exits is killed.
+    fn notify_denied(&self, turn: &Turn<'_>, call: &Call, by: DeniedBy, reason: &str) {
+        let hooks: Vec<_> = self
+            .denied_hooks
+            .iter()
+            .filter(|h| h.applies_to(&call.name))
+            .cloned()
+            .collect();
+        if hooks.is_empty() {
+            return;
+        }
+        let payload = serde_json::json!({
+            "event": "permission_denied",
+            "sessionId": self.session_id,
+            "turnId": turn.id,
+            "callId": call.id,
+            "tool": call.name,
+            "input": call.input,
+            "deniedBy": by,
+            "reason": reason,
+        });
+        let session = self.session_id.clone();
+        let slots = self.denied_slots.clone();
+        let tell = async move {
+            let Ok(_slot) = slots.acquire_owned().await else {
+                return;
+            };
+            for hook in hooks {
+                if let Err(why) = hook.denied(&payload).await {
+                    tracing::warn!(session = %session, "permission_denied: {why}");
+                }
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn(tell)),
+            Err(_) => tracing::warn!(
+                session = %self.session_id,
+                "permission_denied hooks not run: no async runtime to run them on"
+            ),
+        }
+    }
+
     /// Why the next step cannot be taken within the session's budgets: the log passed `[pod]
     /// max_session_bytes`, or the conversation does not fit `[model] max_context_bytes` even
     /// with older tool results elided (which this does, in the model's view only).
@@ -311,7 +416,7 @@ impl Pod {
         let messages = self.state().messages.clone();
         let deltas = Deltas::default();
         let request = ModelRequest {
-            system: self.manifest.model.system.as_deref(),
+            system: self.system.as_deref(),
             messages: &messages,
             tools: &self.tool_infos,
             max_tokens: self.manifest.model.max_tokens,
@@ -387,6 +492,9 @@ impl Pod {
                 content: outcome.output.content.clone(),
                 denied_by: outcome.denied_by,
             };
+            if let Some(by) = outcome.denied_by {
+                self.notify_denied(turn, call, by, &outcome.output.content);
+            }
             self.record(Item::ToolResult(result.clone()));
             turn.emit(Event::ToolResult(result)).await;
             results.push(ToolResult {

@@ -432,3 +432,30 @@ fn a_call_waiting_for_a_slot_when_the_mode_became_read_only_does_not_run() {
     agent.wait(|v| v["id"] == 1 && v.get("method").is_none());
     assert!(!Path::new(&cwd(&ws)).join("waited").exists());
 }
+
+#[test]
+fn a_prompt_a_user_prompt_hook_refuses_ends_in_refusal_saying_why() {
+    let ws = Workspace::with_manifest(
+        "[pod]\nname = \"t\"\n[model]\nprovider = \"offline\"\n\
+         [[hooks.user_prompt]]\ncommand = [\"sh\", \"-c\", \"cat > /dev/null; echo 'not in this repo' >&2; exit 2\"]\n",
+    );
+    ws.trust();
+    let mut agent = Agent::spawn(&ws);
+    agent.initialize();
+    let id = agent.new_session(&ws);
+    agent.prompt(1, &id, "!touch made-anyway");
+    let said = agent.wait(|v| {
+        v["method"] == "session/update"
+            && v["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+    });
+    let text = said["params"]["update"]["content"]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        text.contains("not in this repo") && text.contains("hooks.user_prompt"),
+        "{said}"
+    );
+    let done = agent.wait(|v| v["id"] == 1 && v.get("method").is_none());
+    assert_eq!(done["result"]["stopReason"], "refusal", "{done}");
+    assert!(!Path::new(&cwd(&ws)).join("made-anyway").exists());
+}

@@ -32,6 +32,7 @@ mod prompts;
 mod rust_client;
 mod sandbox;
 mod schema;
+mod session_hooks;
 mod shell_soundness;
 mod stdout_hygiene;
 mod trust;

@@ -117,13 +117,14 @@ export type ResolvedBy =
 export type Resolution = "allow" | "deny";
 /**
  * Why a turn ended. `max_tokens`: the model's reply was cut off at its token limit
- * (`[model] max_tokens`).
+ * (`[model] max_tokens`). `refused`: a `user_prompt` hook refused the prompt (or failed, which
+ * refuses it), so the model never saw it; `error` says which hook and why.
  *
  * This interface was referenced by `PodProtocolV1`'s JSON-Schema
  * via the `definition` "StopReason".
  */
 export type StopReason =
-  ("end_turn" | "cancelled" | "max_steps" | "max_tokens" | "error") | "max_context";
+  ("end_turn" | "cancelled" | "max_steps" | "max_tokens" | "error" | "refused") | "max_context";
 /**
  * How a session settles what the rules leave to a person (docs/permissions.md, "Modes").
  *
@@ -225,6 +226,38 @@ export type Item =
       stopReason: StopReason;
       turnId: string;
       type: "turnEnded";
+    }
+  | {
+      /**
+       * `session_start` or `user_prompt`.
+       */
+      event: string;
+      /**
+       * The hook: its command and manifest line.
+       */
+      hook: string;
+      text: string;
+      turnId?: string | null;
+      type: "hookContext";
+    }
+  | {
+      /**
+       * What went wrong, naming the hook.
+       */
+      error: string;
+      /**
+       * `session_start`.
+       */
+      event: string;
+      type: "hookFailed";
+    }
+  | {
+      /**
+       * Why, naming the hook.
+       */
+      message: string;
+      turnId: string;
+      type: "promptRefused";
     };
 /**
  * Whether an MCP server of the session runs.

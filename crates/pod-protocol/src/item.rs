@@ -120,4 +120,29 @@ pub enum Item {
         turn_id: String,
         stop_reason: StopReason,
     },
+    /// Context a `session_start` hook (no `turnId`: the model sees it on every request of the
+    /// session) or a `user_prompt` hook (with the turn's prompt) added for the model.
+    HookContext {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        turn_id: Option<String>,
+        /// `session_start` or `user_prompt`.
+        event: String,
+        /// The hook: its command and manifest line.
+        hook: String,
+        text: String,
+    },
+    /// A `session_start` hook that failed: the session started without its context.
+    HookFailed {
+        /// `session_start`.
+        event: String,
+        /// What went wrong, naming the hook.
+        error: String,
+    },
+    /// A `user_prompt` hook refused the turn's prompt (or failed, which refuses it): the prompt
+    /// never reached the model and is not kept in history.
+    PromptRefused {
+        turn_id: String,
+        /// Why, naming the hook.
+        message: String,
+    },
 }

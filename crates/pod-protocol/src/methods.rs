@@ -359,7 +359,8 @@ pub struct RunParams {
 }
 
 /// Why a turn ended. `max_tokens`: the model's reply was cut off at its token limit
-/// (`[model] max_tokens`).
+/// (`[model] max_tokens`). `refused`: a `user_prompt` hook refused the prompt (or failed, which
+/// refuses it), so the model never saw it; `error` says which hook and why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
@@ -371,6 +372,7 @@ pub enum StopReason {
     /// or the session's log passed `[pod] max_session_bytes`.
     MaxContext,
     Error,
+    Refused,
 }
 
 /// Token counts reported by the model provider for a turn (zero for the offline model).
