@@ -683,8 +683,8 @@ fn domains_managed(locked: bool) -> tempfile::TempDir {
     ))
 }
 
-const DOMAINS_PROJECT: &str =
-    "[model]\nprovider = \"offline\"\n[tools]\nenabled = [\"web_fetch\"]\n";
+const DOMAINS_PROJECT: &str = "[model]\nprovider = \"offline\"\n[tools]\n\
+     enabled = [\"web_fetch\", \"bash\"]\n[sandbox]\nnetwork = \"proxy\"\n";
 
 #[test]
 fn under_allowed_domains_only_pod_check_and_config_name_each_refused_network_rule() {
@@ -791,6 +791,11 @@ fn under_allowed_domains_only_only_managed_rules_open_a_host() {
     let admin = domains_managed(true);
     let mut pod = start(admin.path());
     let init = pod.initialize(true);
+    assert_eq!(
+        init["sandbox"]["network"], "proxy",
+        "this test needs a kernel with Landlock ABI 4+ (Linux 6.7): {}",
+        init["sandbox"]
+    );
     let overrides = init["configuration"]["managedOverrides"].to_string();
     assert!(
         overrides.contains(&format!("{user_file}:5"))
@@ -806,6 +811,10 @@ fn under_allowed_domains_only_only_managed_rules_open_a_host() {
         fetch("blocked.test", "lower-deny"),
         fetch("allowed.test", "allowed"),
         fetch("asked.test", "asked"),
+        // The proxy a bash call's processes go through decides by the same locked rules.
+        format!("!curl -sS -m 20 http://evil.test:{port}/proxy-evil"),
+        format!("!curl -sS -m 20 -p http://127.0.0.1:{port}/proxy-ip"),
+        format!("!curl -sS -m 20 http://allowed.test:{port}/proxy-allowed"),
     ];
     let id = pod.start(
         "run",
@@ -845,7 +854,18 @@ fn under_allowed_domains_only_only_managed_rules_open_a_host() {
             content(i)
         );
     }
-    for i in [5, 6] {
+    for (i, subject) in [
+        (7, format!("evil.test:{port}")),
+        (8, format!("127.0.0.1:{port}")),
+    ] {
+        assert!(
+            content(i).contains(&format!("{subject}: denied"))
+                && content(i).contains("allowed_domains_only"),
+            "{}",
+            content(i)
+        );
+    }
+    for i in [5, 6, 9] {
         assert_eq!(results[i]["isError"], false, "{}", content(i));
         assert!(
             content(i).contains("hello-from-the-server"),
@@ -853,7 +873,7 @@ fn under_allowed_domains_only_only_managed_rules_open_a_host() {
             content(i)
         );
     }
-    // The server saw the control and the two managed hosts, nothing else.
+    // The server saw the control and the managed hosts, nothing else.
     let mut seen = server.seen();
     seen.sort();
     assert_eq!(
@@ -862,6 +882,45 @@ fn under_allowed_domains_only_only_managed_rules_open_a_host() {
             "GET /allowed HTTP/1.1".to_string(),
             "GET /asked HTTP/1.1".to_string(),
             "GET /control HTTP/1.1".to_string(),
+            "GET /proxy-allowed HTTP/1.1".to_string(),
         ]
+    );
+}
+
+/// With no `[permissions]` in any layer the lock still holds for the network: every host is
+/// denied, while the other tools stay as the layer off leaves them.
+#[test]
+fn under_allowed_domains_only_without_any_rules_every_host_is_denied() {
+    let ws = Workspace::with_manifest("[model]\nprovider = \"offline\"\n");
+    let admin = managed("[managed]\nallowed_domains_only = true\n");
+    let explain = |dir: &Path, tool: &str, input: Value| {
+        let out = Command::new(env!("CARGO_BIN_EXE_pod"))
+            .args(["explain", "--trust", "--json", "--tool", tool, "--input"])
+            .arg(input.to_string())
+            .env("POD_MANAGED_DIR", dir)
+            .env("POD_CONFIG", "")
+            .env("XDG_STATE_HOME", ws.state_home())
+            .current_dir(ws.dir.path())
+            .output()
+            .expect("run pod explain");
+        assert!(out.status.success(), "{}", text(&out));
+        serde_json::from_slice::<Value>(&out.stdout).expect("explain JSON")["decision"].clone()
+    };
+    let host = json!({"host": "example.org", "port": 443});
+    // The control: the layer off allows every host.
+    let open = managed("[managed]\nallow_managed_hooks_only = true\n");
+    assert_eq!(explain(open.path(), "network", host.clone()), "allow");
+    assert_eq!(explain(admin.path(), "network", host), "deny");
+    assert_eq!(
+        explain(
+            admin.path(),
+            "network",
+            json!({"host": "93.184.216.34", "port": 8080})
+        ),
+        "deny"
+    );
+    assert_eq!(
+        explain(admin.path(), "bash", json!({"command": "ls"})),
+        "allow"
     );
 }
