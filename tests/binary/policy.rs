@@ -923,4 +923,13 @@ fn under_allowed_domains_only_without_any_rules_every_host_is_denied() {
         explain(admin.path(), "bash", json!({"command": "ls"})),
         "allow"
     );
+    // And pod check still warns that the other calls run unasked (in the trusted folder:
+    // pod's built-in defaults hold in an untrusted one).
+    ws.trust();
+    let check = pod(&ws, admin.path(), &["check"]);
+    assert!(
+        text(&check).contains("WARNING: the permission layer is off but for the network"),
+        "{}",
+        text(&check)
+    );
 }
