@@ -933,3 +933,62 @@ fn under_allowed_domains_only_without_any_rules_every_host_is_denied() {
         text(&check)
     );
 }
+
+/// A managed ask about a host stays an ask: the `auto` mode, which settles asks the kernel
+/// bounds, does not settle it (web_fetch connects from pod's own process), so it reaches the
+/// person, who says no, and the server sees nothing.
+#[test]
+fn under_allowed_domains_only_a_managed_ask_reaches_a_person_even_in_auto() {
+    use crate::network::Server;
+    let server = Server::start();
+    let port = server.port;
+    let ws = Workspace::with_manifest(
+        "[model]\nprovider = \"offline\"\n[tools]\nenabled = [\"web_fetch\"]\n\
+         [sandbox]\nnetwork = \"deny\"\n",
+    );
+    let admin = domains_managed(true);
+    let mut pod = PodProcess::spawn_env(
+        &ws,
+        Framing::Lines,
+        &[],
+        &[
+            ("POD_MANAGED_DIR", &admin.path().display().to_string()),
+            ("POD_CONFIG", ""),
+            ("POD_TEST_HOSTS", "asked.test=127.0.0.1"),
+        ],
+    );
+    let init = pod.initialize(true);
+    let offered = init["permissions"]["modes"]
+        .as_array()
+        .is_some_and(|m| m.contains(&json!("auto")));
+    if !offered {
+        eprintln!("policy: auto is not offered here (the kernel cannot bound calls): {init}");
+        return;
+    }
+    let reply = pod.request("setMode", json!({"mode": "auto"}));
+    assert!(reply.get("error").is_none(), "{reply}");
+    let fetch = format!(
+        "@web_fetch {}",
+        json!({ "url": format!("http://asked.test:{port}/auto") })
+    );
+    let id = pod.start("run", json!({"input": [{"type": "text", "text": fetch}]}));
+    let request = match pod.event_or_response("permissionRequest", &json!(id)) {
+        Ok(request) => request,
+        Err(done) => panic!(
+            "the ask was settled without a person: {done} {:?}",
+            server.seen()
+        ),
+    };
+    assert!(
+        request["subjects"].as_array().is_some_and(|s| s
+            .iter()
+            .any(|s| s["subject"] == format!("asked.test:{port}"))),
+        "{request}"
+    );
+    pod.call(
+        "permissionReply",
+        json!({"requestId": request["requestId"], "decision": "deny"}),
+    );
+    pod.response(&json!(id));
+    assert!(server.seen().is_empty(), "{:?}", server.seen());
+}
