@@ -99,6 +99,9 @@ pub fn managed_text(manifest: &Manifest, prefix: &str) -> String {
     if locks.hooks_only {
         held.push("allow_managed_hooks_only".into());
     }
+    if locks.domains_only {
+        held.push("allowed_domains_only".into());
+    }
     if !locks.allowed_servers.is_empty() {
         held.push("allowed_mcp_servers".into());
     }

@@ -48,6 +48,10 @@ pub struct ManagedSection {
     pub allow_managed_rules_only: Option<bool>,
     /// Only the managed files' hooks run.
     pub allow_managed_hooks_only: Option<bool>,
+    /// Only the managed files' `network` rules allow or ask for a host: the network allow and
+    /// ask rules of the user's and the project's files (and their project grants) are refused,
+    /// their network deny rules still apply, and a host no managed rule allows is denied.
+    pub allowed_domains_only: Option<bool>,
     /// When set, an MCP server of a lower layer (or a client's) starts only if an entry
     /// matches it.
     #[schemars(with = "Option<Vec<McpServerMatch>>")]

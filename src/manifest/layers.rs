@@ -180,16 +180,32 @@ impl Manifest {
     }
 
     /// Why the permission layer is off, when it is: a trusted project manifest without
-    /// `[permissions]`, and none in the user's configuration.
+    /// `[permissions]`, and none in the user's configuration. Also when only the managed
+    /// `allowed_domains_only` lock holds it on (no rule, `default_action = "allow"`): every
+    /// call but the network's runs unasked then.
     pub fn permissions_off(&self) -> Option<String> {
-        self.permissions.is_none().then(|| {
-            format!(
+        match &self.permissions {
+            None => Some(format!(
                 "the permission layer is off: {} has no [permissions] and neither has your \
                  configuration, so every tool call runs unasked; add [permissions] (for example \
                  default_action = \"ask\") to turn it on",
                 self.path.display()
-            )
-        })
+            )),
+            Some(rules)
+                if rules.network_locked()
+                    && rules.is_empty()
+                    && rules.default_action() == Action::Allow =>
+            {
+                Some(format!(
+                    "the permission layer is off but for the network: no rule applies and \
+                     default_action = \"allow\", so every tool call runs unasked, and only \
+                     the managed lock allowed_domains_only holds (it denies every host); add \
+                     [permissions] to {} (for example default_action = \"ask\") to turn it on",
+                    self.path.display()
+                ))
+            }
+            Some(_) => None,
+        }
     }
 }
 

@@ -5,8 +5,9 @@
 //! Owns: finding and vetting the managed files (owned by root, writable by no one else), the
 //! `[managed]` locks, and laying the managed layer over the merged user and project layers:
 //! managed denies first, its default a floor, its sandbox and modes a ceiling, and what the
-//! locks refuse of the lower layers (rules, hooks, MCP servers) removed, each named with its
-//! file:line in [`Managed::overrides`].
+//! locks refuse of the lower layers (rules, the network allow and ask rules under
+//! `allowed_domains_only`, hooks, MCP servers) removed, each named with its file:line in
+//! [`Managed::overrides`].
 //!
 //! Must not touch: reading one file's settings (`mod.rs`), the user/project merge
 //! (`layers.rs`), or deciding.
@@ -17,6 +18,7 @@ use std::path::{Path, PathBuf};
 use super::file::McpServerMatch;
 use super::layers::{merge_mcp, stricter, stricter_sandbox};
 use super::{Ignored, Manifest, ManifestError, McpServerConfig, McpTransport, Role, SandboxMode};
+use crate::permission::network::NETWORK;
 use crate::permission::{Pattern, RuleSpec, Rules};
 use crate::protocol::{Action, Mode};
 
@@ -46,6 +48,9 @@ pub struct Locks {
     pub allowed_modes: Option<Vec<Mode>>,
     pub rules_only: bool,
     pub hooks_only: bool,
+    /// `allowed_domains_only`: only managed rules allow or ask for a host
+    /// (`Rules::lock_network`).
+    pub domains_only: bool,
     /// Each file's `allowed_mcp_servers`: a server starts only if one entry of every list
     /// matches it.
     pub allowed_servers: Vec<Vec<ServerMatch>>,
@@ -123,6 +128,7 @@ impl Locks {
         self.require_sandbox |= other.require_sandbox;
         self.rules_only |= other.rules_only;
         self.hooks_only |= other.hooks_only;
+        self.domains_only |= other.domains_only;
         self.allowed_modes = match (self.allowed_modes, other.allowed_modes) {
             (Some(a), Some(b)) => Some(a.into_iter().filter(|m| b.contains(m)).collect()),
             (a, b) => a.or(b),
@@ -310,7 +316,9 @@ pub(super) fn apply(mut lower: Manifest, managed: Manifest) -> Result<Manifest, 
 
     // Rules: managed denies, the lower denies, managed asks, the other lower rules in their
     // order, managed allows; the stricter default. Under rules_only, no lower rule (a project
-    // grant included: it is a rule of the user's written by an answer).
+    // grant included: it is a rule of the user's written by an answer). Under domains_only, no
+    // lower rule allows or asks for a host: a `network` one is refused, one for many tools
+    // (`tool = "*"`) keeps deciding the others, and the rules are locked (`lock_network`).
     let lower_rules = lower.permissions.take();
     if let (true, Some(rules)) = (locks.rules_only, &lower_rules) {
         for spec in rules.specs().filter(|s| s.file.is_some()) {
@@ -329,37 +337,66 @@ pub(super) fn apply(mut lower: Manifest, managed: Manifest) -> Result<Manifest, 
             ));
         }
     }
-    lower.permissions = match (&managed.permissions, lower_rules) {
-        (None, lower_rules) if !locks.rules_only => lower_rules,
-        (None, _) => Some(
-            Rules::compile(Action::Ask, Vec::new(), None)
-                .map_err(|(_, e)| invalid(&managed_path, e.to_string()))?,
-        ),
-        (Some(m), lower_rules) => {
-            let lower_specs: Vec<RuleSpec> = match (&lower_rules, locks.rules_only) {
-                (Some(r), false) => r.specs().cloned().collect(),
-                _ => Vec::new(),
-            };
-            let of = |specs: &[RuleSpec], action: Action| -> Vec<RuleSpec> {
+    let lower_specs: Vec<RuleSpec> = match (&lower_rules, locks.rules_only) {
+        (Some(r), false) => r
+            .specs()
+            .filter(|spec| {
+                let locked =
+                    locks.domains_only && spec.action != Action::Deny && spec.decides_network();
+                if !locked {
+                    return true;
+                }
+                let only_network = spec.tool.eq_ignore_ascii_case(NETWORK);
+                overrides.push(Ignored::new(
+                    format!(
+                        "rule {} {} \"{}\" refused{}: allowed_domains_only",
+                        action_word(spec.action),
+                        spec.tool,
+                        spec.pattern,
+                        if only_network {
+                            ""
+                        } else {
+                            " for network hosts"
+                        }
+                    ),
+                    Path::new(spec.file.as_deref().unwrap_or("?")),
+                    spec.line,
+                ));
+                !only_network
+            })
+            .cloned()
+            .collect(),
+        _ => Vec::new(),
+    };
+    // Each merged rule, and whether it is the managed layer's.
+    let mut merged: Vec<(RuleSpec, bool)> = Vec::new();
+    let default = match &managed.permissions {
+        None if !locks.rules_only => lower_rules.as_ref().map(|r| {
+            merged.extend(lower_specs.iter().map(|s| (s.clone(), false)));
+            r.default_action()
+        }),
+        None => Some(Action::Ask),
+        Some(m) => {
+            let of = |specs: &[RuleSpec], action: Action, managed: bool| {
                 specs
                     .iter()
                     .filter(|s| s.action == action)
-                    .cloned()
-                    .collect()
+                    .map(|s| (s.clone(), managed))
+                    .collect::<Vec<_>>()
             };
             let managed_specs: Vec<RuleSpec> = m.specs().cloned().collect();
-            let mut specs = of(&managed_specs, Action::Deny);
-            specs.extend(of(&lower_specs, Action::Deny));
-            specs.extend(of(&managed_specs, Action::Ask));
-            specs.extend(
+            merged.extend(of(&managed_specs, Action::Deny, true));
+            merged.extend(of(&lower_specs, Action::Deny, false));
+            merged.extend(of(&managed_specs, Action::Ask, true));
+            merged.extend(
                 lower_specs
                     .iter()
                     .filter(|s| s.action != Action::Deny)
-                    .cloned(),
+                    .map(|s| (s.clone(), false)),
             );
-            specs.extend(of(&managed_specs, Action::Allow));
+            merged.extend(of(&managed_specs, Action::Allow, true));
             let lower_default = lower_rules.as_ref().map(Rules::default_action);
-            let default = match lower_default {
+            Some(match lower_default {
                 Some(d) if !locks.rules_only => {
                     let floor = m.default_action();
                     if stricter(d, floor) != d {
@@ -376,16 +413,36 @@ pub(super) fn apply(mut lower: Manifest, managed: Manifest) -> Result<Manifest, 
                     stricter(d, floor)
                 }
                 _ => m.default_action(),
-            };
-            let timeout = m
-                .ask_timeout()
+            })
+        }
+    };
+    // Neither layer has [permissions]: the layer stays off, but for the network under
+    // domains_only, which is then denied every host (an empty locked set of rules that allows
+    // every other call, as the layer off does).
+    let default = match default {
+        None if locks.domains_only => Some(Action::Allow),
+        d => d,
+    };
+    lower.permissions = match default {
+        None => None,
+        Some(default) => {
+            let timeout = managed
+                .permissions
+                .as_ref()
+                .and_then(Rules::ask_timeout)
                 .or(lower_rules.as_ref().and_then(Rules::ask_timeout));
-            Some(Rules::compile(default, specs, timeout).map_err(|(i, e)| {
+            let (specs, from_managed): (Vec<RuleSpec>, Vec<bool>) = merged.into_iter().unzip();
+            let rules = Rules::compile(default, specs, timeout).map_err(|(i, e)| {
                 invalid(
                     &managed_path,
                     format!("the merged rules (rule {}): {e}", i + 1),
                 )
-            })?)
+            })?;
+            Some(if locks.domains_only {
+                rules.lock_network(&from_managed)
+            } else {
+                rules
+            })
         }
     };
 

@@ -987,6 +987,7 @@ fn managed_locks(
         allowed_modes: section.allowed_modes,
         rules_only: section.allow_managed_rules_only.unwrap_or(false),
         hooks_only: section.allow_managed_hooks_only.unwrap_or(false),
+        domains_only: section.allowed_domains_only.unwrap_or(false),
         allowed_servers: allowed.into_iter().collect(),
         denied_servers: compile(section.denied_mcp_servers, "denied_mcp_servers")?,
     })

@@ -254,7 +254,9 @@ impl Pod {
 
     /// Whether `auto` settles this ask: the kernel bounds everything the call can do (the
     /// sandbox at full strength: namespaces, the exec gate, no network), and none of its asking
-    /// subjects is a protected path or an MCP tool's (whose effects happen in its server).
+    /// subjects is a protected path, an MCP tool's (whose effects happen in its server) or a
+    /// host (`web_fetch` connects from pod's own process, which no sandbox bounds; so an ask of
+    /// a managed network rule under `allowed_domains_only` reaches a person).
     fn kernel_bounds(&self, tool: &str, decision: &Decision) -> bool {
         self.sandbox.unbounded().is_none()
             && crate::tools::builtin(tool).is_some()
@@ -263,7 +265,9 @@ impl Pod {
                 .iter()
                 .filter(|s| s.action == Action::Ask)
                 .all(|s| {
-                    !self.policy.protects(s) && crate::permission::mcp::split(&s.tool).is_none()
+                    !self.policy.protects(s)
+                        && crate::permission::mcp::split(&s.tool).is_none()
+                        && s.tool != crate::permission::network::NETWORK
                 })
     }
 

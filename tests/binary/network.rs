@@ -19,13 +19,13 @@ use serde_json::{json, Value};
 
 /// A local HTTP server: answers `/hello` with a marker, `/to-other` with a redirect to
 /// `other.test`, `/to-self` with a redirect to `/hello`; records each request line.
-struct Server {
-    port: u16,
+pub(crate) struct Server {
+    pub(crate) port: u16,
     seen: Arc<Mutex<Vec<String>>>,
 }
 
 impl Server {
-    fn start() -> Server {
+    pub(crate) fn start() -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -67,7 +67,7 @@ impl Server {
         Server { port, seen }
     }
 
-    fn seen(&self) -> Vec<String> {
+    pub(crate) fn seen(&self) -> Vec<String> {
         self.seen.lock().unwrap().clone()
     }
 }

@@ -1,7 +1,7 @@
 //! Policy for teams through the real binary (docs/manifest.md, "Layers"; docs/audit.md): a
 //! managed folder (`POD_MANAGED_DIR`) whose rules nothing below can weaken, whose locks refuse
-//! a lower layer's rules and MCP servers, and which is itself refused when others could write
-//! it; rules whose examples are checked at load; and the decision log's hash chain. Each
+//! a lower layer's rules, network allows and MCP servers, and which is itself refused when
+//! others could write it; rules whose examples are checked at load; and the decision log's hash chain. Each
 //! security test asserts the side effect is absent (the file is still there, the marker is not).
 
 use crate::common;
@@ -659,4 +659,336 @@ fn a_managed_scope_narrows_where_file_tools_write() {
         !ws.path("top.txt").exists(),
         "a write outside the managed scope ran"
     );
+}
+
+/// The user's configuration under `allowed_domains_only`: each network allow and ask (and a
+/// rule for every tool, as far as hosts go) is refused and named; its network deny still
+/// applies. Lines: 4, 8, 12 and 16 hold the rules.
+const USER_OPENS_THE_NETWORK: &str = "[model]\nprovider = \"offline\"\n[permissions]\n\
+     default_action = \"allow\"\n[[permissions.rule]]\ntool = \"network\"\n\
+     pattern = \"evil.test:*\"\naction = \"allow\"\n[[permissions.rule]]\ntool = \"network\"\n\
+     pattern = \"127.0.0.1:*\"\naction = \"allow\"\n[[permissions.rule]]\ntool = \"*\"\n\
+     pattern = \"*\"\naction = \"allow\"\n[[permissions.rule]]\ntool = \"network\"\n\
+     pattern = \"other.test:*\"\naction = \"ask\"\n[[permissions.rule]]\ntool = \"network\"\n\
+     pattern = \"blocked.test:*\"\naction = \"deny\"\n";
+
+/// The managed file: two hosts allowed, one asked about, the lock on or off.
+fn domains_managed(locked: bool) -> tempfile::TempDir {
+    managed(&format!(
+        "[permissions]\ndefault_action = \"ask\"\n[[permissions.rule]]\ntool = \"network\"\n\
+         pattern = \"allowed.test:*\"\naction = \"allow\"\n[[permissions.rule]]\n\
+         tool = \"network\"\npattern = \"blocked.test:*\"\naction = \"allow\"\n\
+         [[permissions.rule]]\ntool = \"network\"\npattern = \"asked.test:*\"\naction = \"ask\"\n\
+         [managed]\nallowed_domains_only = {locked}\n"
+    ))
+}
+
+const DOMAINS_PROJECT: &str = "[model]\nprovider = \"offline\"\n[tools]\n\
+     enabled = [\"web_fetch\", \"bash\"]\n[sandbox]\nnetwork = \"proxy\"\n";
+
+#[test]
+fn under_allowed_domains_only_pod_check_and_config_name_each_refused_network_rule() {
+    let ws = Workspace::with_manifest(DOMAINS_PROJECT);
+    let user = user_config(&ws, USER_OPENS_THE_NETWORK);
+    let admin = domains_managed(true);
+    let user_file = user.display().to_string();
+    for command in ["check", "config"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_pod"))
+            .arg(command)
+            .env("POD_MANAGED_DIR", admin.path())
+            .env("POD_CONFIG", &user)
+            .env("XDG_STATE_HOME", ws.state_home())
+            .current_dir(ws.dir.path())
+            .output()
+            .expect("run pod");
+        let said = text(&out);
+        assert!(out.status.success(), "pod {command}: {said}");
+        assert!(
+            said.lines()
+                .any(|l| l.contains("locks:") && l.contains("allowed_domains_only")),
+            "pod {command}: {said}"
+        );
+        for (line, what) in [
+            (
+                5,
+                "rule allow network \"evil.test:*\" refused: allowed_domains_only",
+            ),
+            (
+                9,
+                "rule allow network \"127.0.0.1:*\" refused: allowed_domains_only",
+            ),
+            (
+                13,
+                "rule allow * \"*\" refused for network hosts: allowed_domains_only",
+            ),
+            (
+                17,
+                "rule ask network \"other.test:*\" refused: allowed_domains_only",
+            ),
+        ] {
+            assert!(
+                said.contains(&format!("{user_file}:{line}: {what}")),
+                "pod {command}: {user_file}:{line}: {what}\n{said}"
+            );
+        }
+        // A deny is no widening: not refused.
+        assert!(!said.contains("blocked.test:*\" refused"), "{said}");
+    }
+    // Without the lock, nothing of that is refused.
+    let open = domains_managed(false);
+    let out = Command::new(env!("CARGO_BIN_EXE_pod"))
+        .arg("check")
+        .env("POD_MANAGED_DIR", open.path())
+        .env("POD_CONFIG", &user)
+        .env("XDG_STATE_HOME", ws.state_home())
+        .current_dir(ws.dir.path())
+        .output()
+        .expect("run pod");
+    assert!(
+        !text(&out).contains("allowed_domains_only"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn under_allowed_domains_only_only_managed_rules_open_a_host() {
+    use crate::network::Server;
+    let server = Server::start();
+    let port = server.port;
+    let hosts = "allowed.test=127.0.0.1,evil.test=127.0.0.1,other.test=127.0.0.1,\
+                 asked.test=127.0.0.1,blocked.test=127.0.0.1,nowhere.test=127.0.0.1";
+    let ws = Workspace::with_manifest(DOMAINS_PROJECT);
+    let user = user_config(&ws, USER_OPENS_THE_NETWORK);
+    let user_file = user.display().to_string();
+    let start = |dir: &Path| {
+        PodProcess::spawn_env(
+            &ws,
+            Framing::Lines,
+            &[],
+            &[
+                ("POD_MANAGED_DIR", &dir.display().to_string()),
+                ("POD_CONFIG", &user_file),
+                ("POD_TEST_HOSTS", hosts),
+            ],
+        )
+    };
+    let fetch = |host: &str, path: &str| {
+        format!(
+            "@web_fetch {}",
+            json!({ "url": format!("http://{host}:{port}/{path}") })
+        )
+    };
+    // The control: without the lock the user's allow reaches the server.
+    let open = domains_managed(false);
+    let mut control = start(open.path());
+    control.initialize(false);
+    run(&mut control, &fetch("evil.test", "control"));
+    let reached = results(&control);
+    assert_eq!(reached[0]["isError"], false, "{reached:?}");
+    assert_eq!(server.seen(), vec!["GET /control HTTP/1.1".to_string()]);
+
+    let admin = domains_managed(true);
+    let mut pod = start(admin.path());
+    let init = pod.initialize(true);
+    assert_eq!(
+        init["sandbox"]["network"], "proxy",
+        "this test needs a kernel with Landlock ABI 4+ (Linux 6.7): {}",
+        init["sandbox"]
+    );
+    let overrides = init["configuration"]["managedOverrides"].to_string();
+    assert!(
+        overrides.contains(&format!("{user_file}:5"))
+            && overrides
+                .contains("rule allow network \\\"evil.test:*\\\" refused: allowed_domains_only"),
+        "{init}"
+    );
+    let lines = [
+        fetch("evil.test", "evil"),
+        fetch("127.0.0.1", "ip-literal"),
+        fetch("other.test", "lower-ask"),
+        fetch("nowhere.test", "no-rule"),
+        fetch("blocked.test", "lower-deny"),
+        fetch("allowed.test", "allowed"),
+        fetch("asked.test", "asked"),
+        // The proxy a bash call's processes go through decides by the same locked rules.
+        format!("!curl -sS -m 20 http://evil.test:{port}/proxy-evil"),
+        format!("!curl -sS -m 20 -p http://127.0.0.1:{port}/proxy-ip"),
+        format!("!curl -sS -m 20 http://allowed.test:{port}/proxy-allowed"),
+    ];
+    let id = pod.start(
+        "run",
+        json!({"input": [{"type": "text", "text": lines.join("\n")}]}),
+    );
+    // The managed ask is the one prompt: the hosts only a lower layer names never reach one.
+    let request = pod.wait_event_type("permissionRequest");
+    assert!(
+        request["subjects"].as_array().is_some_and(|s| s
+            .iter()
+            .any(|s| s["subject"] == format!("asked.test:{port}"))),
+        "{request}"
+    );
+    pod.call(
+        "permissionReply",
+        json!({"requestId": request["requestId"], "decision": "allow_once"}),
+    );
+    let done = pod.response(&json!(id));
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    let prompts = pod
+        .events
+        .iter()
+        .filter(|e| e["type"] == "permissionRequest")
+        .count();
+    assert_eq!(prompts, 1, "{:?}", pod.events);
+    let results = results(&pod);
+    assert_eq!(results.len(), lines.len(), "{results:#?}");
+    let content = |i: usize| results[i]["content"].as_str().unwrap_or_default();
+    for (i, by_lock) in [(0, true), (1, true), (2, true), (3, true), (4, false)] {
+        assert_eq!(results[i]["isError"], true, "{}", content(i));
+        assert_eq!(results[i]["deniedBy"], "permission", "{}", content(i));
+        // The lock denied it, not the address check (127.0.0.1) or a fail-closed ask.
+        assert_eq!(
+            content(i).contains("allowed_domains_only"),
+            by_lock,
+            "{}",
+            content(i)
+        );
+    }
+    for (i, subject) in [
+        (7, format!("evil.test:{port}")),
+        (8, format!("127.0.0.1:{port}")),
+    ] {
+        assert!(
+            content(i).contains(&format!("{subject}: denied"))
+                && content(i).contains("allowed_domains_only"),
+            "{}",
+            content(i)
+        );
+    }
+    for i in [5, 6, 9] {
+        assert_eq!(results[i]["isError"], false, "{}", content(i));
+        assert!(
+            content(i).contains("hello-from-the-server"),
+            "{}",
+            content(i)
+        );
+    }
+    // The server saw the control and the managed hosts, nothing else.
+    let mut seen = server.seen();
+    seen.sort();
+    assert_eq!(
+        seen,
+        vec![
+            "GET /allowed HTTP/1.1".to_string(),
+            "GET /asked HTTP/1.1".to_string(),
+            "GET /control HTTP/1.1".to_string(),
+            "GET /proxy-allowed HTTP/1.1".to_string(),
+        ]
+    );
+}
+
+/// With no `[permissions]` in any layer the lock still holds for the network: every host is
+/// denied, while the other tools stay as the layer off leaves them.
+#[test]
+fn under_allowed_domains_only_without_any_rules_every_host_is_denied() {
+    let ws = Workspace::with_manifest("[model]\nprovider = \"offline\"\n");
+    let admin = managed("[managed]\nallowed_domains_only = true\n");
+    let explain = |dir: &Path, tool: &str, input: Value| {
+        let out = Command::new(env!("CARGO_BIN_EXE_pod"))
+            .args(["explain", "--trust", "--json", "--tool", tool, "--input"])
+            .arg(input.to_string())
+            .env("POD_MANAGED_DIR", dir)
+            .env("POD_CONFIG", "")
+            .env("XDG_STATE_HOME", ws.state_home())
+            .current_dir(ws.dir.path())
+            .output()
+            .expect("run pod explain");
+        assert!(out.status.success(), "{}", text(&out));
+        serde_json::from_slice::<Value>(&out.stdout).expect("explain JSON")["decision"].clone()
+    };
+    let host = json!({"host": "example.org", "port": 443});
+    // The control: the layer off allows every host.
+    let open = managed("[managed]\nallow_managed_hooks_only = true\n");
+    assert_eq!(explain(open.path(), "network", host.clone()), "allow");
+    assert_eq!(explain(admin.path(), "network", host), "deny");
+    assert_eq!(
+        explain(
+            admin.path(),
+            "network",
+            json!({"host": "93.184.216.34", "port": 8080})
+        ),
+        "deny"
+    );
+    assert_eq!(
+        explain(admin.path(), "bash", json!({"command": "ls"})),
+        "allow"
+    );
+    // And pod check still warns that the other calls run unasked (in the trusted folder:
+    // pod's built-in defaults hold in an untrusted one).
+    ws.trust();
+    let check = pod(&ws, admin.path(), &["check"]);
+    assert!(
+        text(&check).contains("WARNING: the permission layer is off but for the network"),
+        "{}",
+        text(&check)
+    );
+}
+
+/// A managed ask about a host stays an ask: the `auto` mode, which settles asks the kernel
+/// bounds, does not settle it (web_fetch connects from pod's own process), so it reaches the
+/// person, who says no, and the server sees nothing.
+#[test]
+fn under_allowed_domains_only_a_managed_ask_reaches_a_person_even_in_auto() {
+    use crate::network::Server;
+    let server = Server::start();
+    let port = server.port;
+    let ws = Workspace::with_manifest(
+        "[model]\nprovider = \"offline\"\n[tools]\nenabled = [\"web_fetch\"]\n\
+         [sandbox]\nnetwork = \"deny\"\n",
+    );
+    let admin = domains_managed(true);
+    let mut pod = PodProcess::spawn_env(
+        &ws,
+        Framing::Lines,
+        &[],
+        &[
+            ("POD_MANAGED_DIR", &admin.path().display().to_string()),
+            ("POD_CONFIG", ""),
+            ("POD_TEST_HOSTS", "asked.test=127.0.0.1"),
+        ],
+    );
+    let init = pod.initialize(true);
+    let offered = init["permissions"]["modes"]
+        .as_array()
+        .is_some_and(|m| m.contains(&json!("auto")));
+    if !offered {
+        eprintln!("policy: auto is not offered here (the kernel cannot bound calls): {init}");
+        return;
+    }
+    let reply = pod.request("setMode", json!({"mode": "auto"}));
+    assert!(reply.get("error").is_none(), "{reply}");
+    let fetch = format!(
+        "@web_fetch {}",
+        json!({ "url": format!("http://asked.test:{port}/auto") })
+    );
+    let id = pod.start("run", json!({"input": [{"type": "text", "text": fetch}]}));
+    let request = match pod.event_or_response("permissionRequest", &json!(id)) {
+        Ok(request) => request,
+        Err(done) => panic!(
+            "the ask was settled without a person: {done} {:?}",
+            server.seen()
+        ),
+    };
+    assert!(
+        request["subjects"].as_array().is_some_and(|s| s
+            .iter()
+            .any(|s| s["subject"] == format!("asked.test:{port}"))),
+        "{request}"
+    );
+    pod.call(
+        "permissionReply",
+        json!({"requestId": request["requestId"], "decision": "deny"}),
+    );
+    pod.response(&json!(id));
+    assert!(server.seen().is_empty(), "{:?}", server.seen());
 }

@@ -3,8 +3,9 @@
 //!
 //! Owns: what a rule means (docs/permissions.md), turning a tool call into subjects,
 //! first-match per subject, strictest-of-subjects per call, opaque subjects failing closed,
-//! session grants. This is the only module that decides allow / deny / ask; the runtime, the
-//! server and `pod explain` all call [`Policy::decide`], so they cannot disagree.
+//! session grants, and the managed lock on network subjects ([`Rules::lock_network`]). This is
+//! the only module that decides allow / deny / ask; the runtime, the server and `pod explain`
+//! all call [`Policy::decide`], so they cannot disagree.
 //!
 //! Must not touch: the wire, the model, running tools. It reads the file system only to resolve
 //! symlinks of path subjects and, for hard links, to find read-denied files by identity
@@ -63,6 +64,15 @@ impl RuleSpec {
             file: None,
         }
     }
+
+    /// Whether the rule can decide a `network` subject: it names the `network` tool, or its tool
+    /// pattern matches `network` and its pattern reads as a host pattern (`tool = "*"`,
+    /// `pattern = "*"`).
+    pub fn decides_network(&self) -> bool {
+        self.tool.eq_ignore_ascii_case(network::NETWORK)
+            || (Pattern::case_insensitive(&self.tool).matches(network::NETWORK)
+                && network::HostPattern::compile(&self.pattern).is_ok())
+    }
 }
 
 /// Why a rule cannot be compiled; `field` names the offending key.
@@ -83,6 +93,9 @@ struct Rule {
     /// (`network.rs`): network subjects are compared by labels, never as strings. `None`: the
     /// rule never decides a network subject.
     host: Option<network::HostPattern>,
+    /// Under `allowed_domains_only` ([`Rules::lock_network`]): an allow or ask rule of a layer
+    /// below the managed one, which never decides a network subject.
+    network_locked: bool,
 }
 
 impl Rule {
@@ -110,6 +123,7 @@ impl Rule {
             tool,
             pattern: Pattern::new(&spec.pattern),
             host,
+            network_locked: false,
             spec,
         })
     }
@@ -159,6 +173,8 @@ pub struct Rules {
     /// For each built-in tool name, the rules that can apply to it, so a subject is only
     /// matched against rules that can match it.
     by_tool: Vec<(&'static str, RuleIndex)>,
+    /// `allowed_domains_only` ([`Rules::lock_network`]).
+    network_lock: bool,
 }
 
 /// The positions of a tool's rules (in declaration order) by the first byte of the subject
@@ -225,7 +241,34 @@ impl Rules {
             rules,
             ask_timeout,
             by_tool,
+            network_lock: false,
         })
+    }
+
+    /// These rules under the managed lock `allowed_domains_only` (docs/permissions.md, "The
+    /// network"): a `network` subject is decided only by a deny rule (any layer may narrow) or by
+    /// an allow or ask rule at a position `managed` marks true (0-based, the order of
+    /// [`Rules::specs`]; past its end: not managed), and one none of them matches is denied,
+    /// whatever `default_action` says and whatever the host's form (a name, an IP literal, a
+    /// port), so no host reaches a prompt or a lower layer's default without a managed rule.
+    pub fn lock_network(mut self, managed: &[bool]) -> Rules {
+        for (i, rule) in self.rules.iter_mut().enumerate() {
+            rule.network_locked =
+                rule.spec.action != Action::Deny && !managed.get(i).copied().unwrap_or(false);
+        }
+        self.network_lock = true;
+        self
+    }
+
+    /// Whether [`Rules::lock_network`] holds.
+    pub fn network_locked(&self) -> bool {
+        self.network_lock
+    }
+
+    /// Whether the rule at 0-based position `i` is kept from network subjects by
+    /// [`Rules::lock_network`].
+    pub(crate) fn locked_out_of_network(&self, i: usize) -> bool {
+        self.rules.get(i).is_some_and(|r| r.network_locked)
     }
 
     pub fn default_action(&self) -> Action {
@@ -252,10 +295,9 @@ impl Rules {
     /// The first rule whose tool and pattern match.
     fn first_match(&self, tool: &str, text: &str) -> Option<&Rule> {
         if tool == network::NETWORK {
-            return self
-                .rules
-                .iter()
-                .find(|r| r.tool.matches(tool) && r.matches_subject(tool, text));
+            return self.rules.iter().find(|r| {
+                !r.network_locked && r.tool.matches(tool) && r.matches_subject(tool, text)
+            });
         }
         match self.by_tool.iter().find(|(t, _)| *t == tool) {
             Some((_, index)) => index
@@ -276,10 +318,14 @@ impl Rules {
     /// matches it (None otherwise).
     fn decide_subject(&self, subject: Subject) -> Option<SubjectDecision> {
         let rule = self.first_match(&subject.tool, &subject.text);
-        let default = subject
-            .default
-            .as_ref()
-            .map_or(self.default_action, |(action, _)| *action);
+        // Under `allowed_domains_only` a host no managed rule names is denied, never asked
+        // about, and never left to a lower layer's default.
+        let locked = self.network_lock && subject.tool == network::NETWORK;
+        let default = match &subject.default {
+            _ if locked => Action::Deny,
+            Some((action, _)) => *action,
+            None => self.default_action,
+        };
         let (mut action, mut rule_ref, mut note) = match (rule, &subject.problem) {
             _ if subject.deny_only => match rule {
                 Some(r) if r.spec.action == Action::Deny => (
@@ -351,6 +397,15 @@ impl Rules {
                 )
             }
             (Some(rule), None) => (rule.spec.action, Some(rule.reference()), None),
+            (None, None) if locked => (
+                Action::Deny,
+                None,
+                Some(
+                    "allowed_domains_only: no network rule of the managed layer allows or asks \
+                     for this host"
+                        .to_string(),
+                ),
+            ),
             (None, None) => (default, None, subject.default.map(|(_, note)| note)),
         };
         for &offset in &subject.also_from {

@@ -53,7 +53,12 @@ pub fn lint(
             line: rule.line,
             message,
         };
-        if let Some(i) = (0..j).find(|&i| covers(specs[i], rule)) {
+        // Under `allowed_domains_only` a lower layer's allow or ask rule decides no host, so it
+        // shadows no host either.
+        let shadows = |i: usize| {
+            covers(specs[i], rule) && !(rules.locked_out_of_network(i) && rule.decides_network())
+        };
+        if let Some(i) = (0..j).find(|&i| shadows(i)) {
             out.push(warn(format!(
                 "rule {} ({} \"{}\" {}) is unreachable: rule {} ({} \"{}\" {}{}) matches everything it matches first",
                 j + 1,
@@ -306,6 +311,22 @@ mod tests {
         assert!(!pattern_covers("git ?", "git *", false));
         assert!(!pattern_covers("rm -rf *", "rm *", false)); // bare `rm`
         assert!(pattern_covers("BASH", "bash", true));
+    }
+
+    #[test]
+    fn a_rule_the_network_lock_keeps_from_hosts_shadows_no_host() {
+        let specs = vec![
+            spec("*", "*", Action::Ask),
+            spec("network", "*.corp.example", Action::Allow),
+        ];
+        let unreachable = |rules: &Rules| {
+            lint(rules, &[], Path::new("/w"), Some(1))
+                .iter()
+                .any(|f| f.message.starts_with("rule 2 ") && f.message.contains("unreachable"))
+        };
+        let open = Rules::compile(Action::Ask, specs, None).unwrap();
+        assert!(unreachable(&open));
+        assert!(!unreachable(&open.lock_network(&[false, true])));
     }
 
     #[test]

@@ -17,6 +17,10 @@
 //! names it). A wildcard over a public suffix (`*.com`, `*.co.uk`) is refused when the rule is
 //! loaded: it would allow half the internet.
 //!
+//! Under the managed lock `allowed_domains_only` (`Rules::lock_network`, in the crate's root) a
+//! host is allowed or asked for only by a managed rule; every other host, in any form, is
+//! denied.
+//!
 //! Must not touch: resolving names or connecting (`pod::network` does both, and checks the
 //! resolved address), the rest of the engine.
 
@@ -379,6 +383,118 @@ mod tests {
             assert!(HostPattern::compile(bad).is_err(), "{bad:?}");
         }
         assert!(HostPattern::compile("*.example.co.uk").is_ok());
+    }
+
+    /// Under `allowed_domains_only` only the managed rules allow or ask; a lower deny still
+    /// narrows; every host no managed rule names is denied, whatever its form.
+    #[test]
+    fn the_managed_lock_denies_every_host_no_managed_rule_names() {
+        use crate::{Policy, RuleSpec, Rules};
+        use pod_protocol::Action;
+        let rule = |tool: &str, pattern: &str, action| RuleSpec::new(tool, pattern, action);
+        // As the managed layer orders them: managed denies, lower denies, managed asks, the
+        // lower others, managed allows; `true` marks the managed ones.
+        let specs = vec![
+            (rule("network", "blocked.managed.test", Action::Deny), true),
+            (
+                rule("network", "*.narrowed.corp.example", Action::Deny),
+                false,
+            ),
+            (rule("network", "asked.managed.test", Action::Ask), true),
+            (rule("network", "evil.example", Action::Allow), false),
+            (rule("*", "*", Action::Allow), false),
+            (rule("network", "lower.example:*", Action::Ask), false),
+            (rule("network", "93.184.216.34", Action::Allow), false),
+            (rule("network", "*.corp.example", Action::Allow), true),
+            (
+                rule("network", "allowed.managed.test:8443", Action::Allow),
+                true,
+            ),
+        ];
+        let managed: Vec<bool> = specs.iter().map(|(_, m)| *m).collect();
+        let specs: Vec<RuleSpec> = specs.into_iter().map(|(s, _)| s).collect();
+        for default in [Action::Allow, Action::Ask, Action::Deny] {
+            let open = Rules::compile(default, specs.clone(), None).unwrap();
+            assert!(!open.network_locked());
+            let locked = open.clone().lock_network(&managed);
+            assert!(locked.network_locked());
+            let decide = |rules: &Rules, host: &str, port: u16| {
+                Policy::new(Some(rules.clone()), "/ws".into())
+                    .decide(NETWORK, &serde_json::json!({ "host": host, "port": port }))
+            };
+            // The control: unlocked, the lower allows apply.
+            assert_eq!(decide(&open, "evil.example", 443).decision, Action::Allow);
+            assert_eq!(decide(&open, "93.184.216.34", 443).decision, Action::Allow);
+            for (host, port, want) in [
+                ("x.corp.example", 443, Action::Allow),
+                ("allowed.managed.test", 8443, Action::Allow),
+                ("asked.managed.test", 443, Action::Ask),
+                ("blocked.managed.test", 443, Action::Deny),
+                // A lower deny narrows a managed allow.
+                ("a.narrowed.corp.example", 443, Action::Deny),
+                // Allowed and asked for only below: denied.
+                ("evil.example", 443, Action::Deny),
+                ("lower.example", 8080, Action::Deny),
+                ("no-rule.test", 443, Action::Deny),
+                // A port no managed rule names.
+                ("x.corp.example", 8080, Action::Deny),
+                ("allowed.managed.test", 443, Action::Deny),
+                // IP literals, which `*` never matches, whichever rule below names them.
+                ("93.184.216.34", 443, Action::Deny),
+                ("93.184.216.34", 22, Action::Deny),
+                ("[2606:4700::1111]", 443, Action::Deny),
+                ("2606:4700::1111", 8080, Action::Deny),
+                ("::ffff:93.184.216.34", 443, Action::Deny),
+                // Not a host at all.
+                ("attacker.example\0.x.example", 443, Action::Deny),
+                ("2130706433", 443, Action::Deny),
+            ] {
+                let d = decide(&locked, host, port);
+                assert_eq!(d.decision, want, "{host}:{port} with {default:?}: {d:?}");
+                let s = &d.subjects[0];
+                if want != Action::Deny || s.rule.is_some() {
+                    continue;
+                }
+                assert!(
+                    s.invalid
+                        || s.note
+                            .as_deref()
+                            .is_some_and(|n| n.contains("allowed_domains_only")),
+                    "{s:?}"
+                );
+            }
+            // Only the network is locked: the lower `*` allow still decides other tools.
+            let bash = Policy::new(Some(locked.clone()), "/ws".into())
+                .decide("bash", &serde_json::json!({ "command": "ls" }));
+            assert_eq!(bash.decision, Action::Allow, "{bash:?}");
+            // web_fetch's subject is the same network subject.
+            let fetch = |url: &str| {
+                Policy::new(Some(locked.clone()), "/ws".into())
+                    .decide("web_fetch", &serde_json::json!({ "url": url }))
+                    .decision
+            };
+            assert_eq!(fetch("https://x.corp.example/a"), Action::Allow);
+            assert_eq!(fetch("https://evil.example/a"), Action::Deny);
+            assert_eq!(fetch("http://93.184.216.34/"), Action::Deny);
+            assert_eq!(fetch("http://[2606:4700::1111]:8080/"), Action::Deny);
+            assert_eq!(fetch("http://0x5d.0xb8.0xd8.0x22/"), Action::Deny);
+        }
+    }
+
+    #[test]
+    fn which_rules_decide_network_subjects() {
+        use crate::RuleSpec;
+        use pod_protocol::Action;
+        let d = |tool: &str, pattern: &str| {
+            RuleSpec::new(tool, pattern, Action::Allow).decides_network()
+        };
+        assert!(d("network", "x.test"));
+        assert!(d("Network", "*"));
+        assert!(d("*", "*"));
+        assert!(d("net*", "*.example.org"));
+        assert!(!d("*", "rm *"));
+        assert!(!d("bash", "*"));
+        assert!(!d("web_fetch", "*"));
     }
 
     #[test]
