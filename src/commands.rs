@@ -328,9 +328,32 @@ pub fn sandbox_text(manifest: &Manifest) -> String {
     out.push_str(&format!("  writable: {}\n", writable.join(", ")));
     out.push_str("  everything else: read and execute only\n");
     let namespaces = plan.bwrap.is_some();
+    if let Some(list) = &config.readable {
+        let shown: Vec<String> = list
+            .iter()
+            .map(|p| path::display(p, &manifest.workspace))
+            .collect();
+        out.push_str(&format!(
+            "  readable of $HOME: {}{}\n",
+            if shown.is_empty() {
+                "nothing".to_string()
+            } else {
+                shown.join(", ")
+            },
+            if namespaces {
+                ""
+            } else {
+                " (NOT enforced: needs the namespace sandbox; all of $HOME stays readable)"
+            }
+        ));
+    }
     let network = match (config.network, plan.info.network) {
         (_, NetworkAccess::Deny) if namespaces => {
             "an empty network namespace (loopback only) and no Unix sockets"
+        }
+        (_, NetworkAccess::Proxy) if namespaces => {
+            "only pod's proxy, which decides each host by the network rules (a network \
+             namespace with no route out, no DNS and no Unix sockets)"
         }
         (_, NetworkAccess::Proxy) => {
             "TCP only to pod's proxy, which decides each host by the network rules (UDP and DNS \

@@ -303,6 +303,12 @@ pub struct SandboxSection {
     /// `$TMPDIR`: relative to the workspace, absolute, or under `~` (the home folder).
     #[schemars(with = "Option<Vec<String>>")]
     pub writable: Option<Vec<Spanned<String>>>,
+    /// An allow-list of what of the home folder commands, hooks and MCP servers may see: when
+    /// set (even empty), `$HOME` is an empty read-only folder inside the sandbox with only these
+    /// paths bound back, read-only (the workspace and writable folders stay as they are).
+    /// Entries are absolute or under `~`. Needs the namespace sandbox.
+    #[schemars(with = "Option<Vec<String>>")]
+    pub readable: Option<Vec<Spanned<String>>>,
     /// The environment of commands, hooks and MCP servers beyond pod's base set (PATH, HOME,
     /// USER, LANG, LC_*, TERM, TZ, ...): variables of the pod's environment to pass, and values
     /// to set. Names that look like secrets (`*KEY*`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`,

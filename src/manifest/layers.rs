@@ -646,6 +646,7 @@ pub(super) fn stricter_sandbox(
             } else {
                 user.writable.clone()
             },
+            readable: stricter_readable(project.readable.as_ref(), user.readable.as_ref()),
             line: project.line,
             env: merge_env(&project.env, &user.env),
             // On wins; the user's own `false` turns it off.
@@ -655,6 +656,30 @@ pub(super) fn stricter_sandbox(
                 (project, None) => project,
             },
         },
+    }
+}
+
+/// `readable` of two layers: either one's list turns the allow-list on (any list shows less of
+/// `$HOME` than none); with both, what both let through (an entry of one beneath an entry of
+/// the other).
+pub(super) fn stricter_readable(
+    a: Option<&Vec<PathBuf>>,
+    b: Option<&Vec<PathBuf>>,
+) -> Option<Vec<PathBuf>> {
+    match (a, b) {
+        (None, None) => None,
+        (Some(x), None) | (None, Some(x)) => Some(x.clone()),
+        (Some(a), Some(b)) => {
+            let mut out: Vec<PathBuf> = Vec::new();
+            for (one, other) in [(a, b), (b, a)] {
+                for p in one {
+                    if other.iter().any(|o| p.starts_with(o)) && !out.contains(p) {
+                        out.push(p.clone());
+                    }
+                }
+            }
+            Some(out)
+        }
     }
 }
 
@@ -820,3 +845,36 @@ tool = "glob"
 pattern = "*"
 action = "allow"
 "#;
+
+#[cfg(test)]
+mod readable_tests {
+    use super::stricter_readable;
+    use std::path::PathBuf;
+
+    fn list(paths: &[&str]) -> Vec<PathBuf> {
+        paths.iter().map(PathBuf::from).collect()
+    }
+
+    #[test]
+    fn readable_of_two_layers_is_what_both_let_through() {
+        assert_eq!(stricter_readable(None, None), None);
+        let user = list(&["/h/.cargo", "/h/.npm"]);
+        assert_eq!(stricter_readable(None, Some(&user)), Some(user.clone()));
+        // A project's list turns the allow-list on even when the user has none.
+        let project = list(&["/h/.aws"]);
+        assert_eq!(
+            stricter_readable(Some(&project), None),
+            Some(project.clone())
+        );
+        // With both, an entry only one names is dropped; one beneath the other's is kept.
+        let project = list(&["/h/.aws", "/h/.cargo/registry", "/h/.npm"]);
+        assert_eq!(
+            stricter_readable(Some(&project), Some(&user)),
+            Some(list(&["/h/.cargo/registry", "/h/.npm"]))
+        );
+        assert_eq!(
+            stricter_readable(Some(&list(&[])), Some(&user)),
+            Some(list(&[]))
+        );
+    }
+}

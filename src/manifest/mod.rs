@@ -211,6 +211,8 @@ pub struct SandboxConfig {
     pub network: NetworkAccess,
     /// Extra writable folders, absolute and normalized (`~` expanded).
     pub writable: Vec<PathBuf>,
+    /// `readable`: `Some` hides `$HOME` but for these paths (absolute, `~` expanded).
+    pub readable: Option<Vec<PathBuf>>,
     /// Line of the `[sandbox]` header, when the section is present.
     pub line: Option<usize>,
     /// The environment of commands, hooks and MCP servers.
@@ -647,6 +649,18 @@ impl Manifest {
                             .map_err(|why| at(w.span().start, format!("sandbox.writable: {why}")))
                     })
                     .collect::<Result<_, _>>()?,
+                readable: section
+                    .readable
+                    .map(|list| {
+                        list.iter()
+                            .map(|r| {
+                                readable_path(r.get_ref()).map_err(|why| {
+                                    at(r.span().start, format!("sandbox.readable: {why}"))
+                                })
+                            })
+                            .collect::<Result<Vec<_>, _>>()
+                    })
+                    .transpose()?,
                 line: header_offset(text, "sandbox").map(line_of),
                 exec_gate: section.exec_gate,
                 env: section
@@ -1073,6 +1087,19 @@ fn extra_writable(workspace: &Path, raw: &str) -> Result<PathBuf, String> {
         workspace.join(raw)
     };
     Ok(crate::permission::path::resolve_in(workspace, &path))
+}
+
+/// A `[sandbox].readable` entry as an absolute path: `~` and `~/…` start at `$HOME`; a relative
+/// path is refused (the workspace is visible anyway: say which folder of `$HOME` you mean).
+fn readable_path(raw: &str) -> Result<PathBuf, String> {
+    if raw.starts_with('~') || raw.starts_with('/') {
+        // The workspace is not consulted for these forms.
+        extra_writable(Path::new("/"), raw)
+    } else {
+        Err(format!(
+            "\"{raw}\" is relative; name a path under ~ (\"~/.cargo\") or an absolute one"
+        ))
+    }
 }
 
 /// Turns a toml/serde error into `file:line:col: key: message (did you mean ...)`.

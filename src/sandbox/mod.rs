@@ -216,6 +216,12 @@ fn plan_for(
                      die-with-parent)"
                         .to_string(),
                 ];
+                if config.readable.is_some() {
+                    guarantees.push(
+                        "of $HOME only what [sandbox] readable lists is visible, read-only"
+                            .to_string(),
+                    );
+                }
                 match config.network {
                     NetworkAccess::Deny => guarantees.push(
                         "network: an empty network namespace (loopback only), no Unix sockets"
@@ -250,6 +256,13 @@ fn plan_for(
                  and seccomp, which lose {LOST_WITHOUT_NAMESPACES}"
             )),
         }
+    }
+    if config.readable.is_some() {
+        gaps.push(
+            "[sandbox] readable needs the namespace sandbox: under Landlock all of $HOME stays \
+             readable"
+                .to_string(),
+        );
     }
     if abi == 0 {
         gaps.push(
@@ -514,6 +527,7 @@ impl Sandbox {
             };
             let mut layout = layout(&writable, network, guard);
             layout.proc_read_only = exec_gate;
+            layout.hidden_home = config.readable.as_deref().and_then(hidden_home);
             wrap = Some(Arc::new(namespaces::Wrap::new(
                 bwrap.clone(),
                 &layout,
@@ -876,8 +890,34 @@ fn layout(
         read_only,
         masked,
         network,
+        hidden_home: None,
         proc_read_only: false,
     }
+}
+
+/// `[sandbox] readable`: `$HOME` and the listed paths beneath it that exist (symlinks resolved).
+/// `None`, with a warning, when there is no home folder to hide (`$HOME` unset, not a folder,
+/// or `/`).
+fn hidden_home(readable: &[PathBuf]) -> Option<(PathBuf, Vec<PathBuf>)> {
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute() && h.is_dir())
+        .map(|h| path::resolve(&h))
+        .filter(|h| h.parent().is_some());
+    let Some(home) = home else {
+        tracing::warn!(
+            "sandbox: [sandbox] readable is set but $HOME is not a folder that can be hidden;              nothing of it is hidden"
+        );
+        return None;
+    };
+    let mut shown = Vec::new();
+    for p in readable {
+        let p = path::resolve(p);
+        if p.starts_with(&home) && p.symlink_metadata().is_ok() && !shown.contains(&p) {
+            shown.push(p);
+        }
+    }
+    Some((home, shown))
 }
 
 /// Whether any rule denies `read` or `file_write` (else there is nothing to walk for).

@@ -132,6 +132,10 @@ pub struct Layout {
     pub read_only: Vec<PathBuf>,
     /// Existing paths replaced by an empty read-only folder, or `/dev/null` for a file.
     pub masked: Vec<PathBuf>,
+    /// `[sandbox] readable`: this folder (`$HOME`) hidden behind an empty read-only one, with
+    /// the listed existing paths bound back read-only (and the writable folders beneath it
+    /// writable, as everywhere).
+    pub hidden_home: Option<(PathBuf, Vec<PathBuf>)>,
     /// Where the call's network is.
     pub network: Network,
     /// `/proc` mounted read-only (under the exec gate: no process can write another's
@@ -195,6 +199,17 @@ impl Wrap {
         if layout.proc_read_only {
             push(&["--remount-ro".as_ref(), "/proc".as_ref()]);
         }
+        if let Some((home, readable)) = &layout.hidden_home {
+            push(&[
+                "--perms".as_ref(),
+                "0755".as_ref(),
+                "--tmpfs".as_ref(),
+                home.as_os_str(),
+            ]);
+            for p in readable {
+                push(&["--ro-bind-try".as_ref(), p.as_os_str(), p.as_os_str()]);
+            }
+        }
         for w in &layout.writable {
             push(&["--bind".as_ref(), w.as_os_str(), w.as_os_str()]);
         }
@@ -217,6 +232,10 @@ impl Wrap {
                 push(&["--ro-bind".as_ref(), "/dev/null".as_ref(), p.as_os_str()]);
             }
         }
+        if let Some((home, _)) = &layout.hidden_home {
+            // Last, once every mount point beneath it is made: nothing new can be created there.
+            push(&["--remount-ro".as_ref(), home.as_os_str()]);
+        }
         let mut memfds = Vec::new();
         let mut reopen = Vec::new();
         for (bytes, fd) in seccomp.iter().zip(SECCOMP_FDS) {
@@ -226,11 +245,16 @@ impl Wrap {
             memfds.push(memfd);
             push(&["--add-seccomp-fd".as_ref(), fd.to_string().as_ref()]);
         }
+        let home = layout
+            .hidden_home
+            .iter()
+            .flat_map(|(h, r)| std::iter::once(h).chain(r));
         for p in layout
             .writable
             .iter()
             .chain(&layout.read_only)
             .chain(&layout.masked)
+            .chain(home)
         {
             if p.as_os_str().as_bytes().contains(&0) {
                 return Err(NamespaceError::Nul(p.clone()));

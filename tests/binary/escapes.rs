@@ -539,3 +539,70 @@ fn the_landlock_fall_back_keeps_the_seccomp_filter() {
     assert!(out.contains("refused 1"), "{out}");
     assert!(out.contains("unshare refused 1"), "{out}");
 }
+
+/// `[sandbox] readable`: of `$HOME` only the listed paths are visible (read-only); the rest,
+/// a secret file included, is not there, and nothing can be created in `$HOME` but inside a
+/// writable folder beneath it.
+#[test]
+fn readable_hides_the_rest_of_home() {
+    let home = tempfile::tempdir().expect("home");
+    let h = home.path().canonicalize().expect("canonical");
+    std::fs::write(h.join("notes.txt"), "home-secret-MARK\n").expect("write");
+    std::fs::create_dir_all(h.join(".cargo")).expect("mkdir");
+    std::fs::write(h.join(".cargo/config.toml"), "cargo-visible-MARK\n").expect("write");
+    std::fs::create_dir_all(h.join("out")).expect("mkdir");
+    let ws = Workspace::with_manifest(&manifest(
+        "",
+        &format!(
+            "[sandbox]\nreadable = [\"~/.cargo\"]\nwritable = [\"{}\"]\n",
+            h.join("out").display()
+        ),
+    ));
+    let home_env = h.to_string_lossy().into_owned();
+    let mut pod = start_env(&ws, &[("HOME", &home_env)]);
+    let out = run(
+        &mut pod,
+        &[
+            "cat \"$HOME/notes.txt\"; echo read-attempted".to_string(),
+            "cat \"$HOME/.cargo/config.toml\"".to_string(),
+            "ls -A \"$HOME\"".to_string(),
+        ],
+    );
+    // Writes from a script, which the permission layer cannot read: the kernel decides.
+    let wrote = run_script(
+        &mut pod,
+        "w.sh",
+        "bash",
+        "echo made > \"$HOME/out/made.txt\" && echo wrote-out\n\
+         echo planted > \"$HOME/planted.txt\"\n\
+         echo planted > \"$HOME/.cargo/p\"\n\
+         echo tried\n",
+        "",
+    );
+    let out = [
+        out[0].clone(),
+        out[1].clone(),
+        wrote.clone(),
+        wrote,
+        out[2].clone(),
+    ];
+    assert!(out[0].contains("read-attempted"), "{}", out[0]);
+    assert!(!out[0].contains("home-secret-MARK"), "{}", out[0]);
+    assert!(out[1].contains("cargo-visible-MARK"), "{}", out[1]);
+    assert!(out[2].contains("wrote-out"), "{}", out[2]);
+    assert_eq!(
+        std::fs::read_to_string(h.join("out/made.txt")).expect("made.txt"),
+        "made\n"
+    );
+    assert!(out[3].contains("tried"), "{}", out[3]);
+    assert!(!h.join("planted.txt").exists());
+    assert!(!h.join(".cargo/p").exists());
+    let listed: Vec<&str> = out[4].lines().filter(|l| !l.starts_with("exit")).collect();
+    assert!(!listed.contains(&"notes.txt"), "{}", out[4]);
+    assert!(listed.contains(&".cargo"), "{}", out[4]);
+    // The secret is still there outside, untouched.
+    assert_eq!(
+        std::fs::read_to_string(h.join("notes.txt")).expect("notes"),
+        "home-secret-MARK\n"
+    );
+}

@@ -551,7 +551,7 @@ fn sandbox_section_mistakes_name_the_place_and_suggest() {
     );
     assert_eq!(
         load_error("[sandbox]\nnetwrk = \"deny\"\n"),
-        "2:1: [sandbox]: unknown field `netwrk`, expected one of `mode`, `required`, `network`, `writable`, `env`, `exec_gate` (did you mean \"network\"?)"
+        "2:1: [sandbox]: unknown field `netwrk`, expected one of `mode`, `required`, `network`, `writable`, `readable`, `env`, `exec_gate` (did you mean \"network\"?)"
     );
     assert_eq!(
         load_error("[sandbox]\nnetwork = \"none\"\n"),
@@ -564,6 +564,10 @@ fn sandbox_section_mistakes_name_the_place_and_suggest() {
     assert_eq!(
         load_error("[sandbox]\nwritable = [\"\"]\n"),
         "2:13: sandbox.writable: an entry is empty (name a folder, such as \"~/.cache/cargo\")"
+    );
+    assert_eq!(
+        load_error("[sandbox]\nreadable = [\"~/.cargo\", \".npm\"]\n"),
+        "2:25: sandbox.readable: \".npm\" is relative; name a path under ~ (\"~/.cargo\") or an absolute one"
     );
     assert_eq!(
         load_error("[sandbox]\nrequired = \"yes\"\n"),
