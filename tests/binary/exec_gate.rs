@@ -286,3 +286,78 @@ fn the_gate_holds_inside_the_namespaces_and_under_landlock() {
         assert_held(&ws, &result, command);
     }
 }
+
+/// `pod serve` under another tracer (`strace -f`, which attaches to every child first), with
+/// `lines` on stdin: its stdout, lines parsed. Bounded by `timeout` so a hang fails the test.
+fn serve_under_strace(ws: &Workspace, lines: &[Value]) -> Vec<Value> {
+    use std::io::Write as _;
+    let mut child = Command::new("timeout")
+        .args(["60", "strace", "-f", "-qq", "-o", "/dev/null"])
+        .arg(env!("CARGO_BIN_EXE_pod"))
+        .args(["serve", "--trust", "--manifest"])
+        .arg(ws.manifest())
+        .env("POD_CONFIG", "")
+        .env("POD_MANAGED_DIR", common::NO_MANAGED_DIR)
+        .env("XDG_STATE_HOME", ws.state_home())
+        .current_dir(ws.dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("strace is needed (apt-get install strace; .ci/run installs it)");
+    let mut stdin = child.stdin.take().expect("stdin");
+    for line in lines {
+        writeln!(stdin, "{line}").expect("write");
+    }
+    drop(stdin);
+    let out = child.wait_with_output().expect("wait");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// Where ptrace is taken (pod itself traced by another tracer), `exec_gate = true` refuses to
+/// start, saying why and what to do, and runs nothing; the default starts without the gate and
+/// says so in `initialize`; `pod check` says which of the two it will be.
+#[test]
+fn without_ptrace_a_required_gate_refuses_and_the_default_says_it_is_off() {
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params":
+        {"protocolVersion": 1, "clientInfo": {"name": "t", "version": "0"}, "capabilities": {}}});
+    let run = json!({"jsonrpc": "2.0", "id": 2, "method": "run", "params":
+        {"input": [{"type": "text", "text": "!touch ran-marker"}]}});
+
+    let required = Workspace::with_manifest(&format!("{DENY_LIST}\n[sandbox]\nexec_gate = true\n"));
+    let out = serve_under_strace(&required, &[initialize.clone(), run.clone()]);
+    let answer = out
+        .iter()
+        .find(|m| m["id"] == 1)
+        .expect("an answer to initialize");
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("exec_gate = true"), "{answer}");
+    assert!(message.contains("ptrace"), "{answer}");
+    assert!(!required.dir.path().join("ran-marker").exists());
+
+    let default = Workspace::with_manifest(DENY_LIST);
+    let out = serve_under_strace(&default, &[initialize, run]);
+    let answer = out
+        .iter()
+        .find(|m| m["id"] == 1)
+        .expect("an answer to initialize");
+    assert_eq!(answer["result"]["sandbox"]["execGate"], false, "{answer}");
+
+    let check = Command::new("strace")
+        .args(["-f", "-qq", "-o", "/dev/null"])
+        .arg(env!("CARGO_BIN_EXE_pod"))
+        .arg("check")
+        .arg(required.manifest())
+        .env("POD_CONFIG", "")
+        .env("POD_MANAGED_DIR", common::NO_MANAGED_DIR)
+        .output()
+        .expect("strace");
+    let text = String::from_utf8_lossy(&check.stdout);
+    assert!(
+        text.contains("exec gate: REQUIRED but unavailable"),
+        "{text}"
+    );
+}
