@@ -8,6 +8,9 @@
 //! - `build`: `make -j1` of 30 C files, each `cc -c` (cc, cc1, as: three execs and their forks)
 //!   and a link, the build-like load (goal: within 10% of ungated);
 //!
+//! - `in namespaces`: the `per exec` loop inside the namespace sandbox (`Sandbox::command`,
+//!   bubblewrap; its exec of the call's shell is stopped too), gated against ungated;
+//!
 //! the pair's order alternating round by round; each unpinned, then with the whole process (the tracer threads and every child) pinned to
 //! CPU 0. `cargo bench --bench exec_gate`; `POD_BENCH_RUNS` rounds (default 3). Under `cargo
 //! test --all-targets` (no `--bench` argument) it only checks that it starts.
@@ -17,9 +20,12 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use pod::manifest::{SandboxConfig, SandboxMode};
 use pod::permission::{Policy, RuleSpec, Rules};
 use pod::protocol::Action;
+use pod::protocol::{NetworkAccess, SandboxKind};
 use pod::sandbox::gate::{Exec, ExecJudge, GatedProcess, Verdict};
+use pod::sandbox::Sandbox;
 
 /// Decides as the runtime's judge does for a deny-list (every exec decided, aliases too).
 #[derive(Debug)]
@@ -58,6 +64,38 @@ fn gated(rt: &tokio::runtime::Runtime, dir: &Path, script: &str, judge: &Arc<Jud
     let status = rt.block_on(p.wait()).expect("status");
     assert!(status.success(), "{script}: {status}");
     assert!(p.stopped().is_empty());
+    start.elapsed()
+}
+
+/// `script` in `sandbox`'s namespaces, under the gate or not, as the bash tool starts it.
+fn in_namespaces(
+    rt: &tokio::runtime::Runtime,
+    sandbox: &Sandbox,
+    dir: &Path,
+    script: &str,
+    judge: Option<&Arc<Judge>>,
+) -> Duration {
+    let start = Instant::now();
+    let mut cmd = sandbox.command("bash").into_std();
+    cmd.arg("-c")
+        .arg(script)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    sandbox.prepare_std(&mut cmd, judge.is_some());
+    match judge {
+        Some(judge) => {
+            let mut p = GatedProcess::spawn(cmd, judge.clone()).expect("gated spawn");
+            let status = rt.block_on(p.wait()).expect("status");
+            assert!(status.success(), "{script}: {status}");
+            assert!(p.stopped().is_empty());
+        }
+        None => {
+            let status = cmd.status().expect("spawn");
+            assert!(status.success(), "{script}: {status}");
+        }
+    }
     start.elapsed()
 }
 
@@ -128,12 +166,39 @@ fn main() {
         .build()
         .expect("runtime");
     let rounds = if benching { rounds } else { 1 };
+    let ws = dir.path().canonicalize().expect("canonical");
+    let sandbox = Sandbox::open(
+        &SandboxConfig {
+            mode: SandboxMode::Namespaces,
+            network: NetworkAccess::Allow,
+            ..SandboxConfig::default()
+        },
+        &ws,
+        std::slice::from_ref(&ws),
+        "bench",
+    )
+    .expect("sandbox");
+    let namespaces = sandbox.info().kind == SandboxKind::Namespaces;
+    if !namespaces {
+        println!("no namespace sandbox here (bubblewrap, user namespaces): its pair is skipped");
+    }
     for pinned in [false, true] {
         if pinned {
             pin_to_cpu0();
         }
         let (mut lg, mut lu, mut bg, mut bu) = (vec![], vec![], vec![], vec![]);
+        let (mut ng, mut nu) = (vec![], vec![]);
         for round in 0..rounds {
+            if namespaces {
+                let gate = Some(&judge);
+                if round % 2 == 0 {
+                    nu.push(in_namespaces(&rt, &sandbox, &ws, &loop_script, None));
+                    ng.push(in_namespaces(&rt, &sandbox, &ws, &loop_script, gate));
+                } else {
+                    ng.push(in_namespaces(&rt, &sandbox, &ws, &loop_script, gate));
+                    nu.push(in_namespaces(&rt, &sandbox, &ws, &loop_script, None));
+                }
+            }
             // Which of the pair runs first alternates, so an order effect cancels out.
             if round % 2 == 0 {
                 lu.push(ungated(dir.path(), &loop_script));
@@ -159,6 +224,16 @@ fn main() {
             lu.as_secs_f64() * 1e3,
             lg.as_secs_f64() * 1e3
         );
+        if namespaces {
+            let (ng, nu) = (median(ng), median(nu));
+            println!(
+                "{where_}: in namespaces: ungated {:.1} ms, gated {:.1} ms for {execs} execs: \
+                 +{:.1} µs per stopped exec",
+                nu.as_secs_f64() * 1e3,
+                ng.as_secs_f64() * 1e3,
+                ng.saturating_sub(nu).as_secs_f64() * 1e6 / execs as f64
+            );
+        }
         println!(
             "{where_}: build ({files} files, make -j1 + cc): ungated {:.0} ms, gated {:.0} ms: x{:.3}",
             bu.as_secs_f64() * 1e3,

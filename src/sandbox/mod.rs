@@ -829,12 +829,20 @@ fn layout(
             add(&mut read_only, p);
         }
     }
+    let mut sealed_missing: Vec<PathBuf> = Vec::new();
     for w in writable {
         for name in namespaces::REREAD {
             let p = w.join(name);
             if p.symlink_metadata().is_ok() {
                 add(&mut read_only, path::resolve(&p));
             }
+        }
+        // A repository without `.git/hooks`: a hook put there would run at the user's next
+        // `git commit`, unsandboxed. An empty folder is what `git init` makes anyway.
+        let git = w.join(".git");
+        let hooks = git.join("hooks");
+        if git.is_dir() && hooks.symlink_metadata().is_err() {
+            add(&mut sealed_missing, path::resolve(&hooks));
         }
     }
     if let Some(policy) = guard.policy.filter(|p| has_file_denials(p)) {
@@ -889,6 +897,7 @@ fn layout(
         writable: writable.to_vec(),
         read_only,
         masked,
+        sealed_missing,
         network,
         hidden_home: None,
         proc_read_only: false,

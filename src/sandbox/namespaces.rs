@@ -132,6 +132,9 @@ pub struct Layout {
     pub read_only: Vec<PathBuf>,
     /// Existing paths replaced by an empty read-only folder, or `/dev/null` for a file.
     pub masked: Vec<PathBuf>,
+    /// Missing folders made empty and read-only (bwrap creates the empty folder as its mount
+    /// point, so nothing can be put in it): `.git/hooks` of a repository that has none.
+    pub sealed_missing: Vec<PathBuf>,
     /// `[sandbox] readable`: this folder (`$HOME`) hidden behind an empty read-only one, with
     /// the listed existing paths bound back read-only (and the writable folders beneath it
     /// writable, as everywhere).
@@ -232,6 +235,16 @@ impl Wrap {
                 push(&["--ro-bind".as_ref(), "/dev/null".as_ref(), p.as_os_str()]);
             }
         }
+        for p in &layout.sealed_missing {
+            push(&[
+                "--perms".as_ref(),
+                "0555".as_ref(),
+                "--tmpfs".as_ref(),
+                p.as_os_str(),
+                "--remount-ro".as_ref(),
+                p.as_os_str(),
+            ]);
+        }
         if let Some((home, _)) = &layout.hidden_home {
             // Last, once every mount point beneath it is made: nothing new can be created there.
             push(&["--remount-ro".as_ref(), home.as_os_str()]);
@@ -254,6 +267,7 @@ impl Wrap {
             .iter()
             .chain(&layout.read_only)
             .chain(&layout.masked)
+            .chain(&layout.sealed_missing)
             .chain(home)
         {
             if p.as_os_str().as_bytes().contains(&0) {

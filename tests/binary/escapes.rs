@@ -606,3 +606,29 @@ fn readable_hides_the_rest_of_home() {
         "home-secret-MARK\n"
     );
 }
+
+/// A repository with no `.git/hooks` (cloned with an empty template): the folder cannot be
+/// made and filled from inside, so no hook lies in wait for the user's next `git commit`.
+#[test]
+fn a_missing_git_hooks_folder_cannot_be_planted() {
+    let ws = Workspace::with_manifest(&manifest("", ""));
+    let git = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(ws.dir.path())
+        .status()
+        .expect("git init");
+    assert!(git.success());
+    std::fs::remove_dir_all(ws.path(".git/hooks")).expect("remove hooks");
+    let mut pod = start(&ws);
+    let body = "mkdir -p .git/hooks; echo 'touch hook-ran' > .git/hooks/pre-commit; \
+                chmod +x .git/hooks/pre-commit; echo ok > ordinary; git add ordinary && \
+                echo added\n";
+    let out = run_script(&mut pod, "h.sh", "bash", body, "");
+    assert!(out.contains("added"), "{out}");
+    assert!(!ws.path(".git/hooks/pre-commit").exists(), "{out}");
+    // What is left on disk is an empty folder, as `git init` makes.
+    let left: Vec<_> = std::fs::read_dir(ws.path(".git/hooks"))
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
+}
