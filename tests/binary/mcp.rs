@@ -878,8 +878,9 @@ fn acp_sessions_start_the_mcp_servers_the_editor_offers() {
             "[model]\nprovider = \"offline\"\n[permissions]\ndefault_action = \"deny\"\n\
              [[permissions.rule]]\ntool = \"mcp__everything__echo\"\npattern = \"*\"\naction = \"allow\"\n\
              [[permissions.rule]]\ntool = \"mcp__web__echo\"\naction = \"allow\"\n\
-             [[permissions.rule]]\ntool = \"network\"\npattern = \"{MCP_HOST}:{}\"\naction = \"allow\"\n",
-            web.port
+             [[permissions.rule]]\ntool = \"network\"\npattern = \"{MCP_HOST}:{}\"\naction = \"allow\"\n\
+             [[permissions.rule]]\ntool = \"network\"\npattern = \"heard.test:{}\"\naction = \"allow\"\n",
+            web.port, recorder.port
         ),
     )
     .expect("write pod.toml");
@@ -890,7 +891,7 @@ fn acp_sessions_start_the_mcp_servers_the_editor_offers() {
         .env("XDG_STATE_HOME", state.path())
         .env(
             "POD_TEST_HOSTS",
-            format!("{},other.test=127.0.0.1", test_hosts()),
+            format!("{},other.test=127.0.0.1,heard.test=127.0.0.1", test_hosts()),
         )
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -939,7 +940,10 @@ fn acp_sessions_start_the_mcp_servers_the_editor_offers() {
     );
     let everything = json!({"name": "everything", "command": "node",
         "args": [index_js(servers, "server-everything"), "stdio"], "env": []});
-    let http = json!({"type": "http", "name": "web", "url": web.url(),
+    let http = json!({"type": "http", "name": "web", "url": web.url(), "headers": []});
+    // Allowed, with the editor's header: the listener (no MCP server) hears it once.
+    let heard = json!({"type": "http", "name": "heard",
+        "url": format!("http://heard.test:{}/mcp", recorder.port),
         "headers": [{"name": "X-Editor", "value": "zed"}]});
     // No rule allows this one's host: it is not started, and its listener hears nothing.
     let blocked = json!({"type": "http", "name": "blocked",
@@ -947,7 +951,7 @@ fn acp_sessions_start_the_mcp_servers_the_editor_offers() {
     let session = call(
         3,
         "session/new",
-        json!({"cwd": cwd, "mcpServers": [everything, http, blocked]}),
+        json!({"cwd": cwd, "mcpServers": [everything, http, heard, blocked]}),
     );
     let tools = &session["result"]["_meta"]["pod"]["tools"];
     let offered = |name: &str| {
@@ -958,7 +962,18 @@ fn acp_sessions_start_the_mcp_servers_the_editor_offers() {
     assert!(offered("mcp__everything__echo"), "{session}");
     assert!(offered("mcp__web__echo"), "{session}");
     assert!(!offered("mcp__blocked__echo"), "{session}");
-    assert_eq!(recorder.heads(), Vec::<String>::new());
+    let heads: Vec<String> = recorder
+        .heads()
+        .iter()
+        .map(|h| h.to_ascii_lowercase())
+        .collect();
+    assert_eq!(heads.len(), 1, "{heads:?}");
+    assert!(heads[0].starts_with("post /mcp http/1.1"), "{heads:?}");
+    assert!(heads[0].contains("x-editor: zed"), "{heads:?}");
+    assert!(
+        heads[0].contains(&format!("host: heard.test:{}", recorder.port)),
+        "{heads:?}"
+    );
     let id = session["result"]["sessionId"].clone();
     let prompt = format!(
         "{}\n{}",
