@@ -258,7 +258,11 @@ fn layer_calls(everything: &Path, workspace: &Path) -> Calls {
             )
             .expect("sandbox"),
         );
-        let servers = pod::mcp::start(&[config], &sandbox).await;
+        // A stdio server: the network rules (none here) are for `url` servers.
+        let net = Arc::new(pod::network::Net::new(Arc::new(
+            pod::permission::Policy::new(None, workspace.to_path_buf()),
+        )));
+        let servers = pod::mcp::start(&[config], &sandbox, &net).await;
         let tools = servers.tools();
         let echo = tools
             .iter()

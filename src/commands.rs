@@ -378,13 +378,49 @@ pub fn sandbox_text(manifest: &Manifest) -> String {
     out
 }
 
+/// Why the `network` rules of `manifest` would keep pod from connecting to the MCP server at
+/// `url`, if they would.
+fn url_problem(manifest: &Manifest, url: &str) -> Option<String> {
+    let parsed = url::Url::parse(url).ok()?;
+    let host = match parsed.host()? {
+        url::Host::Domain(d) => d.to_string(),
+        url::Host::Ipv4(ip) => ip.to_string(),
+        url::Host::Ipv6(ip) => format!("[{ip}]"),
+    };
+    let port = parsed.port_or_known_default()?;
+    let net = crate::network::Net::new(std::sync::Arc::new(manifest.policy()));
+    let refusal = net.check(&host, port).err()?;
+    Some(format!(
+        "{url}: network `{}` is {refusal}; allow it with a `network` rule",
+        crate::network::subject(&host, port).unwrap_or(host)
+    ))
+}
+
 /// Every finding about a loaded manifest: rule lints, skills that do not load, hooks that
 /// cannot run.
 pub fn check_findings(manifest: &Manifest) -> Vec<lint::Finding> {
     let mut findings = Vec::new();
     findings.extend(manifest.lint());
     for server in manifest.mcp.servers.iter().filter(|s| s.enabled) {
-        let crate::manifest::McpTransport::Stdio { command, .. } = &server.transport;
+        let command = match &server.transport {
+            crate::manifest::McpTransport::Stdio { command, .. } => command,
+            crate::manifest::McpTransport::Http { url, .. } => {
+                // Its host is decided as `serve` decides it, before it would connect.
+                if let Some(problem) = url_problem(manifest, url) {
+                    findings.push(lint::Finding {
+                        severity: Severity::Warning,
+                        file: server.file.as_ref().map(|f| f.display().to_string()),
+                        line: server.line,
+                        message: format!(
+                            "mcp.servers.{}: {problem}, so the server will not start and its \
+                             tools are not offered",
+                            server.name
+                        ),
+                    });
+                }
+                continue;
+            }
+        };
         if let Some(problem) = program_problem(Some(command)) {
             findings.push(lint::Finding {
                 severity: Severity::Warning,
@@ -1260,13 +1296,28 @@ pub fn config_text(m: &Manifest) -> String {
             _ => String::new(),
         };
         out.push_str(&format!("\n[mcp.servers.{}]{at}\n", server.name));
-        let crate::manifest::McpTransport::Stdio {
-            command, args, cwd, ..
-        } = &server.transport;
-        let args: Vec<String> = args.iter().map(|a| quote(a)).collect();
-        out.push_str(&format!("command = {}\n", quote(command)));
-        out.push_str(&format!("args = [{}]\n", args.join(", ")));
-        out.push_str(&format!("cwd = {}\n", quote(&cwd.display().to_string())));
+        match &server.transport {
+            crate::manifest::McpTransport::Stdio {
+                command, args, cwd, ..
+            } => {
+                let args: Vec<String> = args.iter().map(|a| quote(a)).collect();
+                out.push_str(&format!("command = {}\n", quote(command)));
+                out.push_str(&format!("args = [{}]\n", args.join(", ")));
+                out.push_str(&format!("cwd = {}\n", quote(&cwd.display().to_string())));
+            }
+            crate::manifest::McpTransport::Http { url, headers, .. } => {
+                out.push_str(&format!("url = {}\n", quote(url)));
+                if !headers.0.is_empty() {
+                    // Their values are credentials: never printed.
+                    let names: Vec<String> = headers
+                        .0
+                        .iter()
+                        .map(|(name, _)| format!("{} = \"<hidden>\"", quote(name)))
+                        .collect();
+                    out.push_str(&format!("headers = {{ {} }}\n", names.join(", ")));
+                }
+            }
+        }
         out.push_str(&format!("enabled = {}\n", server.enabled));
         out.push_str(&format!(
             "startup_timeout_secs = {}\ntool_timeout_secs = {}\n",

@@ -26,6 +26,7 @@ use super::peer::Peer;
 use super::session::Session;
 use super::updates;
 use super::AcpError;
+use crate::manifest::mcp::{check_header, check_url};
 use crate::manifest::trust::Decision;
 use crate::manifest::{Manifest, McpServerConfig, McpTransport, Trust, TrustStore, Vouch};
 use crate::permission::mcp::check_server_name;
@@ -200,6 +201,8 @@ impl Agent {
         let capabilities = acp::AgentCapabilities::new()
             .load_session(true)
             .prompt_capabilities(acp::PromptCapabilities::new().embedded_context(true))
+            // Streamable HTTP servers, under the session's network rules; not the old SSE one.
+            .mcp_capabilities(acp::McpCapabilities::new().http(true))
             .session_capabilities(
                 acp::SessionCapabilities::new()
                     .list(acp::SessionListCapabilities::new())
@@ -265,8 +268,9 @@ impl Agent {
     /// The MCP servers an editor offers in `session/new` or `session/load`, to start beside the
     /// configuration's (one named like a configured server replaces it, and keeps the
     /// configured server's `default_action`: the editor picks the program, never looser
-    /// rules). pod starts stdio servers only, as its `mcpCapabilities` say; anything else is
-    /// refused, naming the entry.
+    /// rules). pod starts stdio servers and streamable HTTP servers (their host under the
+    /// session's `network` rules, with the headers the editor gives: the editor is the user's
+    /// own client), as its `mcpCapabilities` say; an SSE server is refused, naming the entry.
     fn mcp_servers(
         servers: &[acp::McpServer],
         manifest: &Manifest,
@@ -274,13 +278,47 @@ impl Agent {
         let cwd = &manifest.workspace;
         let mut out: Vec<McpServerConfig> = Vec::new();
         for (i, server) in servers.iter().enumerate() {
-            let acp::McpServer::Stdio(stdio) = server else {
-                return Err(AcpError::invalid_params(format!(
-                    "mcpServers[{i}]: pod starts MCP servers over stdio only (its \
-                     mcpCapabilities advertise neither http nor sse)"
-                )));
+            let (name, mut config) = match server {
+                acp::McpServer::Stdio(stdio) => {
+                    let name = &stdio.name;
+                    let Some(command) = stdio.command.to_str() else {
+                        return Err(AcpError::invalid_params(format!(
+                            "mcpServers[{i}].command: not valid UTF-8"
+                        )));
+                    };
+                    let mut config = McpServerConfig::stdio(
+                        name,
+                        command,
+                        stdio.args.clone(),
+                        cwd.to_path_buf(),
+                    );
+                    if let McpTransport::Stdio { env, .. } = &mut config.transport {
+                        env.extend(stdio.env.iter().map(|v| (v.name.clone(), v.value.clone())));
+                    }
+                    (name, config)
+                }
+                acp::McpServer::Http(http) => {
+                    let name = &http.name;
+                    check_url(&http.url).map_err(|why| {
+                        AcpError::invalid_params(format!("mcpServers[{i}].url: {why}"))
+                    })?;
+                    let mut headers = Vec::new();
+                    for (j, h) in http.headers.iter().enumerate() {
+                        check_header(&h.name, &h.value).map_err(|why| {
+                            AcpError::invalid_params(format!("mcpServers[{i}].headers[{j}]: {why}"))
+                        })?;
+                        headers.push((h.name.clone(), h.value.clone()));
+                    }
+                    let config = McpServerConfig::http(name, &http.url, headers, cwd.to_path_buf());
+                    (name, config)
+                }
+                _ => {
+                    return Err(AcpError::invalid_params(format!(
+                        "mcpServers[{i}]: pod starts MCP servers over stdio and streamable HTTP \
+                         only (its mcpCapabilities advertise http, not sse)"
+                    )))
+                }
             };
-            let name = &stdio.name;
             check_server_name(name)
                 .map_err(|why| AcpError::invalid_params(format!("mcpServers[{i}].name: {why}")))?;
             if out.iter().any(|s| s.name.eq_ignore_ascii_case(name)) {
@@ -288,15 +326,6 @@ impl Agent {
                     "mcpServers[{i}].name: \"{name}\" is offered twice (names match in any case)"
                 )));
             }
-            let Some(command) = stdio.command.to_str() else {
-                return Err(AcpError::invalid_params(format!(
-                    "mcpServers[{i}].command: not valid UTF-8"
-                )));
-            };
-            let mut config =
-                McpServerConfig::stdio(name, command, stdio.args.clone(), cwd.to_path_buf());
-            let McpTransport::Stdio { env, .. } = &mut config.transport;
-            env.extend(stdio.env.iter().map(|v| (v.name.clone(), v.value.clone())));
             if let Some(configured) = manifest
                 .mcp
                 .servers

@@ -69,8 +69,12 @@ pub struct McpServerMatch {
     /// Wildmatch over the server's name, case-insensitive.
     pub name: Option<String>,
     /// Wildmatch over the server's command line: its program and arguments joined by spaces
-    /// (`npx -y @modelcontextprotocol/server-filesystem *`).
+    /// (`npx -y @modelcontextprotocol/server-filesystem *`). A `url` server has no command, so
+    /// an entry with `command` never matches one.
     pub command: Option<String>,
+    /// Wildmatch over a streamable HTTP server's `url` (`https://mcp.example.com/*`). A stdio
+    /// server has no URL, so an entry with `url` never matches one.
+    pub url: Option<String>,
 }
 
 /// `[audit]`: where the decision log goes.
@@ -414,8 +418,13 @@ pub struct McpServerEntry {
     /// Its working folder, relative to the manifest's folder. Default: the workspace. Relative
     /// paths in its tools' arguments are read from here.
     pub cwd: Option<String>,
-    /// The URL of a streamable HTTP server, instead of `command`.
+    /// The URL of a streamable HTTP server (`https://…/mcp`), instead of `command`. pod
+    /// connects to it from its own process, so its host must be allowed by the `network` rules.
     pub url: Option<String>,
+    /// HTTP headers sent with every request to a `url` server (`Authorization = "Bearer …"`).
+    /// Only in your own configuration or a managed file: a project's `headers` is a load error,
+    /// so a project can never make pod send your credentials anywhere.
+    pub headers: Option<BTreeMap<String, String>>,
     /// false: the server is not started and its tools are not offered. Default true.
     pub enabled: Option<bool>,
     /// Seconds the server gets to start, answer `initialize` and list its tools. Default 30.

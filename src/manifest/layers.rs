@@ -272,19 +272,16 @@ fn restrict(
 
     let servers = std::mem::take(&mut project.mcp.servers);
     for mut server in servers {
-        let McpTransport::Stdio { command, args, .. } = &server.transport;
         if server.enabled {
+            let what = match &server.transport {
+                McpTransport::Stdio { .. } => "starts",
+                McpTransport::Http { .. } => "connects to",
+            };
             ignore(
                 format!(
-                    "starts MCP server \"{}\": {}",
+                    "{what} MCP server \"{}\": {}",
                     server.name,
-                    shorten(
-                        &std::iter::once(command)
-                            .chain(args)
-                            .cloned()
-                            .collect::<Vec<_>>()
-                            .join(" ")
-                    )
+                    shorten(&server.describe())
                 ),
                 at(server.line),
             );

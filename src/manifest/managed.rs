@@ -63,6 +63,7 @@ pub struct Locks {
 pub struct ServerMatch {
     name: Option<Pattern>,
     command: Option<Pattern>,
+    url: Option<Pattern>,
     /// As written, for messages: `name = "x", command = "y"`.
     pub text: String,
     /// `file:line`.
@@ -71,8 +72,15 @@ pub struct ServerMatch {
 
 impl ServerMatch {
     pub(super) fn new(entry: &McpServerMatch, place: String) -> Result<ServerMatch, String> {
-        if entry.name.is_none() && entry.command.is_none() {
-            return Err("an entry needs a name, a command or both".into());
+        if entry.name.is_none() && entry.command.is_none() && entry.url.is_none() {
+            return Err("an entry needs a name, a command, a url, or several".into());
+        }
+        if entry.command.is_some() && entry.url.is_some() {
+            return Err(
+                "an entry gives a command (stdio servers) or a url (HTTP servers), not both: no \
+                 server has both"
+                    .into(),
+            );
         }
         let mut text = Vec::new();
         if let Some(n) = &entry.name {
@@ -81,9 +89,13 @@ impl ServerMatch {
         if let Some(c) = &entry.command {
             text.push(format!("command = \"{c}\""));
         }
+        if let Some(u) = &entry.url {
+            text.push(format!("url = \"{u}\""));
+        }
         Ok(ServerMatch {
             name: entry.name.as_deref().map(Pattern::case_insensitive),
             command: entry.command.as_deref().map(Pattern::new),
+            url: entry.url.as_deref().map(Pattern::new),
             text: text.join(", "),
             place,
         })
@@ -91,13 +103,21 @@ impl ServerMatch {
 
     /// Whether the entry matches the server (every field it gives).
     pub fn matches(&self, server: &McpServerConfig) -> bool {
-        let McpTransport::Stdio { command, args, .. } = &server.transport;
-        let line = std::iter::once(command.as_str())
-            .chain(args.iter().map(String::as_str))
-            .collect::<Vec<_>>()
-            .join(" ");
+        // A field the server does not have (a URL server's command, a stdio server's URL)
+        // never matches.
+        let (line, url) = match &server.transport {
+            McpTransport::Stdio { .. } => (Some(server.describe()), None),
+            McpTransport::Http { url, .. } => (None, Some(url.as_str())),
+        };
         self.name.as_ref().is_none_or(|p| p.matches(&server.name))
-            && self.command.as_ref().is_none_or(|p| p.matches(&line))
+            && self
+                .command
+                .as_ref()
+                .is_none_or(|p| line.as_deref().is_some_and(|l| p.matches(l)))
+            && self
+                .url
+                .as_ref()
+                .is_none_or(|p| url.is_some_and(|u| p.matches(u)))
     }
 }
 
@@ -594,5 +614,42 @@ fn action_word(action: Action) -> &'static str {
         Action::Allow => "allow",
         Action::Deny => "deny",
         Action::Ask => "ask",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(name: Option<&str>, command: Option<&str>, url: Option<&str>) -> ServerMatch {
+        let entry = McpServerMatch {
+            name: name.map(str::to_string),
+            command: command.map(str::to_string),
+            url: url.map(str::to_string),
+        };
+        ServerMatch::new(&entry, "managed.toml:1".into()).unwrap()
+    }
+
+    #[test]
+    fn url_entries_match_url_servers_and_command_entries_stdio_ones() {
+        let dir = std::path::PathBuf::from("/w");
+        let remote =
+            McpServerConfig::http("gh", "https://mcp.example.com/mcp", Vec::new(), dir.clone());
+        let local = McpServerConfig::stdio("gh", "node", vec!["s.js".into()], dir);
+        let by_url = entry(None, None, Some("https://mcp.example.com/*"));
+        assert!(by_url.matches(&remote));
+        assert!(!by_url.matches(&local));
+        let by_command = entry(None, Some("*"), None);
+        assert!(by_command.matches(&local));
+        assert!(!by_command.matches(&remote));
+        let by_name = entry(Some("GH"), None, None);
+        assert!(by_name.matches(&remote) && by_name.matches(&local));
+        assert!(!entry(Some("gh"), None, Some("https://other.example/*")).matches(&remote));
+        let both = McpServerMatch {
+            name: None,
+            command: Some("x".into()),
+            url: Some("y".into()),
+        };
+        assert!(ServerMatch::new(&both, String::new()).is_err());
     }
 }

@@ -1,9 +1,10 @@
 //! `[mcp.servers.NAME]`, resolved: which MCP servers a pod starts, how, and what the permission
 //! layer needs to know of them (docs/manifest.md, "MCP servers").
 //!
-//! Owns: validating each server's entry (its name, `command` or `url`, timeouts, folders) with
-//! the manifest's file:line:column errors, and the resolved [`McpServerConfig`], which is also
-//! what other front-ends (ACP's `mcpServers`) build to start servers of their own.
+//! Owns: validating each server's entry (its name, `command` or `url`, timeouts, folders, and
+//! `headers`, which only the user's configuration and a managed file may hold) with the
+//! manifest's file:line:column errors, and the resolved [`McpServerConfig`], which is also what
+//! other front-ends (ACP's `mcpServers`) build to start servers of their own.
 //!
 //! Must not touch: starting servers (`crate::mcp`).
 
@@ -55,6 +56,15 @@ pub struct McpServerConfig {
 /// How a server is reached.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum McpTransport {
+    /// A streamable HTTP endpoint, reached from pod's own process under the `network` rules.
+    Http {
+        /// `http://` or `https://`, with a host, without credentials.
+        url: String,
+        /// Sent with every request.
+        headers: McpHeaders,
+        /// The folder relative paths in its tools' arguments are decided from: the workspace.
+        cwd: PathBuf,
+    },
     /// A child process speaking MCP on stdin and stdout (newline-delimited JSON-RPC).
     Stdio {
         /// A program name (searched on PATH) or an absolute path.
@@ -67,7 +77,108 @@ pub enum McpTransport {
     },
 }
 
+/// HTTP headers of a `url` server: names checked, values never shown (`Debug` lists the
+/// names only, so a log line or an error never carries a token).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct McpHeaders(pub Vec<(String, String)>);
+
+impl std::fmt::Debug for McpHeaders {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(name, _)| format!("{name}: <hidden>")))
+            .finish()
+    }
+}
+
+/// Header names pod's MCP client sets itself, which `headers` may not replace.
+const RESERVED_HEADERS: &[&str] = &[
+    "accept",
+    "content-type",
+    "content-length",
+    "host",
+    "connection",
+    "transfer-encoding",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+];
+
+/// Checks one `headers` entry: a valid HTTP name that pod does not set itself, and a valid
+/// value (visible ASCII and spaces).
+pub fn check_header(name: &str, value: &str) -> Result<(), String> {
+    if reqwest_mcp::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+        return Err(format!("{name:?} is not a valid HTTP header name"));
+    }
+    if RESERVED_HEADERS
+        .iter()
+        .any(|r| name.eq_ignore_ascii_case(r))
+    {
+        return Err(format!(
+            "{name:?} is set by pod's MCP client itself and cannot be replaced"
+        ));
+    }
+    if reqwest_mcp::header::HeaderValue::from_str(value).is_err() {
+        return Err(format!(
+            "the value of {name:?} is not a valid HTTP header value (visible ASCII only, no \
+             newline)"
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a `url` server's address: `http` or `https`, a host, no user name or password in it
+/// (credentials go in `headers`).
+pub fn check_url(raw: &str) -> Result<(), String> {
+    let url = url::Url::parse(raw).map_err(|e| format!("{raw:?} is not a URL: {e}"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!(
+            "{raw:?}: a streamable HTTP server's URL is http:// or https://, not {}:",
+            url.scheme()
+        ));
+    }
+    if url.host().is_none() {
+        return Err(format!("{raw:?} has no host"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(format!(
+            "{raw:?} holds a user name or password: remove it and send credentials with \
+             `headers` (in your own configuration)"
+        ));
+    }
+    Ok(())
+}
+
 impl McpServerConfig {
+    /// A streamable HTTP server with the defaults (see [`McpServerConfig::stdio`]); `url` must
+    /// pass [`check_url`], `headers` [`check_header`].
+    pub fn http(
+        name: &str,
+        url: &str,
+        headers: Vec<(String, String)>,
+        cwd: PathBuf,
+    ) -> McpServerConfig {
+        McpServerConfig {
+            transport: McpTransport::Http {
+                url: url.to_string(),
+                headers: McpHeaders(headers),
+                cwd,
+            },
+            ..McpServerConfig::stdio(name, "", Vec::new(), PathBuf::new())
+        }
+    }
+
+    /// What the server is, in words for messages: its command line, or its URL.
+    pub fn describe(&self) -> String {
+        match &self.transport {
+            McpTransport::Stdio { command, args, .. } => std::iter::once(command)
+                .chain(args)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(" "),
+            McpTransport::Http { url, .. } => url.clone(),
+        }
+    }
+
     /// A stdio server with the defaults: enabled, 30 s to start, 120 s per call, no defaults by
     /// annotation. `cwd` should be canonical.
     pub fn stdio(name: &str, command: &str, args: Vec<String>, cwd: PathBuf) -> McpServerConfig {
@@ -91,7 +202,7 @@ impl McpServerConfig {
     /// The server's working folder.
     pub fn cwd(&self) -> &Path {
         match &self.transport {
-            McpTransport::Stdio { cwd, .. } => cwd,
+            McpTransport::Stdio { cwd, .. } | McpTransport::Http { cwd, .. } => cwd,
         }
     }
 
@@ -106,13 +217,15 @@ impl McpServerConfig {
 }
 
 /// Resolves `[mcp]` of the manifest `text` at `path`: `dir` is the manifest's folder,
-/// `workspace` the (canonical) workspace.
+/// `workspace` the (canonical) workspace; `headers_allowed` only for the user's configuration
+/// and managed files.
 pub(super) fn resolve(
     section: Option<McpSection>,
     text: &str,
     path: &Path,
     dir: &Path,
     workspace: &Path,
+    headers_allowed: bool,
 ) -> Result<McpConfig, ManifestError> {
     let Some(section) = section else {
         return Ok(McpConfig::default());
@@ -142,6 +255,17 @@ pub(super) fn resolve(
             ));
         }
         let line = line_col(text, start).0;
+        if entry.get_ref().headers.is_some() && !headers_allowed {
+            return Err(at(
+                key_at("headers"),
+                format!(
+                    "{header}.headers: only your own configuration (~/.config/pod/pod.toml) or a \
+                     managed file may give an MCP server `headers`, so a project can never make \
+                     pod send your credentials anywhere; move the server, with its headers, to \
+                     your configuration"
+                ),
+            ));
+        }
         servers.push(server(
             &name,
             entry,
@@ -188,6 +312,12 @@ fn server(
             destructive: d.destructive,
         })
         .unwrap_or_default();
+    if entry.headers.is_some() && entry.url.is_none() {
+        return Err(error(
+            "headers",
+            "only a `url` server takes `headers` (a stdio server's are its `env`)".into(),
+        ));
+    }
     let transport = match (entry.command, entry.url) {
         (Some(_), Some(_)) => {
             return Err(error(
@@ -195,13 +325,30 @@ fn server(
                 "a server has either `command` (stdio) or `url` (streamable HTTP), not both".into(),
             ))
         }
-        (None, Some(_)) => {
-            return Err(error(
-                "url",
-                "streamable HTTP servers are not supported by this pod yet (docs/manifest.md, \
-                 \"MCP servers\"); start the server over stdio with `command` instead"
-                    .into(),
-            ))
+        (None, Some(url)) => {
+            for (key, given) in [
+                ("args", entry.args.is_some()),
+                ("env", entry.env.is_some()),
+                ("cwd", entry.cwd.is_some()),
+            ] {
+                if given {
+                    return Err(error(
+                        key,
+                        format!("a `url` server runs no program, so it takes no `{key}`"),
+                    ));
+                }
+            }
+            check_url(&url).map_err(|why| error("url", why))?;
+            let mut headers = Vec::new();
+            for (name, value) in entry.headers.unwrap_or_default() {
+                check_header(&name, &value).map_err(|why| error("headers", why))?;
+                headers.push((name, value));
+            }
+            McpTransport::Http {
+                url,
+                headers: McpHeaders(headers),
+                cwd: workspace.to_path_buf(),
+            }
         }
         (None, None) => {
             return Err(error(
@@ -309,7 +456,10 @@ mod tests {
             args,
             env,
             cwd,
-        } = &fs.transport;
+        } = &fs.transport
+        else {
+            panic!("{:?}", fs.transport)
+        };
         assert_eq!(command, "node");
         assert_eq!(args, &["s.js", "."]);
         assert_eq!(env, &[("A".to_string(), "1".to_string())]);
@@ -318,7 +468,9 @@ mod tests {
         assert!(!gh.enabled);
         assert_eq!(gh.tool_timeout, Duration::from_secs(5));
         assert_eq!(gh.defaults.read_only, Some(crate::protocol::Action::Allow));
-        let McpTransport::Stdio { command, .. } = &gh.transport;
+        let McpTransport::Stdio { command, .. } = &gh.transport else {
+            panic!("{:?}", gh.transport)
+        };
         assert_eq!(command, &m.dir.join("bin/gh").to_string_lossy());
     }
 
@@ -345,8 +497,13 @@ mod tests {
             e.starts_with(":3:1: mcp.servers.fs.startup_timeout_secs: must be at least 1"),
             "{e}"
         );
-        let e = load("[mcp.servers.fs]\nurl = \"http://localhost:1/mcp\"\n").unwrap_err();
-        assert!(e.contains("mcp.servers.fs.url: streamable HTTP"), "{e}");
+        let e = load("[mcp.servers.fs]\nurl = \"ftp://example.com/mcp\"\n").unwrap_err();
+        assert!(e.starts_with(":2:1: mcp.servers.fs.url:"), "{e}");
+        let e = load("[mcp.servers.fs]\nurl = \"https://u:p@example.com/mcp\"\n").unwrap_err();
+        assert!(e.contains("send credentials with `headers`"), "{e}");
+        let e =
+            load("[mcp.servers.fs]\nurl = \"https://example.com/mcp\"\nargs = []\n").unwrap_err();
+        assert!(e.starts_with(":3:1: mcp.servers.fs.args:"), "{e}");
         let e = load("[mcp.servers.fs]\ncommand = \"x\"\n[mcp.servers.FS]\ncommand = \"y\"\n")
             .unwrap_err();
         assert!(e.contains("differs only in case"), "{e}");
@@ -356,5 +513,44 @@ mod tests {
             load("[mcp.servers.fs]\ncommand = \"x\"\ndefault_action = { read_onl = \"allow\" }\n")
                 .unwrap_err();
         assert!(e.contains("did you mean \"read_only\""), "{e}");
+    }
+
+    #[test]
+    fn a_url_server_resolves_and_a_project_may_not_give_it_headers() {
+        let m = load("[mcp.servers.remote]\nurl = \"https://mcp.example.com/mcp\"\n").unwrap();
+        let remote = &m.mcp.servers[0];
+        let McpTransport::Http { url, headers, cwd } = &remote.transport else {
+            panic!("{:?}", remote.transport)
+        };
+        assert_eq!(url, "https://mcp.example.com/mcp");
+        assert!(headers.0.is_empty());
+        assert_eq!(cwd, &m.workspace);
+        assert_eq!(remote.describe(), "https://mcp.example.com/mcp");
+        let e = load(
+            "[mcp.servers.remote]\nurl = \"https://mcp.example.com/mcp\"\n\
+             headers = { Authorization = \"Bearer x\" }\n",
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with(":3:1: mcp.servers.remote.headers: only your own configuration"),
+            "{e}"
+        );
+        assert!(!e.contains("Bearer x"), "{e}");
+    }
+
+    #[test]
+    fn headers_are_checked_and_never_shown() {
+        assert!(check_header("Authorization", "Bearer x").is_ok());
+        assert!(check_header("Mcp-Session-Id", "x").is_err());
+        assert!(check_header("bad name", "x").is_err());
+        assert!(check_header("X-Token", "a\nb").is_err());
+        let shown = format!(
+            "{:?}",
+            McpHeaders(vec![("X-Token".into(), "s3cret".into())])
+        );
+        assert!(
+            shown.contains("X-Token") && !shown.contains("s3cret"),
+            "{shown}"
+        );
     }
 }

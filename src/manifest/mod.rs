@@ -25,7 +25,7 @@ pub use examples::{decided_by as example_decided_by, input as example_input};
 pub use file::{Provider, RequiredLevel, RequiredSetting, SandboxMode};
 pub use layers::{user_config_path, CONFIG_ENV, DEFAULTS, PROJECT_FILE};
 pub use managed::{managed_dir, Managed, MANAGED_DIR, MANAGED_ENV};
-pub use mcp::{McpConfig, McpServerConfig, McpTransport};
+pub use mcp::{McpConfig, McpHeaders, McpServerConfig, McpTransport};
 pub use trust::{Ignored, Trust, TrustStore, Vouch};
 
 use crate::builtin::Builtin;
@@ -686,7 +686,14 @@ impl Manifest {
             },
         };
 
-        let mcp = mcp::resolve(raw.mcp, text, path, &dir, &workspace)?;
+        let mcp = mcp::resolve(
+            raw.mcp,
+            text,
+            path,
+            &dir,
+            &workspace,
+            matches!(role, Role::User(_) | Role::Managed(_)),
+        )?;
 
         let locks = match (raw.managed, role) {
             (None, _) => managed::Locks::default(),
@@ -886,7 +893,10 @@ impl Manifest {
         for server in &self.mcp.servers {
             let McpTransport::Stdio {
                 command, args, cwd, ..
-            } = &server.transport;
+            } = &server.transport
+            else {
+                continue;
+            };
             let words = std::iter::once((command, self.dir.as_path()))
                 .chain(args.iter().map(|a| (a, cwd.as_path())));
             for (i, (word, base)) in words.enumerate() {

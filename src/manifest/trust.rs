@@ -146,7 +146,10 @@ impl Fingerprint {
         for server in &project.mcp.servers {
             let McpTransport::Stdio {
                 command, args, cwd, ..
-            } = &server.transport;
+            } = &server.transport
+            else {
+                continue;
+            };
             if command.contains('/') {
                 add(&mut print, &project.dir.join(command));
             }

@@ -4,22 +4,27 @@
 //!
 //! Owns: each server's lifetime ([`server`]: its process, started through the sandbox and owned
 //! by the reaper; the MCP client, the official Rust SDK `rmcp`, on its stdin and stdout; its
-//! stderr copied to the log; stopping it), and each tool's calls ([`tool`]: timeouts,
+//! stderr copied to the log; stopping it), the connection to a streamable HTTP server ([`http`]:
+//! its host decided by the `network` rules, its addresses checked, before anything is sent),
+//! and each tool's calls ([`tool`]: timeouts,
 //! cancellation sent to the server, results projected as pod's results).
 //!
 //! [`start`] is the one entry point: it takes a list of [`McpServerConfig`] (the manifest's, or
 //! those a front-end such as ACP's `session/new` receives) and starts them in parallel, each
 //! under its start-up timeout.
 //!
-//! Must not touch: permission decisions (a call reaches [`tool::McpTool::run`] only after the
+//! Must not touch: permission decisions (a `url` server's host is decided by `network::Net`; a
+//! call reaches [`tool::McpTool::run`] only after the
 //! check chain allowed it; its subjects are `permission::mcp`'s), the wire.
 
+pub mod http;
 pub mod server;
 pub mod tool;
 
 use std::sync::Arc;
 
 use crate::manifest::McpServerConfig;
+use crate::network::Net;
 use crate::protocol::{McpServerInfo, McpServerState};
 use crate::sandbox::Sandbox;
 use crate::tools::Tool;
@@ -31,15 +36,19 @@ pub struct McpServers {
     servers: Vec<Arc<Server>>,
 }
 
-/// Starts every enabled server of `configs` at once, each in `sandbox` and under its own
-/// start-up timeout; returns when each has started or failed. A server that fails is reported
-/// (in [`McpServers::info`] and the log) and its tools' calls get an error result; it never
-/// stops the others.
-pub async fn start(configs: &[McpServerConfig], sandbox: &Arc<Sandbox>) -> McpServers {
+/// Starts every enabled server of `configs` at once, each in `sandbox` (a `url` server: under
+/// the `net` rules) and under its own start-up timeout; returns when each has started or
+/// failed. A server that fails is reported (in [`McpServers::info`] and the log) and its tools'
+/// calls get an error result; it never stops the others.
+pub async fn start(
+    configs: &[McpServerConfig],
+    sandbox: &Arc<Sandbox>,
+    net: &Arc<Net>,
+) -> McpServers {
     let starting = configs
         .iter()
         .filter(|c| c.enabled)
-        .map(|c| Server::start(c.clone(), sandbox.clone()));
+        .map(|c| Server::start(c.clone(), sandbox.clone(), net.clone()));
     McpServers {
         servers: futures::future::join_all(starting).await,
     }

@@ -1,5 +1,6 @@
-//! One MCP server over stdio, for the whole session: started through the sandbox, spoken to
-//! with `rmcp`, stopped when the pod stops.
+//! One MCP server, for the whole session: over stdio (started through the sandbox) or over
+//! streamable HTTP (`http.rs`: reached from pod's own process once the `network` rules allow
+//! its host), spoken to with `rmcp`, stopped when the pod stops.
 //!
 //! Lifetime: [`Server::start`] spawns the program with [`CallProcess::spawn`] (so it runs in the
 //! session's Landlock domain, gets a session of its own, and its orphans come back to it, not
@@ -9,7 +10,9 @@
 //! started with the reaper while it lives, so the reaper's sweep after each call never takes it
 //! for a leftover; its descendants are its own (it is their subreaper), never the pod's
 //! children. Its stderr goes to the log, line by line (`pod::mcp` target, `info`), and the last
-//! lines are kept for the error that says why it failed or exited.
+//! lines are kept for the error that says why it failed or exited. An HTTP server has no
+//! process: the gate, the handshake and the listing run under the same `startup_timeout_secs`,
+//! and a task then holds the connection until the transport closes or [`Server::stop`] asks.
 //!
 //! Must not touch: decisions, the wire; a tool call's own handling is `tool.rs`.
 
@@ -25,8 +28,10 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::http;
 use super::tool::{self, McpTool};
 use crate::manifest::{McpServerConfig, McpTransport};
+use crate::network::Net;
 use crate::permission::mcp::check_tool_name;
 use crate::protocol::{McpServerInfo, McpServerState, ToolAnnotations};
 use crate::sandbox::{CallProcess, Sandbox};
@@ -36,6 +41,8 @@ use crate::tools::Tool;
 const STOP_GRACE: Duration = Duration::from_millis(200);
 /// How long a server whose handshake failed is given to show that it exited.
 const EXIT_WAIT: Duration = Duration::from_millis(500);
+/// How often an HTTP server's connection is looked at, to learn that it closed.
+const CLOSED_POLL: Duration = Duration::from_millis(500);
 /// Lines of a server's stderr kept for error messages.
 const KEPT_LINES: usize = 5;
 /// Longest stderr line logged; the rest of it is cut.
@@ -78,7 +85,11 @@ pub struct Server {
 impl Server {
     /// Starts the server of `config` in `sandbox`; never fails: a server that does not start is
     /// returned in the [`State::Failed`] state, with why.
-    pub async fn start(config: McpServerConfig, sandbox: Arc<Sandbox>) -> Arc<Server> {
+    pub async fn start(
+        config: McpServerConfig,
+        sandbox: Arc<Sandbox>,
+        net: Arc<Net>,
+    ) -> Arc<Server> {
         let stderr = Arc::new(Mutex::new(VecDeque::new()));
         let stop = CancellationToken::new();
         let failed = |config: McpServerConfig, why: String| {
@@ -94,7 +105,7 @@ impl Server {
         };
         let started = tokio::time::timeout(
             config.startup_timeout,
-            connect(&config, &sandbox, stderr.clone()),
+            connect(&config, &sandbox, &net, stderr.clone()),
         )
         .await;
         let (service, process, tools) = match started {
@@ -284,22 +295,47 @@ impl Drop for Server {
 
 type Connected = (
     RunningService<RoleClient, ClientConfig>,
-    CallProcess,
+    Option<CallProcess>,
     Vec<rmcp::model::Tool>,
 );
 
-/// Spawns the server and does the handshake; on failure, why, and the process to finish.
+/// pod as an MCP client.
+fn client() -> ClientConfig {
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("pod", env!("CARGO_PKG_VERSION")),
+    )
+}
+
+/// Spawns the server (or, for a `url` server, passes the gate and connects) and does the
+/// handshake; on failure, why, and the process to finish.
 async fn connect(
     config: &McpServerConfig,
     sandbox: &Sandbox,
+    net: &Net,
     stderr_lines: Arc<Mutex<VecDeque<String>>>,
 ) -> Result<Connected, (String, Option<CallProcess>)> {
-    let McpTransport::Stdio {
-        command,
-        args,
-        env,
-        cwd,
-    } = &config.transport;
+    let (command, args, env, cwd) = match &config.transport {
+        McpTransport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => (command, args, env, cwd),
+        McpTransport::Http { url, headers, .. } => {
+            let transport = http::transport(url, headers, net)
+                .await
+                .map_err(|why| (why, None))?;
+            let service = client()
+                .serve(transport)
+                .await
+                .map_err(|e| (format!("the MCP handshake with {url} failed: {e}"), None))?;
+            return match service.peer().list_all_tools().await {
+                Ok(tools) => Ok((service, None, tools)),
+                Err(e) => Err((format!("cannot list its tools: {e}"), None)),
+            };
+        }
+    };
     let mut cmd = sandbox.command(command);
     // First: it replaces the environment with the session's; the server's own `env` goes on top.
     sandbox.prepare(&mut cmd);
@@ -319,11 +355,7 @@ async fn connect(
         return Err(("cannot open its stdin and stdout".into(), Some(process)));
     };
     let copier = tokio::spawn(copy_stderr(config.name.clone(), stderr, stderr_lines));
-    let client = ClientConfig::new(
-        ClientCapabilities::default(),
-        Implementation::new("pod", env!("CARGO_PKG_VERSION")),
-    );
-    let service = match client.serve((stdout, stdin)).await {
+    let service = match client().serve((stdout, stdin)).await {
         Ok(s) => s,
         Err(e) => {
             // The usual reason is that it exited; say so with its status when it did.
@@ -337,20 +369,45 @@ async fn connect(
         }
     };
     match service.peer().list_all_tools().await {
-        Ok(tools) => Ok((service, process, tools)),
+        Ok(tools) => Ok((service, Some(process), tools)),
         Err(e) => Err((format!("cannot list its tools: {e}"), Some(process))),
     }
 }
 
-/// Owns the process until it exits or the server is stopped, then ends it.
+/// Owns the process until it exits or the server is stopped, then ends it; for an HTTP server
+/// (no process), holds the connection until it closes or the server is stopped.
 async fn lifetime(
     name: String,
-    mut process: CallProcess,
+    process: Option<CallProcess>,
     mut service: RunningService<RoleClient, ClientConfig>,
     stop: CancellationToken,
     state: watch::Sender<State>,
     stderr: Arc<Mutex<VecDeque<String>>>,
 ) {
+    let Some(mut process) = process else {
+        let closed = async {
+            // rmcp's service ends by itself when the transport gives up (the server went
+            // away past the reconnects); it says so only when asked.
+            while !service.is_closed() {
+                tokio::time::sleep(CLOSED_POLL).await;
+            }
+        };
+        let stopped = tokio::select! {
+            () = closed => false,
+            () = stop.cancelled() => true,
+        };
+        if stopped {
+            let _ = service.close_with_timeout(STOP_GRACE).await;
+            state.send_replace(State::Exited("was stopped by the pod".into()));
+            tracing::info!("MCP server {name}: stopped");
+        } else {
+            let how = "closed the connection; its tools are unavailable for the rest of the \
+                       session";
+            tracing::warn!("MCP server {name} {how}");
+            state.send_replace(State::Exited(how.into()));
+        }
+        return;
+    };
     let exited = tokio::select! {
         status = process.wait() => Some(status),
         () = stop.cancelled() => None,

@@ -285,7 +285,7 @@ impl Pod {
             .collect();
         configs.extend(extra.iter().cloned());
         let mut pod = Pod::build(manifest, options, extra)?;
-        let servers = crate::mcp::start(&configs, &pod.sandbox).await;
+        let servers = crate::mcp::start(&configs, &pod.sandbox, &pod.net).await;
         pod.toolbox = std::mem::take(&mut pod.toolbox).with(servers.tools());
         pod.tool_infos = pod.toolbox.info();
         pod.mcp = servers;

@@ -858,21 +858,30 @@ fn a_server_that_hangs_in_a_call_times_out_and_the_turn_goes_on() {
     assert_eq!(results(&pod, &turn)[0]["isError"], false);
 }
 
-/// `pod acp` with an editor's `mcpServers`: the server is started for the session, its tools
-/// are offered as `mcp__NAME__TOOL` and decided by the session's rules; a transport pod does
-/// not speak is refused, naming the entry.
+/// `pod acp` with an editor's `mcpServers`: the servers (stdio, and streamable HTTP under the
+/// session's network rules) are started for the session, their tools are offered as
+/// `mcp__NAME__TOOL` and decided by the session's rules; a transport pod does not speak is
+/// refused, naming the entry.
 #[test]
 fn acp_sessions_start_the_mcp_servers_the_editor_offers() {
     use std::io::{BufRead, BufReader, Write};
     let Some(servers) = servers() else {
         return;
     };
+    let web = HttpEverything::start(servers);
+    let recorder = Recorder::start();
     let dir = tempfile::tempdir().expect("tempdir");
     let state = tempfile::tempdir().expect("tempdir");
     std::fs::write(
         dir.path().join("pod.toml"),
-        "[model]\nprovider = \"offline\"\n[permissions]\ndefault_action = \"deny\"\n\
-         [[permissions.rule]]\ntool = \"mcp__everything__echo\"\npattern = \"*\"\naction = \"allow\"\n",
+        format!(
+            "[model]\nprovider = \"offline\"\n[permissions]\ndefault_action = \"deny\"\n\
+             [[permissions.rule]]\ntool = \"mcp__everything__echo\"\npattern = \"*\"\naction = \"allow\"\n\
+             [[permissions.rule]]\ntool = \"mcp__web__echo\"\naction = \"allow\"\n\
+             [[permissions.rule]]\ntool = \"network\"\npattern = \"{MCP_HOST}:{}\"\naction = \"allow\"\n\
+             [[permissions.rule]]\ntool = \"network\"\npattern = \"heard.test:{}\"\naction = \"allow\"\n",
+            web.port, recorder.port
+        ),
     )
     .expect("write pod.toml");
     common::trust(dir.path(), state.path());
@@ -880,6 +889,10 @@ fn acp_sessions_start_the_mcp_servers_the_editor_offers() {
         .arg("acp")
         .env("POD_CONFIG", "")
         .env("XDG_STATE_HOME", state.path())
+        .env(
+            "POD_TEST_HOSTS",
+            format!("{},other.test=127.0.0.1,heard.test=127.0.0.1", test_hosts()),
+        )
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -909,35 +922,57 @@ fn acp_sessions_start_the_mcp_servers_the_editor_offers() {
     );
     assert_eq!(
         init["result"]["agentCapabilities"]["mcpCapabilities"],
-        json!({"http": false, "sse": false}),
+        json!({"http": true, "sse": false}),
         "{init}"
     );
     let cwd = dir.path().canonicalize().expect("cwd");
-    let http = call(
+    let sse = call(
         2,
         "session/new",
-        json!({"cwd": cwd, "mcpServers": [{"type": "http", "name": "web", "url": "http://127.0.0.1:9/mcp", "headers": []}]}),
+        json!({"cwd": cwd, "mcpServers": [{"type": "sse", "name": "old", "url": "http://127.0.0.1:9/sse", "headers": []}]}),
     );
-    assert_eq!(http["error"]["code"], -32602, "{http}");
+    assert_eq!(sse["error"]["code"], -32602, "{sse}");
     assert!(
-        http["error"]["message"]
+        sse["error"]["message"]
             .as_str()
             .is_some_and(|m| m.contains("mcpServers[0]")),
-        "{http}"
+        "{sse}"
     );
     let everything = json!({"name": "everything", "command": "node",
         "args": [index_js(servers, "server-everything"), "stdio"], "env": []});
+    let http = json!({"type": "http", "name": "web", "url": web.url(), "headers": []});
+    // Allowed, with the editor's header: the listener (no MCP server) hears it once.
+    let heard = json!({"type": "http", "name": "heard",
+        "url": format!("http://heard.test:{}/mcp", recorder.port),
+        "headers": [{"name": "X-Editor", "value": "zed"}]});
+    // No rule allows this one's host: it is not started, and its listener hears nothing.
+    let blocked = json!({"type": "http", "name": "blocked",
+        "url": format!("http://other.test:{}/mcp", recorder.port), "headers": []});
     let session = call(
         3,
         "session/new",
-        json!({"cwd": cwd, "mcpServers": [everything]}),
+        json!({"cwd": cwd, "mcpServers": [everything, http, heard, blocked]}),
     );
     let tools = &session["result"]["_meta"]["pod"]["tools"];
-    assert!(
+    let offered = |name: &str| {
         tools
             .as_array()
-            .is_some_and(|t| t.iter().any(|t| t == "mcp__everything__echo")),
-        "{session}"
+            .is_some_and(|t| t.iter().any(|t| t == name))
+    };
+    assert!(offered("mcp__everything__echo"), "{session}");
+    assert!(offered("mcp__web__echo"), "{session}");
+    assert!(!offered("mcp__blocked__echo"), "{session}");
+    let heads: Vec<String> = recorder
+        .heads()
+        .iter()
+        .map(|h| h.to_ascii_lowercase())
+        .collect();
+    assert_eq!(heads.len(), 1, "{heads:?}");
+    assert!(heads[0].starts_with("post /mcp http/1.1"), "{heads:?}");
+    assert!(heads[0].contains("x-editor: zed"), "{heads:?}");
+    assert!(
+        heads[0].contains(&format!("host: heard.test:{}", recorder.port)),
+        "{heads:?}"
     );
     let id = session["result"]["sessionId"].clone();
     let prompt = format!(
@@ -947,6 +982,13 @@ fn acp_sessions_start_the_mcp_servers_the_editor_offers() {
             json!({"message": "from-the-editor"})
         ),
         call_line("mcp__everything__get-sum", json!({"a": 1, "b": 2}))
+    );
+    let prompt = format!(
+        "{prompt}\n{}",
+        call_line(
+            "mcp__web__echo",
+            json!({"message": "over-http-from-the-editor"})
+        )
     );
     let done = call(
         4,
@@ -959,7 +1001,7 @@ fn acp_sessions_start_the_mcp_servers_the_editor_offers() {
         .map(|u| &u["params"]["update"])
         .filter(|u| u["sessionUpdate"] == "tool_call_update" && u.get("rawOutput").is_some())
         .collect();
-    assert_eq!(finished.len(), 2, "{updates:?}");
+    assert_eq!(finished.len(), 3, "{updates:?}");
     assert_eq!(finished[0]["status"], "completed", "{:?}", finished[0]);
     assert!(
         finished[0]["content"]
@@ -974,7 +1016,331 @@ fn acp_sessions_start_the_mcp_servers_the_editor_offers() {
         "{:?}",
         finished[1]
     );
+    assert_eq!(finished[2]["status"], "completed", "{:?}", finished[2]);
+    assert!(
+        finished[2]["content"]
+            .to_string()
+            .contains("Echo: over-http-from-the-editor"),
+        "{:?}",
+        finished[2]
+    );
     drop(input);
     let status = child.wait().expect("wait");
     assert!(status.success(), "{status}");
+}
+
+// Streamable HTTP servers (`url`): pod's own connection, decided by the `network` rules and the
+// blocked address ranges like `web_fetch`'s. A loopback listener is reached only through a test
+// host name (`POD_TEST_HOSTS`, debug builds only), as tests/binary/network.rs does.
+
+/// The test host name the HTTP servers are reached by.
+const MCP_HOST: &str = "mcp.test";
+
+fn test_hosts() -> String {
+    format!("{MCP_HOST}=127.0.0.1")
+}
+
+/// `@modelcontextprotocol/server-everything` in streamable HTTP mode on a free loopback port;
+/// killed when dropped.
+struct HttpEverything {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl HttpEverything {
+    fn start(servers: &Path) -> HttpEverything {
+        let deadline = Instant::now() + common::WAIT;
+        loop {
+            // A free port: the server takes it from PORT (it reports no port it picked itself).
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("a free port")
+                .port();
+            let mut child = Command::new("node")
+                .arg(index_js(servers, "server-everything"))
+                .arg("streamableHttp")
+                .env("PORT", port.to_string())
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start server-everything streamableHttp");
+            loop {
+                if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return HttpEverything { child, port };
+                }
+                // It exits when another process took the port first: try another one.
+                if child.try_wait().ok().flatten().is_some() {
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "server-everything streamableHttp did not listen on {port}"
+                );
+                // Paces the poll; the connection decides.
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            assert!(Instant::now() < deadline, "no port for server-everything");
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{MCP_HOST}:{}/mcp", self.port)
+    }
+}
+
+impl Drop for HttpEverything {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A loopback listener that records the request head of every connection it gets and answers
+/// `404`: a stand-in for a server that must see no request, or whose request is checked.
+struct Recorder {
+    port: u16,
+    heads: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Recorder {
+    fn start() -> Recorder {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let heads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let record = heads.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && head.len() < 64 * 1024 {
+                    match stream.read(&mut byte) {
+                        Ok(1) => head.push(byte[0]),
+                        _ => break,
+                    }
+                }
+                record
+                    .lock()
+                    .expect("lock")
+                    .push(String::from_utf8_lossy(&head).into_owned());
+                let _ = stream.write_all(
+                    b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                );
+            }
+        });
+        Recorder { port, heads }
+    }
+
+    fn heads(&self) -> Vec<String> {
+        self.heads.lock().expect("lock").clone()
+    }
+}
+
+#[test]
+fn a_streamable_http_server_allowed_by_a_network_rule_runs_its_tools() {
+    let Some(servers) = servers() else { return };
+    let server = HttpEverything::start(servers);
+    let ws = Workspace::with_manifest(&manifest(&format!(
+        "[permissions]\ndefault_action = \"deny\"\n\
+         [[permissions.rule]]\ntool = \"network\"\npattern = \"{MCP_HOST}:{port}\"\naction = \"allow\"\n\
+         [[permissions.rule]]\ntool = \"mcp__remote__echo\"\naction = \"allow\"\n\
+         [mcp.servers.remote]\nurl = \"{url}\"\n",
+        port = server.port,
+        url = server.url()
+    )));
+    let mut pod = PodProcess::spawn_env(
+        &ws,
+        Framing::Lines,
+        &[],
+        &[("POD_TEST_HOSTS", &test_hosts())],
+    );
+    let init = pod.initialize(false);
+    let state = server_state(&init, "remote");
+    assert_eq!(state["state"], "running", "{state}");
+    assert!(common::has_tool(&init, "mcp__remote__echo"), "{init}");
+    let turn = pod.call(
+        "run",
+        text(&call_line(
+            "mcp__remote__echo",
+            json!({"message": "over http"}),
+        )),
+    );
+    let result = &results(&pod, &turn)[0];
+    assert_eq!(result["isError"], false, "{result}");
+    assert_eq!(result["content"], "Echo: over http");
+    // A tool the rules do not allow is still decided by them.
+    let turn = pod.call(
+        "run",
+        text(&call_line("mcp__remote__get-sum", json!({"a": 1, "b": 2}))),
+    );
+    let result = &results(&pod, &turn)[0];
+    assert_eq!(result["deniedBy"], "permission", "{result}");
+}
+
+#[test]
+fn a_url_server_whose_host_no_rule_allows_is_not_started_and_gets_no_request() {
+    let recorder = Recorder::start();
+    let port = recorder.port;
+    // `denied`: no rule allows its host. `loopback`: a rule allows the address, but loopback is
+    // a range no connection from pod reaches. `asked`: an ask nobody can answer at start-up.
+    let ws = Workspace::with_manifest(&manifest(&format!(
+        "[permissions]\ndefault_action = \"deny\"\n\
+         [[permissions.rule]]\ntool = \"network\"\npattern = \"127.0.0.1:{port}\"\naction = \"allow\"\n\
+         [[permissions.rule]]\ntool = \"network\"\npattern = \"asked.test:{port}\"\naction = \"ask\"\n\
+         [[permissions.rule]]\ntool = \"mcp__*\"\naction = \"allow\"\n\
+         [mcp.servers.denied]\nurl = \"http://{MCP_HOST}:{port}/mcp\"\n\
+         [mcp.servers.loopback]\nurl = \"http://127.0.0.1:{port}/mcp\"\n\
+         [mcp.servers.asked]\nurl = \"http://asked.test:{port}/mcp\"\n"
+    )));
+    let hosts = format!("{},asked.test=127.0.0.1", test_hosts());
+    let mut pod = PodProcess::spawn_env(&ws, Framing::Lines, &[], &[("POD_TEST_HOSTS", &hosts)]);
+    let init = pod.initialize(false);
+    for (name, says) in [
+        (
+            "denied",
+            format!("network `{MCP_HOST}:{port}` is denied: default_action"),
+        ),
+        ("loopback", "a loopback address".to_string()),
+        (
+            "asked",
+            format!("network `asked.test:{port}` is not allowed without approval"),
+        ),
+    ] {
+        let state = server_state(&init, name);
+        assert_eq!(state["state"], "failed", "{state}");
+        let error = state["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains("not started") && error.contains(&says),
+            "{name}: {error}"
+        );
+        assert!(!common::has_tool(&init, &format!("mcp__{name}__echo")));
+    }
+    let denied = server_state(&init, "denied")["error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        denied.contains(&format!(
+            "tool = \"network\" pattern = \"{MCP_HOST}:{port}\" action = \"allow\""
+        )),
+        "{denied}"
+    );
+    // A call of such a server's tool says why it cannot run.
+    let turn = pod.call(
+        "run",
+        text(&call_line("mcp__denied__echo", json!({"message": "x"}))),
+    );
+    let result = &results(&pod, &turn)[0];
+    assert_eq!(result["isError"], true, "{result}");
+    assert!(
+        result["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("MCP server denied is not running")),
+        "{result}"
+    );
+    // initialize answered after every server started or failed: nothing reached the listener.
+    assert_eq!(recorder.heads(), Vec::<String>::new());
+}
+
+#[test]
+fn headers_reach_a_url_server_from_the_users_configuration_only() {
+    let recorder = Recorder::start();
+    let port = recorder.port;
+    let config = tempfile::tempdir().expect("tempdir");
+    let user = config.path().join("pod.toml");
+    std::fs::write(
+        &user,
+        format!(
+            "[permissions]\ndefault_action = \"ask\"\n\
+             [[permissions.rule]]\ntool = \"network\"\npattern = \"{MCP_HOST}:{port}\"\naction = \"allow\"\n\
+             [mcp.servers.mine]\nurl = \"http://{MCP_HOST}:{port}/mcp\"\n\
+             headers = {{ Authorization = \"Bearer user-t0ken\" }}\n"
+        ),
+    )
+    .expect("write user configuration");
+    let ws = Workspace::with_manifest(&manifest(""));
+    let mut pod = PodProcess::spawn_env(
+        &ws,
+        Framing::Lines,
+        &[],
+        &[
+            ("POD_TEST_HOSTS", &test_hosts()),
+            ("POD_CONFIG", &user.display().to_string()),
+        ],
+    );
+    let init = pod.initialize(false);
+    // The listener is no MCP server: the handshake fails, after its request arrived.
+    assert_eq!(server_state(&init, "mine")["state"], "failed", "{init}");
+    let heads = recorder.heads();
+    let first = heads
+        .first()
+        .map(|h| h.to_ascii_lowercase())
+        .unwrap_or_default();
+    assert!(first.starts_with("post /mcp http/1.1"), "{heads:?}");
+    assert!(
+        first.contains("authorization: bearer user-t0ken"),
+        "{heads:?}"
+    );
+    assert!(
+        first.contains(&format!("host: {MCP_HOST}:{port}")),
+        "{heads:?}"
+    );
+    // Nor does the token show in what initialize reports.
+    assert!(!init.to_string().contains("user-t0ken"), "{init}");
+
+    // The same `headers` in a project's pod.toml is a load error naming file:line.
+    let project = Workspace::with_manifest(&manifest(&format!(
+        "[mcp.servers.theirs]\nurl = \"http://{MCP_HOST}:{port}/mcp\"\n\
+         headers = {{ Authorization = \"Bearer user-t0ken\" }}\n"
+    )));
+    let out = Command::new(env!("CARGO_BIN_EXE_pod"))
+        .arg("check")
+        .arg(project.manifest())
+        .env("POD_CONFIG", "")
+        .env("POD_MANAGED_DIR", common::NO_MANAGED_DIR)
+        .env("XDG_STATE_HOME", project.state_home())
+        .output()
+        .expect("run pod check");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "{said}");
+    let place = format!(
+        "{}:7:1: mcp.servers.theirs.headers:",
+        project.manifest().display()
+    );
+    assert!(said.contains(&place), "{said}");
+    assert!(said.contains("only your own configuration"), "{said}");
+}
+
+#[test]
+fn an_untrusted_projects_url_server_never_gets_a_connection() {
+    let recorder = Recorder::start();
+    let port = recorder.port;
+    let ws = Workspace::with_manifest(&manifest(&format!(
+        "[permissions]\ndefault_action = \"ask\"\n\
+         [[permissions.rule]]\ntool = \"network\"\npattern = \"{MCP_HOST}:{port}\"\naction = \"allow\"\n\
+         [mcp.servers.theirs]\nurl = \"http://{MCP_HOST}:{port}/mcp\"\n"
+    )));
+    let mut pod = PodProcess::spawn_untrusted(
+        &ws,
+        Framing::Lines,
+        &[],
+        &[("POD_TEST_HOSTS", &test_hosts())],
+    );
+    let init = pod.initialize(false);
+    let servers = init["mcpServers"].as_array().cloned().unwrap_or_default();
+    assert!(servers.iter().all(|s| s["name"] != "theirs"), "{servers:?}");
+    let ignored: Vec<&str> = init["workspaceTrust"]["ignored"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|i| i["what"].as_str()).collect())
+        .unwrap_or_default();
+    let expected = format!("connects to MCP server \"theirs\": http://{MCP_HOST}:{port}/mcp");
+    assert!(ignored.contains(&expected.as_str()), "{ignored:?}");
+    assert_eq!(recorder.heads(), Vec::<String>::new());
 }
