@@ -471,3 +471,101 @@ fn under_the_proxy_udp_and_dns_do_not_leave_the_call() {
         other => panic!("a datagram left the call: {other:?}"),
     }
 }
+
+/// `pod why SESSION CALL`, as a person runs it in the workspace (trusting nothing new: it
+/// only reads the session log).
+fn why(ws: &Workspace, session: &str, call: &str) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pod"))
+        .args(["why", session, call])
+        .env("POD_CONFIG", "")
+        .env("POD_MANAGED_DIR", common::NO_MANAGED_DIR)
+        .env("XDG_STATE_HOME", ws.state_home())
+        .current_dir(ws.dir.path())
+        .output()
+        .expect("pod why");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Each connection a call's processes made through the proxy is a `networkConnection` item of
+/// the session log, with its subject, decision, rule and bytes, and `pod why` shows it.
+#[test]
+fn each_proxied_connection_is_an_item_of_the_session_log() {
+    let server = Server::start();
+    let port = server.port;
+    let (ws, mut pod, init) = start("proxy");
+    require_proxy(&init);
+    let results = run(
+        &mut pod,
+        &[format!(
+            "!curl -sS -m 20 http://allowed.test:{port}/hello; \
+             curl -sS -m 20 -p http://other.test:{port}/denied; echo done"
+        )],
+    );
+    let call = results[0]["callId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(content(&results[0]).contains("hello-from-the-server"));
+    assert_eq!(server.seen(), vec!["GET /hello HTTP/1.1".to_string()]);
+    let history = pod.call("history", json!({}));
+    let items: Vec<&Value> = history["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|i| i["type"] == "networkConnection" && i["callId"] == call.as_str())
+        .collect();
+    assert_eq!(items.len(), 2, "{history:#}");
+    let allowed = items
+        .iter()
+        .find(|i| i["host"] == format!("allowed.test:{port}"))
+        .expect("the allowed connection");
+    assert_eq!(allowed["port"], port, "{allowed}");
+    assert_eq!(allowed["method"], "GET", "{allowed}");
+    assert_eq!(allowed["decision"], "allow", "{allowed}");
+    assert_eq!(allowed["by"], "rule", "{allowed}");
+    assert_eq!(allowed["rule"]["pattern"], "allowed.test:*", "{allowed}");
+    assert!(allowed["rule"]["line"].as_u64().is_some(), "{allowed}");
+    assert!(allowed.get("refused").is_none(), "{allowed}");
+    assert!(allowed["bytesUp"].as_u64().unwrap_or(0) > 0, "{allowed}");
+    assert!(allowed["bytesDown"].as_u64().unwrap_or(0) > 0, "{allowed}");
+    let denied = items
+        .iter()
+        .find(|i| i["host"] == format!("other.test:{port}"))
+        .expect("the denied connection");
+    // A tunnel: no method is seen.
+    assert!(denied.get("method").is_none(), "{denied}");
+    assert_eq!(denied["decision"], "deny", "{denied}");
+    assert_eq!(denied["by"], "default", "{denied}");
+    assert_eq!(denied["refused"], "blocked-by-rule", "{denied}");
+    assert_eq!(denied["bytesUp"], 0, "{denied}");
+    assert_eq!(denied["bytesDown"], 0, "{denied}");
+    // Recorded before the call's result.
+    let position = |want: &dyn Fn(&Value) -> bool| {
+        history["items"]
+            .as_array()
+            .and_then(|a| a.iter().position(want))
+            .expect("an item")
+    };
+    let result_at = position(&|i| i["type"] == "toolResult" && i["callId"] == call.as_str());
+    let connection_at = position(&|i| i["type"] == "networkConnection");
+    assert!(connection_at < result_at, "{history:#}");
+
+    let session = init["session"]["id"].as_str().expect("session id");
+    let explained = why(&ws, session, &call);
+    assert!(
+        explained.contains(&format!(
+            "network GET `allowed.test:{port}`: allow by rule 2"
+        )),
+        "{explained}"
+    );
+    assert!(
+        explained.contains(&format!("network `other.test:{port}`: deny by default"))
+            && explained.contains("refused (blocked-by-rule)"),
+        "{explained}"
+    );
+}
