@@ -569,3 +569,97 @@ fn each_proxied_connection_is_an_item_of_the_session_log() {
         "{explained}"
     );
 }
+
+/// A network rule with `methods = ["GET"]`: a GET through the proxy reaches the server; a POST
+/// and a CONNECT tunnel to the same host are refused by the default, the result saying which
+/// rule passed them over and why; `pod explain` says the same; a method no rule can name,
+/// and `methods` on another tool's rule, are load errors naming the line and the field.
+#[test]
+fn a_rule_with_methods_lets_only_those_plain_http_requests_through() {
+    let server = Server::start();
+    let port = server.port;
+    let text = "[pod]\nname = \"methods\"\n\n[tools]\nenabled = [\"bash\"]\n\n\
+                [permissions]\ndefault_action = \"deny\"\n\n\
+                [[permissions.rule]]\ntool = \"bash\"\npattern = \"*\"\naction = \"allow\"\n\n\
+                [[permissions.rule]]\ntool = \"network\"\npattern = \"allowed.test:*\"\n\
+                action = \"allow\"\nmethods = [\"GET\", \"HEAD\"]\n\n\
+                [sandbox]\nnetwork = \"proxy\"\n";
+    let ws = Workspace::with_manifest(text);
+    let mut pod = PodProcess::spawn_env(&ws, Framing::Lines, &[], &[("POD_TEST_HOSTS", HOSTS)]);
+    let init = pod.initialize(false);
+    require_proxy(&init);
+    let results = run(
+        &mut pod,
+        &[
+            format!("!curl -sS -m 20 http://allowed.test:{port}/get"),
+            format!("!curl -sS -m 20 -X POST -d data http://allowed.test:{port}/post"),
+            format!("!curl -sS -m 20 -p http://allowed.test:{port}/tunnel"),
+        ],
+    );
+    let text: Vec<&str> = results.iter().map(content).collect();
+    assert!(text[0].contains("hello-from-the-server"), "{}", text[0]);
+    assert!(
+        text[0].contains(&format!("GET allowed.test:{port}: allowed")),
+        "{}",
+        text[0]
+    );
+    assert!(
+        text[1].contains(&format!("POST allowed.test:{port}: denied"))
+            && text[1].contains("decides only GET, HEAD requests over plain http://, not POST")
+            && text[1].contains("blocked-by-rule"),
+        "{}",
+        text[1]
+    );
+    assert!(
+        text[2].contains(&format!("allowed.test:{port}: denied"))
+            && text[2].contains("CONNECT tunnel (HTTPS), whose requests are inside TLS"),
+        "{}",
+        text[2]
+    );
+    // The server saw the GET only.
+    assert_eq!(server.seen(), vec!["GET /get HTTP/1.1".to_string()]);
+
+    let explain = |input: Value| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_pod"))
+            .arg("explain")
+            .arg(ws.manifest())
+            .args(["--trust", "--tool", "network", "--input"])
+            .arg(input.to_string())
+            .env("POD_CONFIG", "")
+            .env("POD_MANAGED_DIR", common::NO_MANAGED_DIR)
+            .env("XDG_STATE_HOME", ws.state_home())
+            .output()
+            .expect("pod explain");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let get = explain(json!({"host": "allowed.test", "port": 8080, "method": "GET"}));
+    assert!(get.contains("allow"), "{get}");
+    let post = explain(json!({"host": "allowed.test", "port": 8080, "method": "POST"}));
+    assert!(post.contains("deny") && post.contains("not POST"), "{post}");
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("pod.toml");
+    for (rule, says) in [
+        (
+            "tool = \"network\"\npattern = \"a.test\"\naction = \"allow\"\nmethods = [\"GET\", \"FETCH\"]\n",
+            "`FETCH` is not an HTTP method",
+        ),
+        (
+            "tool = \"bash\"\npattern = \"*\"\naction = \"allow\"\nmethods = [\"GET\"]\n",
+            "only a `tool = \"network\"` rule",
+        ),
+    ] {
+        std::fs::write(
+            &path,
+            format!("[permissions]\ndefault_action = \"deny\"\n\n[[permissions.rule]]\n{rule}"),
+        )
+        .expect("write");
+        let err = pod::manifest::Manifest::load(&path)
+            .expect_err("must not load")
+            .to_string();
+        assert!(
+            err.contains("pod.toml:8") && err.contains("permissions.rule[1].methods") && err.contains(says),
+            "{err}"
+        );
+    }
+}
