@@ -664,10 +664,10 @@ async fn serve(mut client: TcpStream, shared: &Shared) {
         first.extend_from_slice(b"Connection: close\r\n\r\n");
     }
     first.extend_from_slice(&head.rest);
+    counts.up.fetch_add(first.len() as u64, Ordering::Relaxed);
     if upstream.write_all(&first).await.is_err() {
         return;
     }
-    counts.up.fetch_add(first.len() as u64, Ordering::Relaxed);
     tokio::select! {
         () = pipe(client, upstream, &counts) => {}
         () = call.ended.cancelled() => {}
@@ -760,8 +760,9 @@ async fn pipe(client: TcpStream, upstream: TcpStream, counts: &Counts) {
     tokio::join!(up, down);
 }
 
-/// Copies `from` to `to` until the end, an error or [`MAX_BYTES`], adding each chunk written
-/// to `count`.
+/// Copies `from` to `to` until the end, an error or [`MAX_BYTES`], adding each chunk to
+/// `count` as it is read, before it is passed on (so what the other side has seen is always
+/// counted, whenever the call's end reads the count).
 async fn copy_counted(
     from: &mut (impl AsyncReadExt + Unpin),
     to: &mut (impl AsyncWriteExt + Unpin),
@@ -777,11 +778,11 @@ async fn copy_counted(
             Ok(0) | Err(_) => return,
             Ok(n) => n,
         };
+        total += n as u64;
+        count.fetch_add(n as u64, Ordering::Relaxed);
         if to.write_all(&buf[..n]).await.is_err() {
             return;
         }
-        total += n as u64;
-        count.fetch_add(n as u64, Ordering::Relaxed);
     }
 }
 

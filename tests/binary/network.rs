@@ -497,7 +497,23 @@ fn why(ws: &Workspace, session: &str, call: &str) -> String {
 fn each_proxied_connection_is_an_item_of_the_session_log() {
     let server = Server::start();
     let port = server.port;
-    let (ws, mut pod, init) = start("proxy");
+    let ws = Workspace::with_manifest(&manifest("proxy"));
+    // The user's configuration keeps a decision log.
+    let log = ws.state_home().join("audit/decisions.jsonl");
+    let user = ws.state_home().join("user.toml");
+    std::fs::create_dir_all(ws.state_home()).expect("state home");
+    std::fs::write(&user, format!("[audit]\npath = \"{}\"\n", log.display())).expect("user");
+    let user_text = user.display().to_string();
+    let mut pod = PodProcess::spawn_env(
+        &ws,
+        Framing::Lines,
+        &[],
+        &[
+            ("POD_TEST_HOSTS", HOSTS),
+            ("POD_CONFIG", user_text.as_str()),
+        ],
+    );
+    let init = pod.initialize(false);
     require_proxy(&init);
     let results = run(
         &mut pod,
@@ -556,6 +572,37 @@ fn each_proxied_connection_is_an_item_of_the_session_log() {
     assert!(connection_at < result_at, "{history:#}");
 
     let session = init["session"]["id"].as_str().expect("session id");
+    // The decision log has the call's decision, then one line per connection with its rule.
+    let written = common::read(&log);
+    let network: Vec<Value> = written
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("a JSON line"))
+        .filter(|l| l["tool"] == "network" && l["call"] == call.as_str())
+        .collect();
+    assert_eq!(network.len(), 2, "{written}");
+    let line = |host: &str| {
+        network
+            .iter()
+            .find(|l| l["subjects"][0]["subject"] == format!("{host}:{port}"))
+            .unwrap_or_else(|| panic!("{host}: {written}"))
+    };
+    let allowed = line("allowed.test");
+    assert_eq!(
+        (&allowed["decision"], &allowed["by"]),
+        (&json!("allow"), &json!("rule"))
+    );
+    assert_eq!(
+        allowed["subjects"][0]["by"],
+        format!("{}:15", ws.manifest().display()),
+        "{written}"
+    );
+    let denied = line("other.test");
+    assert_eq!(
+        (&denied["decision"], &denied["by"]),
+        (&json!("deny"), &json!("default"))
+    );
+    assert_eq!(denied["subjects"][0]["by"], "default", "{written}");
+
     let explained = why(&ws, session, &call);
     assert!(
         explained.contains(&format!(
