@@ -4,7 +4,9 @@
 //! is reached, a `user_prompt` hook refuses the prompt, or the turn is cancelled. Every tool
 //! call gets exactly one result.
 //!
-//! Each call gets an id of its own when its response is read ([`calls`]).
+//! Each call gets an id of its own when its response is read ([`calls`]). While a call runs,
+//! the proxy's asks about its connections are settled here, and each connection it reports is
+//! recorded as a `networkConnection` item before the call's result.
 
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;

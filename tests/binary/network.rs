@@ -351,6 +351,23 @@ fn a_host_that_asks_goes_through_the_approval_round_trip_of_its_call() {
         }
     }
     assert_eq!(server.seen(), vec!["GET /allow_once HTTP/1.1".to_string()]);
+    // Each connection's item says the person settled it.
+    let history = pod.call("history", json!({}));
+    let settled: Vec<(Value, Value, Value)> = history["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|i| i["type"] == "networkConnection")
+        .map(|i| (i["decision"].clone(), i["by"].clone(), i["refused"].clone()))
+        .collect();
+    assert_eq!(
+        settled,
+        vec![
+            (json!("deny"), json!("client"), json!("blocked-by-approval")),
+            (json!("allow"), json!("client"), Value::Null),
+        ],
+        "{history:#}"
+    );
 }
 
 /// `pod explain --tool network` decides a host as the proxy does, and a wildcard over a public
