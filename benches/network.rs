@@ -126,7 +126,7 @@ fn main() {
         let policy = Arc::new(Policy::new(Some(rules), "/".into()));
         let net = Net::new(policy).pinning("bench.test", "127.0.0.1".parse().unwrap());
         let proxy = Proxy::start(Arc::new(net)).unwrap();
-        let admission = proxy.admit("bench", None);
+        let admission = proxy.admit("bench", None, None);
         let via: SocketAddr = ([127, 0, 0, 1], proxy.port()).into();
         let auth = admission.authorization().to_string();
         let port = origin.port();

@@ -996,6 +996,55 @@ pub fn why(path: Option<&Path>, state_dir: Option<&Path>, session: &str, call: &
                     "  the person edited the input before approving: {input}\n"
                 ));
             }
+            Item::NetworkConnection {
+                call_id,
+                host,
+                method,
+                decision,
+                by,
+                rule,
+                refused,
+                reason,
+                bytes_up,
+                bytes_down,
+                ..
+            } if call_id == call => {
+                let method = method
+                    .as_deref()
+                    .map(|m| format!(" {m}"))
+                    .unwrap_or_default();
+                let by = match (by, rule) {
+                    (_, Some(r)) => match (&r.file, r.line) {
+                        (Some(f), Some(l)) => {
+                            format!("rule {} ({} \"{}\") at {f}:{l}", r.index, r.tool, r.pattern)
+                        }
+                        _ => format!("rule {} ({} \"{}\")", r.index, r.tool, r.pattern),
+                    },
+                    (Some(by), None) => serde_json::to_value(by)
+                        .ok()
+                        .and_then(|v| v.as_str().map(String::from))
+                        .unwrap_or_default(),
+                    (None, None) => "the proxy".into(),
+                };
+                let outcome = match (refused, reason) {
+                    (Some(code), Some(why)) => format!("refused ({code}): {why}"),
+                    (Some(code), None) => format!("refused ({code})"),
+                    (None, note) => format!(
+                        "connected, {bytes_up} bytes sent, {bytes_down} received{}",
+                        note.as_deref()
+                            .map(|n| format!(" ({n})"))
+                            .unwrap_or_default()
+                    ),
+                };
+                out.push_str(&format!(
+                    "  network{method} `{host}`: {decision} by {by}; {outcome}\n"
+                ));
+            }
+            Item::NetworkConnectionsOmitted { call_id, count, .. } if call_id == call => {
+                out.push_str(&format!(
+                    "  … and {count} more network connections, not recorded one by one\n"
+                ));
+            }
             Item::ToolResult(r) if r.call_id == call => {
                 let how = match r.denied_by {
                     Some(by) => format!(

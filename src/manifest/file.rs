@@ -220,6 +220,12 @@ pub struct RuleEntry {
     pub action: Action,
     /// Shown to the model when this rule denies.
     pub message: Option<String>,
+    /// For a `tool = "network"` rule: the HTTP methods it decides (`["GET", "HEAD"]`), for
+    /// plain `http://` requests through the proxy and `web_fetch` (GET). Such a rule never
+    /// decides a CONNECT tunnel (HTTPS), whose requests are inside TLS. Default: every request
+    /// and tunnel.
+    #[schemars(with = "Option<Vec<String>>")]
+    pub methods: Option<Spanned<Vec<String>>>,
     /// Inputs this rule must decide and inputs it must not, checked at load.
     #[schemars(with = "Option<RuleExamples>")]
     pub examples: Option<Spanned<RuleExamples>>,

@@ -532,11 +532,13 @@ impl Manifest {
                         message: r.message.clone(),
                         line: Some(line_of(span)),
                         file: Some(path.display().to_string()),
+                        methods: r.methods.as_ref().map(|m| m.get_ref().clone()),
                     });
                     field_spans.push((
                         span,
                         r.tool.span().start,
                         r.pattern.as_ref().map(|p| p.span().start).unwrap_or(span),
+                        r.methods.as_ref().map(|m| m.span().start).unwrap_or(span),
                     ));
                 }
                 let rules = Rules::compile(
@@ -545,11 +547,11 @@ impl Manifest {
                     section.ask_timeout_secs.map(Duration::from_secs),
                 )
                 .map_err(|(i, e)| {
-                    let (_, tool_at, pattern_at) = field_spans[i];
-                    let offset = if e.field == "tool" {
-                        tool_at
-                    } else {
-                        pattern_at
+                    let (_, tool_at, pattern_at, methods_at) = field_spans[i];
+                    let offset = match e.field {
+                        "tool" => tool_at,
+                        "methods" => methods_at,
+                        _ => pattern_at,
                     };
                     at(offset, format!("permissions.rule[{}].{e}", i + 1))
                 })?;

@@ -22,7 +22,7 @@ use crate::permission::network::{self as rules, Host, NETWORK};
 use crate::permission::Policy;
 use crate::protocol::{Action, Decision};
 
-pub use proxy::{Admission, NetworkAsk, Proxy};
+pub use proxy::{Admission, Entry, NetworkAsk, Proxy, Report};
 
 /// How long resolving one name may take.
 pub const RESOLVE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -85,10 +85,14 @@ impl Net {
     }
 
     /// The permission layer's decision for a connection to `host` on `port` (one `network`
-    /// subject; an invalid host is denied whatever the rules say).
-    pub fn decide(&self, host: &str, port: u16) -> Decision {
-        self.policy
-            .decide(NETWORK, &serde_json::json!({ "host": host, "port": port }))
+    /// subject; an invalid host is denied whatever the rules say), for a plain-HTTP request
+    /// its `method` (`None`: a `CONNECT` tunnel, whose method cannot be seen).
+    pub fn decide(&self, host: &str, port: u16, method: Option<&str>) -> Decision {
+        let mut input = serde_json::json!({ "host": host, "port": port });
+        if let Some(method) = method {
+            input["method"] = serde_json::Value::from(method);
+        }
+        self.policy.decide(NETWORK, &input)
     }
 
     /// `[permissions] default_action`, when the layer is on.
@@ -98,8 +102,8 @@ impl Net {
 
     /// [`Net::decide`] as a verdict: `Ok(subject)` when allowed, else the refusal naming the
     /// rule (or the default) and, for an ask, what would let it through.
-    pub fn check(&self, host: &str, port: u16) -> Result<String, Refusal> {
-        let decision = self.decide(host, port);
+    pub fn check(&self, host: &str, port: u16, method: Option<&str>) -> Result<String, Refusal> {
+        let decision = self.decide(host, port, method);
         verdict(&decision, self.default_action())
     }
 }

@@ -11,13 +11,17 @@
 //! by the `network` rules ([`super::Net`]) and connected only to the checked addresses
 //! ([`super::resolve`]), refusals as `403` with an `x-proxy-error` header and the reason as the
 //! body, the bounds ([`MAX_CONNECTIONS`] at once, [`MAX_BYTES`] each way per connection), and
-//! the record of what each call reached ([`Admission::summary`]).
+//! the record of what each call reached ([`Admission::summary`] for its result, and a
+//! [`Report`] of each connection as it ends, or when the call ends for one still open, for
+//! whoever runs the call to record).
 //!
 //! Must not touch: the rules (decided by the permission layer), the sandbox (which lets a
-//! call's processes connect to [`Proxy::port`] and nowhere else), processes.
+//! call's processes connect to [`Proxy::port`] and nowhere else), processes, the session log
+//! (the runtime records the reports).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -27,15 +31,15 @@ use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::{Net, Refusal};
-use crate::protocol::{Action, Decision};
+use crate::protocol::{Action, DecidedBy, Decision, RuleRef};
 
 /// A connection the rules ask about, handed to whoever runs the call (the runtime settles it
 /// through the normal approval round trip, attributed to the call): the decision, and where
-/// the verdict goes (`Err`: the text saying why not).
+/// the verdict goes: who settled it, and `Err` with the text saying why not.
 #[derive(Debug)]
 pub struct NetworkAsk {
     pub decision: Decision,
-    pub answer: oneshot::Sender<Result<(), String>>,
+    pub answer: oneshot::Sender<(Option<DecidedBy>, Result<(), String>)>,
 }
 
 /// Longest request head read (request line and headers).
@@ -47,7 +51,7 @@ pub const MAX_CONNECTIONS: usize = 64;
 /// Bytes forwarded in each direction of one connection before it is closed.
 pub const MAX_BYTES: u64 = 4 << 30;
 /// Entries kept per call in its record (later ones are counted).
-const MAX_ENTRIES: usize = 200;
+pub const MAX_ENTRIES: usize = 200;
 
 /// One connection a call asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,17 +59,49 @@ pub struct Entry {
     /// The `network` subject (`host`, or `host:port`), or the raw target when it is refused
     /// as unreadable.
     pub subject: String,
-    /// `None`: allowed; else why not.
-    pub refused: Option<String>,
+    /// The port asked for (0 for an unreadable target).
+    pub port: u16,
+    /// The method of a plain `http://` request; `None` for a `CONNECT` tunnel.
+    pub method: Option<String>,
+    /// The rules' word (`allow` or `deny`, an ask settled), and who settled it (`None`: no
+    /// rule was consulted).
+    pub decision: Action,
+    pub by: Option<DecidedBy>,
+    /// The rule that decided.
+    pub rule: Option<RuleRef>,
+    /// `None`: connected; else why not.
+    pub refused: Option<Refusal>,
+    /// A note on a connected entry (closed when the call ended).
+    pub note: Option<String>,
     /// Bytes sent upstream and back.
     pub up: u64,
     pub down: u64,
+}
+
+/// What the proxy reports of a call as it goes, for the session log: each connection once it
+/// ended (or when the call ended, for one still open), then how many were past
+/// [`MAX_ENTRIES`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Report {
+    Connection(Box<Entry>),
+    Omitted(u64),
+}
+
+/// The live byte counts of an open connection.
+#[derive(Debug, Default)]
+struct Counts {
+    up: AtomicU64,
+    down: AtomicU64,
 }
 
 #[derive(Debug, Default)]
 struct Record {
     entries: Vec<Entry>,
     more: usize,
+    /// Connections still piping, by their index in `entries`.
+    open: HashMap<usize, Arc<Counts>>,
+    /// Set when the call ended: nothing more is reported.
+    closed: bool,
 }
 
 #[derive(Debug)]
@@ -76,24 +112,71 @@ struct Call {
     ended: CancellationToken,
     /// Where asks go; `None`: an ask is refused (`blocked-by-ask`).
     asks: Option<mpsc::Sender<NetworkAsk>>,
+    /// Where finished connections are reported; `None`: only the summary keeps them.
+    reports: Option<mpsc::UnboundedSender<Report>>,
 }
 
 impl Call {
-    fn push(&self, entry: Entry) -> Option<usize> {
+    /// Records an entry: a refused one is reported at once; a connected one is open until
+    /// [`Call::finish`] (its index and live counts returned). `None`: past [`MAX_ENTRIES`].
+    fn push(&self, entry: Entry) -> Option<(usize, Arc<Counts>)> {
         let mut record = self.record.lock().unwrap_or_else(|e| e.into_inner());
         if record.entries.len() >= MAX_ENTRIES {
             record.more += 1;
             return None;
         }
+        let index = record.entries.len();
+        let counts = Arc::new(Counts::default());
+        if entry.refused.is_none() {
+            record.open.insert(index, counts.clone());
+        } else if !record.closed {
+            self.report(Report::Connection(Box::new(entry.clone())));
+        }
         record.entries.push(entry);
-        Some(record.entries.len() - 1)
+        Some((index, counts))
     }
 
-    fn bytes(&self, index: Option<usize>, up: u64, down: u64) {
+    /// A connection ended: its counts are final, and it is reported (unless the call's end
+    /// reported it already).
+    fn finish(&self, index: usize) {
         let mut record = self.record.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(e) = index.and_then(|i| record.entries.get_mut(i)) {
-            e.up = up;
-            e.down = down;
+        let Some(counts) = record.open.remove(&index) else {
+            return;
+        };
+        if let Some(e) = record.entries.get_mut(index) {
+            e.up = counts.up.load(Ordering::Relaxed);
+            e.down = counts.down.load(Ordering::Relaxed);
+            self.report(Report::Connection(Box::new(e.clone())));
+        }
+    }
+
+    /// The call ended: every connection still open is reported with what it moved so far,
+    /// then the count past [`MAX_ENTRIES`]; nothing is reported after.
+    fn close(&self) {
+        let mut record = self.record.lock().unwrap_or_else(|e| e.into_inner());
+        if record.closed {
+            return;
+        }
+        record.closed = true;
+        let mut open: Vec<(usize, Arc<Counts>)> = record.open.drain().collect();
+        open.sort_by_key(|(i, _)| *i);
+        for (index, counts) in open {
+            if let Some(e) = record.entries.get_mut(index) {
+                e.up = counts.up.load(Ordering::Relaxed);
+                e.down = counts.down.load(Ordering::Relaxed);
+                e.note = Some("still open when the call ended, and closed then".into());
+                self.report(Report::Connection(Box::new(e.clone())));
+            }
+        }
+        if record.more > 0 {
+            self.report(Report::Omitted(record.more as u64));
+        }
+    }
+
+    fn report(&self, report: Report) {
+        if let Some(tx) = &self.reports {
+            // The receiver gone: the call's runner no longer records anything.
+            let _ = tx.send(report);
         }
     }
 }
@@ -178,8 +261,13 @@ impl Proxy {
     }
 
     /// Lets the processes of call `call_id` use the proxy until the admission drops; asks go
-    /// to `asks`.
-    pub fn admit(&self, call_id: &str, asks: Option<mpsc::Sender<NetworkAsk>>) -> Admission {
+    /// to `asks`, and each connection, once it ended, to `reports` ([`Report`]).
+    pub fn admit(
+        &self,
+        call_id: &str,
+        asks: Option<mpsc::Sender<NetworkAsk>>,
+        reports: Option<mpsc::UnboundedSender<Report>>,
+    ) -> Admission {
         let token = uuid::Uuid::new_v4().simple().to_string();
         let key = format!("Basic {}", base64(format!("pod:{token}").as_bytes()));
         let call = Arc::new(Call {
@@ -187,6 +275,7 @@ impl Proxy {
             record: Mutex::new(Record::default()),
             ended: CancellationToken::new(),
             asks,
+            reports,
         });
         self.shared
             .calls
@@ -219,6 +308,7 @@ impl Drop for Admission {
             .unwrap_or_else(|e| e.into_inner())
             .remove(&self.key);
         self.call.ended.cancel();
+        self.call.close();
     }
 }
 
@@ -258,13 +348,26 @@ impl Admission {
             return None;
         }
         let mut out = String::from("[network, through pod's proxy]");
-        for e in &record.entries {
+        for (i, e) in record.entries.iter().enumerate() {
+            let method = e
+                .method
+                .as_deref()
+                .map(|m| format!("{m} "))
+                .unwrap_or_default();
+            // A connection still open says what it moved so far.
+            let (up, down) = match record.open.get(&i) {
+                Some(c) => (c.up.load(Ordering::Relaxed), c.down.load(Ordering::Relaxed)),
+                None => (e.up, e.down),
+            };
             match &e.refused {
                 None => out.push_str(&format!(
-                    "\n  {}: allowed ({} bytes sent, {} received)",
-                    e.subject, e.up, e.down
+                    "\n  {method}{}: allowed ({up} bytes sent, {down} received)",
+                    e.subject
                 )),
-                Some(why) => out.push_str(&format!("\n  {}: {why}", e.subject)),
+                Some(why) => out.push_str(&format!(
+                    "\n  {method}{}: {} ({})",
+                    e.subject, why.text, why.code
+                )),
             }
         }
         if record.more > 0 {
@@ -460,38 +563,63 @@ async fn serve(mut client: TcpStream, shared: &Shared) {
         );
         call.push(Entry {
             subject: head.target.escape_debug().to_string(),
-            refused: Some(refusal.text.clone()),
+            port: 0,
+            method: (!tunnel).then(|| head.method.escape_debug().to_string()),
+            decision: Action::Deny,
+            by: None,
+            rule: None,
+            refused: Some(refusal.clone()),
+            note: None,
             up: 0,
             down: 0,
         });
         return refuse(&mut client, "400 Bad Request", &refusal, "").await;
     };
-    let decision = shared.net.decide(&host, port);
-    let decided = match (&call.asks, decision.decision) {
+    let method = (!tunnel).then(|| head.method.clone());
+    let decision = shared.net.decide(&host, port, method.as_deref());
+    let (rule, ruled_by) = ruled(&decision, shared.net.default_action().is_some());
+    let (by, decided) = match (&call.asks, decision.decision) {
         (Some(asks), Action::Ask) => ask(asks, &call, decision).await,
-        _ => super::verdict(&decision, shared.net.default_action()),
+        (None, Action::Ask) => (
+            Some(DecidedBy::FailClosed),
+            super::verdict(&decision, shared.net.default_action()),
+        ),
+        _ => (
+            ruled_by,
+            super::verdict(&decision, shared.net.default_action()),
+        ),
     };
     let subject = match &decided {
         Ok(s) => s.clone(),
         Err(_) => super::subject(&host, port).unwrap_or_else(|_| host.escape_debug().to_string()),
     };
-    let upstream = match decided {
-        Ok(_) => match shared.net.resolve(&host, port).await {
-            Ok(addrs) => super::connect(&addrs).await,
-            Err(refusal) => Err(refusal),
-        },
-        Err(refusal) => Err(refusal),
+    let entry = |decision: Action, refused: Option<Refusal>| Entry {
+        subject: subject.clone(),
+        port,
+        method: method.clone(),
+        decision,
+        by,
+        rule: rule.clone(),
+        refused,
+        note: None,
+        up: 0,
+        down: 0,
+    };
+    let (allowed, upstream) = match decided {
+        Ok(_) => (
+            Action::Allow,
+            match shared.net.resolve(&host, port).await {
+                Ok(addrs) => super::connect(&addrs).await,
+                Err(refusal) => Err(refusal),
+            },
+        ),
+        Err(refusal) => (Action::Deny, Err(refusal)),
     };
     let mut upstream = match upstream {
         Ok(u) => u,
         Err(refusal) => {
             tracing::info!(call = %call.call_id, %subject, code = refusal.code, "network proxy refused");
-            call.push(Entry {
-                subject,
-                refused: Some(format!("{} ({})", refusal.text, refusal.code)),
-                up: 0,
-                down: 0,
-            });
+            call.push(entry(allowed, Some(refusal.clone())));
             let status = match refusal.code {
                 "connect-failed" | "resolve-failed" => "502 Bad Gateway",
                 _ => "403 Forbidden",
@@ -500,12 +628,11 @@ async fn serve(mut client: TcpStream, shared: &Shared) {
         }
     };
     tracing::info!(call = %call.call_id, %subject, "network proxy allowed");
-    let index = call.push(Entry {
-        subject,
-        refused: None,
-        up: 0,
-        down: 0,
-    });
+    let open = call.push(entry(Action::Allow, None));
+    // However the connection ends (the call's end, the proxy stopping, an error on the way),
+    // it is reported once.
+    let _finish = Finish(&call, open.as_ref().map(|(i, _)| *i));
+    let counts = open.map(|(_, c)| c).unwrap_or_default();
     let mut first = Vec::new();
     if tunnel {
         if client
@@ -537,23 +664,51 @@ async fn serve(mut client: TcpStream, shared: &Shared) {
         first.extend_from_slice(b"Connection: close\r\n\r\n");
     }
     first.extend_from_slice(&head.rest);
+    counts.up.fetch_add(first.len() as u64, Ordering::Relaxed);
     if upstream.write_all(&first).await.is_err() {
         return;
     }
-    let (up, down) = tokio::select! {
-        counts = pipe(client, upstream) => counts,
-        () = call.ended.cancelled() => (0, 0),
+    tokio::select! {
+        () = pipe(client, upstream, &counts) => {}
+        () = call.ended.cancelled() => {}
+    }
+}
+
+/// Reports a connected entry when dropped ([`Call::finish`]).
+struct Finish<'a>(&'a Call, Option<usize>);
+
+impl Drop for Finish<'_> {
+    fn drop(&mut self) {
+        if let Some(index) = self.1 {
+            self.0.finish(index);
+        }
+    }
+}
+
+/// The rule that decided a network subject, and who settled a decision that asks nobody:
+/// `rule`, `default`, `disabled` (the layer is off), or `None` for a host no rule was matched
+/// against (invalid).
+fn ruled(decision: &Decision, layer_on: bool) -> (Option<RuleRef>, Option<DecidedBy>) {
+    let Some(s) = decision.subjects.first() else {
+        return (None, None);
     };
-    call.bytes(index, up + first.len() as u64, down);
+    if !layer_on {
+        return (None, Some(DecidedBy::Disabled));
+    }
+    match &s.rule {
+        Some(rule) => (Some(rule.clone()), Some(DecidedBy::Rule)),
+        None if s.invalid => (None, None),
+        None => (None, Some(DecidedBy::Default)),
+    }
 }
 
 /// Hands an ask to the call's runner and waits for its verdict (a call that ends first
-/// refuses it).
+/// refuses it): who settled it, and the verdict.
 async fn ask(
     asks: &mpsc::Sender<NetworkAsk>,
     call: &Call,
     decision: Decision,
-) -> Result<String, Refusal> {
+) -> (Option<DecidedBy>, Result<String, Refusal>) {
     let subject = decision
         .subjects
         .first()
@@ -561,9 +716,12 @@ async fn ask(
         .unwrap_or_default();
     let (tx, rx) = oneshot::channel();
     let gone = || {
-        Refusal::new(
-            "blocked-by-ask",
-            "the call ended before the ask was answered",
+        (
+            Some(DecidedBy::Cancel),
+            Err(Refusal::new(
+                "blocked-by-ask",
+                "the call ended before the ask was answered",
+            )),
         )
     };
     if asks
@@ -574,37 +732,58 @@ async fn ask(
         .await
         .is_err()
     {
-        return Err(gone());
+        return gone();
     }
     tokio::select! {
         answer = rx => match answer {
-            Ok(Ok(())) => Ok(subject),
-            Ok(Err(text)) => Err(Refusal::new("blocked-by-approval", text)),
-            Err(_) => Err(gone()),
+            Ok((by, Ok(()))) => (by, Ok(subject)),
+            Ok((by, Err(text))) => (by, Err(Refusal::new("blocked-by-approval", text))),
+            Err(_) => gone(),
         },
-        () = call.ended.cancelled() => Err(gone()),
+        () = call.ended.cancelled() => gone(),
     }
 }
 
-/// Copies both ways until both sides are done or a side passes [`MAX_BYTES`].
-async fn pipe(client: TcpStream, upstream: TcpStream) -> (u64, u64) {
+/// Copies both ways until both sides are done or a side passes [`MAX_BYTES`], counting into
+/// `counts` as it goes (so a connection cut off when the call ends still says what it moved).
+async fn pipe(client: TcpStream, upstream: TcpStream, counts: &Counts) {
     let (mut cr, mut cw) = client.into_split();
     let (mut ur, mut uw) = upstream.into_split();
     let up = async {
-        let n = tokio::io::copy(&mut (&mut cr).take(MAX_BYTES), &mut uw)
-            .await
-            .unwrap_or(0);
+        copy_counted(&mut cr, &mut uw, &counts.up).await;
         let _ = uw.shutdown().await;
-        n
     };
     let down = async {
-        let n = tokio::io::copy(&mut (&mut ur).take(MAX_BYTES), &mut cw)
-            .await
-            .unwrap_or(0);
+        copy_counted(&mut ur, &mut cw, &counts.down).await;
         let _ = cw.shutdown().await;
-        n
     };
-    tokio::join!(up, down)
+    tokio::join!(up, down);
+}
+
+/// Copies `from` to `to` until the end, an error or [`MAX_BYTES`], adding each chunk to
+/// `count` as it is read, before it is passed on (so what the other side has seen is always
+/// counted, whenever the call's end reads the count).
+async fn copy_counted(
+    from: &mut (impl AsyncReadExt + Unpin),
+    to: &mut (impl AsyncWriteExt + Unpin),
+    count: &AtomicU64,
+) {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut total: u64 = 0;
+    while total < MAX_BYTES {
+        let room = usize::try_from(MAX_BYTES - total)
+            .unwrap_or(usize::MAX)
+            .min(buf.len());
+        let n = match from.read(&mut buf[..room]).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        total += n as u64;
+        count.fetch_add(n as u64, Ordering::Relaxed);
+        if to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -616,6 +795,75 @@ mod tests {
         assert_eq!(base64(b"pod:abc"), "cG9kOmFiYw==");
         assert_eq!(base64(b"ab"), "YWI=");
         assert_eq!(base64(b"abc"), "YWJj");
+    }
+
+    fn entry(subject: &str, refused: bool) -> Entry {
+        Entry {
+            subject: subject.into(),
+            port: 80,
+            method: None,
+            decision: Action::Allow,
+            by: Some(DecidedBy::Rule),
+            rule: None,
+            refused: refused.then(|| Refusal::new("blocked-by-rule", "denied")),
+            note: None,
+            up: 0,
+            down: 0,
+        }
+    }
+
+    /// A refused connection is reported at once, a connected one when it ends or when the
+    /// call does, each once, with its bytes; past the bound only a count.
+    #[test]
+    fn each_connection_is_reported_once() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let call = Call {
+            call_id: "c".into(),
+            record: Mutex::new(Record::default()),
+            ended: CancellationToken::new(),
+            asks: None,
+            reports: Some(tx),
+        };
+        call.push(entry("denied.test", true));
+        let Some((done, counts)) = call.push(entry("done.test", false)) else {
+            panic!("kept")
+        };
+        counts.up.fetch_add(3, Ordering::Relaxed);
+        counts.down.fetch_add(5, Ordering::Relaxed);
+        let Some((open, counts)) = call.push(entry("open.test", false)) else {
+            panic!("kept")
+        };
+        counts.down.fetch_add(7, Ordering::Relaxed);
+        for _ in 3..MAX_ENTRIES + 2 {
+            call.push(entry("many.test", true));
+        }
+        call.finish(done);
+        call.finish(done);
+        call.close();
+        call.finish(open);
+        call.close();
+        let mut reports = Vec::new();
+        while let Ok(r) = rx.try_recv() {
+            reports.push(r);
+        }
+        let connections: Vec<&Entry> = reports
+            .iter()
+            .filter_map(|r| match r {
+                Report::Connection(e) => Some(&**e),
+                Report::Omitted(_) => None,
+            })
+            .collect();
+        assert_eq!(connections.len(), MAX_ENTRIES, "{reports:?}");
+        let by = |s: &str| connections.iter().filter(|e| e.subject == s).count();
+        assert_eq!(
+            (by("denied.test"), by("done.test"), by("open.test")),
+            (1, 1, 1)
+        );
+        let done = connections.iter().find(|e| e.subject == "done.test");
+        assert_eq!(done.map(|e| (e.up, e.down)), Some((3, 5)));
+        let open = connections.iter().find(|e| e.subject == "open.test");
+        assert_eq!(open.map(|e| (e.down, e.note.is_some())), Some((7, true)));
+        assert_eq!(reports.last(), Some(&Report::Omitted(2)));
     }
 
     #[test]

@@ -131,6 +131,8 @@ pub(super) fn messages_from_items(items: &[Item]) -> Vec<Message> {
             | Item::ModeChanged { .. }
             | Item::InputAmended { .. }
             | Item::AnalysisMismatch { .. }
+            | Item::NetworkConnection { .. }
+            | Item::NetworkConnectionsOmitted { .. }
             | Item::TurnEnded { .. } => {}
         }
     }

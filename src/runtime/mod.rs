@@ -743,8 +743,8 @@ impl Pod {
             .clone()
     }
 
-    /// The decision-log line of a history item: a permission decision, or a denial of a later
-    /// check (hook, skill, scope).
+    /// The decision-log line of a history item: a permission decision, a connection the
+    /// network proxy decided, or a denial of a later check (hook, skill, scope).
     fn audit_entry(
         &self,
         item: &Item,
@@ -801,6 +801,49 @@ impl Pod {
                     request: request_id.clone(),
                     subjects: kept,
                     subjects_omitted: omitted,
+                    prev: String::new(),
+                })
+            }
+            // Each connection the proxy decided for a call's processes, with its rule.
+            Item::NetworkConnection {
+                turn_id,
+                call_id,
+                host,
+                decision,
+                by: Some(by),
+                rule,
+                ..
+            } => {
+                let subject_by = match rule {
+                    Some(r) => match (&r.file, r.line) {
+                        (Some(file), Some(line)) => format!("{file}:{line}"),
+                        (Some(file), None) => file.clone(),
+                        _ => format!("rule {}", r.index),
+                    },
+                    None if *by == DecidedBy::SessionGrant => "grant".into(),
+                    None => "default".into(),
+                };
+                Some(AuditEntry {
+                    seq: 0,
+                    time,
+                    session: self.session_id.clone(),
+                    turn: turn_id.clone(),
+                    call: call_id.clone(),
+                    tool: crate::permission::network::NETWORK.into(),
+                    decision: *decision,
+                    by: by_name(*by),
+                    client: (*by == DecidedBy::Client)
+                        .then(|| self.client().unwrap_or_else(|| "a client".into())),
+                    request: None,
+                    subjects: vec![crate::session::audit::AuditSubject {
+                        subject: host
+                            .chars()
+                            .take(crate::session::audit::MAX_SUBJECT_CHARS)
+                            .collect(),
+                        action: *decision,
+                        by: subject_by,
+                    }],
+                    subjects_omitted: 0,
                     prev: String::new(),
                 })
             }

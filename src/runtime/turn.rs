@@ -4,7 +4,9 @@
 //! is reached, a `user_prompt` hook refuses the prompt, or the turn is cancelled. Every tool
 //! call gets exactly one result.
 //!
-//! Each call gets an id of its own when its response is read ([`calls`]).
+//! Each call gets an id of its own when its response is read ([`calls`]). While a call runs,
+//! the proxy's asks about its connections are settled here, and each connection it reports is
+//! recorded as a `networkConnection` item before the call's result.
 
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
@@ -20,7 +22,7 @@ use super::{Approver, EventSink, Pod, RunError};
 use crate::hooks::After;
 use crate::manifest::HookEvent;
 use crate::model::{Message, ModelError, ModelRequest, ModelStop, ToolCall, ToolResult};
-use crate::network::NetworkAsk;
+use crate::network::{NetworkAsk, Report};
 use crate::permission::SubjectKind;
 use crate::protocol::{
     CallResult, Decision, DeniedBy, Event, InputItem, Item, OpenCalls, PodState, RunResult,
@@ -567,6 +569,9 @@ impl Pod {
 
         // The proxy's asks about this call's connections, settled here while the tool runs.
         let (asks, mut asked) = tokio::sync::mpsc::channel::<NetworkAsk>(8);
+        // And what it reached, recorded as each connection ends (at most `MAX_ENTRIES` and a
+        // count per call, so the channel is bounded by the proxy).
+        let (connections, mut connected) = tokio::sync::mpsc::unbounded_channel::<Report>();
         // The exec gate's judge for a shell call: the decision the call runs with.
         let judge = if self.sandbox.gate_on() && SubjectKind::of(&call.name) == SubjectKind::Shell {
             let ran = match &amended {
@@ -595,6 +600,7 @@ impl Pod {
             net: Some(self.net.clone()),
             proxy: self.proxy.clone(),
             asks: self.proxy.as_ref().map(|_| asks),
+            connections: self.proxy.as_ref().map(|_| connections),
             exec_gate: judge
                 .clone()
                 .map(|j| j as Arc<dyn crate::sandbox::gate::ExecJudge>),
@@ -633,9 +639,14 @@ impl Pod {
             tokio::select! {
                 output = &mut run => break output,
                 Some(ask) = asked.recv() => settling.push(self.settle_network_ask(turn, call, ask)),
+                Some(report) = connected.recv() => self.record(connection_item(turn, call, report)),
                 Some(()) = futures::StreamExt::next(&mut settling), if !settling.is_empty() => {}
             }
         };
+        // The call is over: its admission reported every connection still open.
+        while let Ok(report) = connected.try_recv() {
+            self.record(connection_item(turn, call, report));
+        }
         for m in judge.iter().flat_map(|j| j.take_mismatches()) {
             self.record(Item::AnalysisMismatch {
                 turn_id: turn.id.clone(),
@@ -692,9 +703,13 @@ impl Pod {
     /// the call's result records what it reached.
     async fn settle_network_ask(&self, turn: &Turn<'_>, call: &Call, ask: NetworkAsk) {
         let mut edited = None;
-        let (verdict, _) =
+        let (verdict, item) =
             Box::pin(self.permission_hook(turn, call, &ask.decision, &mut edited)).await;
-        let _ = ask.answer.send(verdict.map_err(|d| d.text));
+        let by = match item {
+            Some(Item::PermissionDecision { by, .. }) => Some(by),
+            _ => None,
+        };
+        let _ = ask.answer.send((by, verdict.map_err(|d| d.text)));
     }
 
     /// The permission layer's decision for a call. Shell commands are analyzed on a blocking
@@ -733,5 +748,33 @@ impl Pod {
             Ok(decision) => decision,
             Err(_) => failed(),
         }
+    }
+}
+
+/// The history item of what the proxy reported of `call`.
+fn connection_item(turn: &Turn<'_>, call: &Call, report: Report) -> Item {
+    match report {
+        Report::Connection(e) => {
+            let e = *e;
+            Item::NetworkConnection {
+                turn_id: turn.id.clone(),
+                call_id: call.id.clone(),
+                host: e.subject,
+                port: e.port,
+                method: e.method,
+                decision: e.decision,
+                by: e.by,
+                rule: e.rule,
+                refused: e.refused.as_ref().map(|r| r.code.to_string()),
+                reason: e.refused.map(|r| r.text).or(e.note),
+                bytes_up: e.up,
+                bytes_down: e.down,
+            }
+        }
+        Report::Omitted(count) => Item::NetworkConnectionsOmitted {
+            turn_id: turn.id.clone(),
+            call_id: call.id.clone(),
+            count,
+        },
     }
 }

@@ -188,7 +188,7 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
     let admission = ctx
         .proxy
         .as_ref()
-        .map(|p| p.admit(&ctx.call_id, ctx.asks.clone()));
+        .map(|p| p.admit(&ctx.call_id, ctx.asks.clone(), ctx.connections.clone()));
     for (name, value) in admission.iter().flat_map(|a| a.env()) {
         cmd.env(name, value);
     }

@@ -19,7 +19,7 @@ use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
 use crate::builtin::Builtin;
-use crate::network::{Net, NetworkAsk, Proxy};
+use crate::network::{Net, NetworkAsk, Proxy, Report};
 use crate::permission::{path, FileRules};
 use crate::protocol::{ToolAnnotations, ToolInfo};
 use crate::sandbox::Sandbox;
@@ -93,6 +93,8 @@ pub struct ToolContext {
     pub proxy: Option<Arc<Proxy>>,
     /// Where the proxy's asks for this call go (the runtime settles them).
     pub asks: Option<tokio::sync::mpsc::Sender<NetworkAsk>>,
+    /// Where the proxy reports this call's connections (the runtime records them).
+    pub connections: Option<tokio::sync::mpsc::UnboundedSender<Report>>,
     /// Decides each exec of a `bash` call when the sandbox's exec gate is on (the runtime's
     /// judge for this call); `None`: the call runs ungated.
     pub exec_gate: Option<Arc<dyn crate::sandbox::gate::ExecJudge>>,
@@ -115,6 +117,7 @@ impl ToolContext {
             net: None,
             proxy: None,
             asks: None,
+            connections: None,
             exec_gate: None,
         }
     }

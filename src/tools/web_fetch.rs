@@ -106,7 +106,7 @@ impl Tool for WebFetch {
             };
             // The first hop is the call's own subject, decided (or asked) before the tool ran.
             if hop > 0 {
-                if let Err(refusal) = net.check(&host, port) {
+                if let Err(refusal) = net.check(&host, port, Some("GET")) {
                     return ToolOutput::error(format!(
                         "{}the redirect to {url} was not followed: {refusal} ({}). Call \
                          web_fetch with that URL to have it decided on its own.",

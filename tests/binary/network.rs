@@ -351,6 +351,23 @@ fn a_host_that_asks_goes_through_the_approval_round_trip_of_its_call() {
         }
     }
     assert_eq!(server.seen(), vec!["GET /allow_once HTTP/1.1".to_string()]);
+    // Each connection's item says the person settled it.
+    let history = pod.call("history", json!({}));
+    let settled: Vec<(Value, Value, Value)> = history["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|i| i["type"] == "networkConnection")
+        .map(|i| (i["decision"].clone(), i["by"].clone(), i["refused"].clone()))
+        .collect();
+    assert_eq!(
+        settled,
+        vec![
+            (json!("deny"), json!("client"), json!("blocked-by-approval")),
+            (json!("allow"), json!("client"), Value::Null),
+        ],
+        "{history:#}"
+    );
 }
 
 /// `pod explain --tool network` decides a host as the proxy does, and a wildcard over a public
@@ -469,5 +486,244 @@ fn under_the_proxy_udp_and_dns_do_not_leave_the_call() {
     match socket.recv_from(&mut buf) {
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
         other => panic!("a datagram left the call: {other:?}"),
+    }
+}
+
+/// `pod why SESSION CALL`, as a person runs it in the workspace (trusting nothing new: it
+/// only reads the session log).
+fn why(ws: &Workspace, session: &str, call: &str) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pod"))
+        .args(["why", session, call])
+        .env("POD_CONFIG", "")
+        .env("POD_MANAGED_DIR", common::NO_MANAGED_DIR)
+        .env("XDG_STATE_HOME", ws.state_home())
+        .current_dir(ws.dir.path())
+        .output()
+        .expect("pod why");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Each connection a call's processes made through the proxy is a `networkConnection` item of
+/// the session log, with its subject, decision, rule and bytes, and `pod why` shows it.
+#[test]
+fn each_proxied_connection_is_an_item_of_the_session_log() {
+    let server = Server::start();
+    let port = server.port;
+    let ws = Workspace::with_manifest(&manifest("proxy"));
+    // The user's configuration keeps a decision log.
+    let log = ws.state_home().join("audit/decisions.jsonl");
+    let user = ws.state_home().join("user.toml");
+    std::fs::create_dir_all(ws.state_home()).expect("state home");
+    std::fs::write(&user, format!("[audit]\npath = \"{}\"\n", log.display())).expect("user");
+    let user_text = user.display().to_string();
+    let mut pod = PodProcess::spawn_env(
+        &ws,
+        Framing::Lines,
+        &[],
+        &[
+            ("POD_TEST_HOSTS", HOSTS),
+            ("POD_CONFIG", user_text.as_str()),
+        ],
+    );
+    let init = pod.initialize(false);
+    require_proxy(&init);
+    let results = run(
+        &mut pod,
+        &[format!(
+            "!curl -sS -m 20 http://allowed.test:{port}/hello; \
+             curl -sS -m 20 -p http://other.test:{port}/denied; echo done"
+        )],
+    );
+    let call = results[0]["callId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(content(&results[0]).contains("hello-from-the-server"));
+    assert_eq!(server.seen(), vec!["GET /hello HTTP/1.1".to_string()]);
+    let history = pod.call("history", json!({}));
+    let items: Vec<&Value> = history["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|i| i["type"] == "networkConnection" && i["callId"] == call.as_str())
+        .collect();
+    assert_eq!(items.len(), 2, "{history:#}");
+    let allowed = items
+        .iter()
+        .find(|i| i["host"] == format!("allowed.test:{port}"))
+        .expect("the allowed connection");
+    assert_eq!(allowed["port"], port, "{allowed}");
+    assert_eq!(allowed["method"], "GET", "{allowed}");
+    assert_eq!(allowed["decision"], "allow", "{allowed}");
+    assert_eq!(allowed["by"], "rule", "{allowed}");
+    assert_eq!(allowed["rule"]["pattern"], "allowed.test:*", "{allowed}");
+    assert!(allowed["rule"]["line"].as_u64().is_some(), "{allowed}");
+    assert!(allowed.get("refused").is_none(), "{allowed}");
+    assert!(allowed["bytesUp"].as_u64().unwrap_or(0) > 0, "{allowed}");
+    assert!(allowed["bytesDown"].as_u64().unwrap_or(0) > 0, "{allowed}");
+    let denied = items
+        .iter()
+        .find(|i| i["host"] == format!("other.test:{port}"))
+        .expect("the denied connection");
+    // A tunnel: no method is seen.
+    assert!(denied.get("method").is_none(), "{denied}");
+    assert_eq!(denied["decision"], "deny", "{denied}");
+    assert_eq!(denied["by"], "default", "{denied}");
+    assert_eq!(denied["refused"], "blocked-by-rule", "{denied}");
+    assert_eq!(denied["bytesUp"], 0, "{denied}");
+    assert_eq!(denied["bytesDown"], 0, "{denied}");
+    // Recorded before the call's result.
+    let position = |want: &dyn Fn(&Value) -> bool| {
+        history["items"]
+            .as_array()
+            .and_then(|a| a.iter().position(want))
+            .expect("an item")
+    };
+    let result_at = position(&|i| i["type"] == "toolResult" && i["callId"] == call.as_str());
+    let connection_at = position(&|i| i["type"] == "networkConnection");
+    assert!(connection_at < result_at, "{history:#}");
+
+    let session = init["session"]["id"].as_str().expect("session id");
+    // The decision log has the call's decision, then one line per connection with its rule.
+    let written = common::read(&log);
+    let network: Vec<Value> = written
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("a JSON line"))
+        .filter(|l| l["tool"] == "network" && l["call"] == call.as_str())
+        .collect();
+    assert_eq!(network.len(), 2, "{written}");
+    let line = |host: &str| {
+        network
+            .iter()
+            .find(|l| l["subjects"][0]["subject"] == format!("{host}:{port}"))
+            .unwrap_or_else(|| panic!("{host}: {written}"))
+    };
+    let allowed = line("allowed.test");
+    assert_eq!(
+        (&allowed["decision"], &allowed["by"]),
+        (&json!("allow"), &json!("rule"))
+    );
+    assert_eq!(
+        allowed["subjects"][0]["by"],
+        format!("{}:15", ws.manifest().display()),
+        "{written}"
+    );
+    let denied = line("other.test");
+    assert_eq!(
+        (&denied["decision"], &denied["by"]),
+        (&json!("deny"), &json!("default"))
+    );
+    assert_eq!(denied["subjects"][0]["by"], "default", "{written}");
+
+    let explained = why(&ws, session, &call);
+    assert!(
+        explained.contains(&format!(
+            "network GET `allowed.test:{port}`: allow by rule 2"
+        )),
+        "{explained}"
+    );
+    assert!(
+        explained.contains(&format!("network `other.test:{port}`: deny by default"))
+            && explained.contains("refused (blocked-by-rule)"),
+        "{explained}"
+    );
+}
+
+/// A network rule with `methods = ["GET"]`: a GET through the proxy reaches the server; a POST
+/// and a CONNECT tunnel to the same host are refused by the default, the result saying which
+/// rule passed them over and why; `pod explain` says the same; a method no rule can name,
+/// and `methods` on another tool's rule, are load errors naming the line and the field.
+#[test]
+fn a_rule_with_methods_lets_only_those_plain_http_requests_through() {
+    let server = Server::start();
+    let port = server.port;
+    let text = "[pod]\nname = \"methods\"\n\n[tools]\nenabled = [\"bash\"]\n\n\
+                [permissions]\ndefault_action = \"deny\"\n\n\
+                [[permissions.rule]]\ntool = \"bash\"\npattern = \"*\"\naction = \"allow\"\n\n\
+                [[permissions.rule]]\ntool = \"network\"\npattern = \"allowed.test:*\"\n\
+                action = \"allow\"\nmethods = [\"GET\", \"HEAD\"]\n\n\
+                [sandbox]\nnetwork = \"proxy\"\n";
+    let ws = Workspace::with_manifest(text);
+    let mut pod = PodProcess::spawn_env(&ws, Framing::Lines, &[], &[("POD_TEST_HOSTS", HOSTS)]);
+    let init = pod.initialize(false);
+    require_proxy(&init);
+    let results = run(
+        &mut pod,
+        &[
+            format!("!curl -sS -m 20 http://allowed.test:{port}/get"),
+            format!("!curl -sS -m 20 -X POST -d data http://allowed.test:{port}/post"),
+            format!("!curl -sS -m 20 -p http://allowed.test:{port}/tunnel"),
+        ],
+    );
+    let text: Vec<&str> = results.iter().map(content).collect();
+    assert!(text[0].contains("hello-from-the-server"), "{}", text[0]);
+    assert!(
+        text[0].contains(&format!("GET allowed.test:{port}: allowed")),
+        "{}",
+        text[0]
+    );
+    assert!(
+        text[1].contains(&format!("POST allowed.test:{port}: denied"))
+            && text[1].contains("decides only GET, HEAD requests over plain http://, not POST")
+            && text[1].contains("blocked-by-rule"),
+        "{}",
+        text[1]
+    );
+    assert!(
+        text[2].contains(&format!("allowed.test:{port}: denied"))
+            && text[2].contains("CONNECT tunnel (HTTPS), whose requests are inside TLS"),
+        "{}",
+        text[2]
+    );
+    // The server saw the GET only.
+    assert_eq!(server.seen(), vec!["GET /get HTTP/1.1".to_string()]);
+
+    let explain = |input: Value| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_pod"))
+            .arg("explain")
+            .arg(ws.manifest())
+            .args(["--trust", "--tool", "network", "--input"])
+            .arg(input.to_string())
+            .env("POD_CONFIG", "")
+            .env("POD_MANAGED_DIR", common::NO_MANAGED_DIR)
+            .env("XDG_STATE_HOME", ws.state_home())
+            .output()
+            .expect("pod explain");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let get = explain(json!({"host": "allowed.test", "port": 8080, "method": "GET"}));
+    assert!(get.contains("allow"), "{get}");
+    let post = explain(json!({"host": "allowed.test", "port": 8080, "method": "POST"}));
+    assert!(post.contains("deny") && post.contains("not POST"), "{post}");
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("pod.toml");
+    for (rule, says) in [
+        (
+            "tool = \"network\"\npattern = \"a.test\"\naction = \"allow\"\nmethods = [\"GET\", \"FETCH\"]\n",
+            "`FETCH` is not an HTTP method",
+        ),
+        (
+            "tool = \"bash\"\npattern = \"*\"\naction = \"allow\"\nmethods = [\"GET\"]\n",
+            "only a `tool = \"network\"` rule",
+        ),
+    ] {
+        std::fs::write(
+            &path,
+            format!("[permissions]\ndefault_action = \"deny\"\n\n[[permissions.rule]]\n{rule}"),
+        )
+        .expect("write");
+        let err = pod::manifest::Manifest::load(&path)
+            .expect_err("must not load")
+            .to_string();
+        assert!(
+            err.contains("pod.toml:8") && err.contains("permissions.rule[1].methods") && err.contains(says),
+            "{err}"
+        );
     }
 }

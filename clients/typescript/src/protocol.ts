@@ -219,6 +219,58 @@ export type Item =
       type: "analysisMismatch";
     }
   | {
+      /**
+       * Who settled the decision: `rule`, `default`, `disabled`, or for an ask `client`,
+       * `sessionGrant`, `mode`, `failClosed`, `timeout`, `cancel`, …; absent when no rule was
+       * consulted (an unreadable request, a host no DNS name can be).
+       */
+      by?: DecidedBy | null;
+      bytesDown: number;
+      /**
+       * Bytes sent upstream (the forwarded request head included) and received back.
+       */
+      bytesUp: number;
+      callId: string;
+      decision: Action;
+      /**
+       * The `network` subject the rules decided: the host, with `:port` unless the port is
+       * 80 or 443 (an unreadable target as it came, escaped).
+       */
+      host: string;
+      /**
+       * The HTTP method of a plain `http://` request; absent for a `CONNECT` tunnel, whose
+       * requests are inside TLS.
+       */
+      method?: string | null;
+      /**
+       * The port asked for (0 when the target was unreadable).
+       */
+      port: number;
+      /**
+       * The refusal in words (what the client read in the `403` body), or a note on an
+       * allowed connection (closed when the call ended).
+       */
+      reason?: string | null;
+      /**
+       * Why nothing was connected, as the `x-proxy-error` the client got: `blocked-by-rule`,
+       * `blocked-by-ask`, `blocked-by-approval`, `invalid-host`, `blocked-address`,
+       * `resolve-failed`, `connect-failed`, `bad-request`, `limit`. Absent: connected.
+       */
+      refused?: string | null;
+      /**
+       * The rule that decided, with its file and line.
+       */
+      rule?: RuleRef | null;
+      turnId: string;
+      type: "networkConnection";
+    }
+  | {
+      callId: string;
+      count: number;
+      turnId: string;
+      type: "networkConnectionsOmitted";
+    }
+  | {
       mode: Mode;
       type: "modeChanged";
     }

@@ -50,6 +50,9 @@ pub struct RuleSpec {
     /// The configuration file the rule was written in (the project's `pod.toml` or the user's
     /// configuration), for explanations.
     pub file: Option<String>,
+    /// `methods`: the HTTP methods a `network` rule is limited to (plain `http://` requests
+    /// only: such a rule never matches a `CONNECT` tunnel). `None`: every request and tunnel.
+    pub methods: Option<Vec<String>>,
 }
 
 impl RuleSpec {
@@ -62,7 +65,14 @@ impl RuleSpec {
             message: None,
             line: None,
             file: None,
+            methods: None,
         }
+    }
+
+    /// This rule limited to the HTTP `methods` (see [`RuleSpec::methods`]).
+    pub fn with_methods(mut self, methods: &[&str]) -> RuleSpec {
+        self.methods = Some(methods.iter().map(|m| m.to_string()).collect());
+        self
     }
 
     /// Whether the rule can decide a `network` subject: it names the `network` tool, or its tool
@@ -118,14 +128,34 @@ impl Rule {
         } else {
             None
         };
+        let methods = match &spec.methods {
+            None => None,
+            Some(list) => Some(network::methods(&spec.tool, list).map_err(|e| RuleError {
+                field: "methods",
+                problem: e.0,
+            })?),
+        };
         Ok(Rule {
             index,
             tool,
             pattern: Pattern::new(&spec.pattern),
             host,
             network_locked: false,
-            spec,
+            spec: RuleSpec {
+                methods: methods.clone(),
+                ..spec
+            },
         })
+    }
+
+    /// Whether the rule's `methods` (if any) let through a request of `method` (`None`: a
+    /// `CONNECT` tunnel, whose method cannot be seen).
+    fn allows_method(&self, method: Option<&str>) -> bool {
+        match (&self.spec.methods, method) {
+            (None, _) => true,
+            (Some(list), Some(m)) => list.iter().any(|l| l == m),
+            (Some(_), None) => false,
+        }
     }
 
     /// Whether the rule's pattern matches `text`, a subject of `tool`.
@@ -294,10 +324,24 @@ impl Rules {
 
     /// The first rule whose tool and pattern match.
     fn first_match(&self, tool: &str, text: &str) -> Option<&Rule> {
+        self.first_match_for(tool, text, None)
+    }
+
+    /// The `network` rules that match the host subject `text` and are not kept from it by
+    /// the managed lock, in order.
+    fn host_rules<'a, 't>(&'a self, text: &'t str) -> impl Iterator<Item = &'a Rule> + use<'a, 't> {
+        self.rules.iter().filter(move |r| {
+            !r.network_locked
+                && r.tool.matches(network::NETWORK)
+                && r.matches_subject(network::NETWORK, text)
+        })
+    }
+
+    /// [`Rules::first_match`], with a network subject's request `method` (`None`: a tunnel):
+    /// a rule limited to other methods passes over it.
+    fn first_match_for(&self, tool: &str, text: &str, method: Option<&str>) -> Option<&Rule> {
         if tool == network::NETWORK {
-            return self.rules.iter().find(|r| {
-                !r.network_locked && r.tool.matches(tool) && r.matches_subject(tool, text)
-            });
+            return self.host_rules(text).find(|r| r.allows_method(method));
         }
         match self.by_tool.iter().find(|(t, _)| *t == tool) {
             Some((_, index)) => index
@@ -317,7 +361,17 @@ impl Rules {
     /// commands the subject may run (`also_from`). A guess only counts when a deny or ask rule
     /// matches it (None otherwise).
     fn decide_subject(&self, subject: Subject) -> Option<SubjectDecision> {
-        let rule = self.first_match(&subject.tool, &subject.text);
+        let rule = self.first_match_for(&subject.tool, &subject.text, subject.method.as_deref());
+        // A network rule for this host passed over for its `methods`, before the one that
+        // decided: said in the decision, so a refused tunnel or POST says why.
+        let passed_over = if subject.tool == network::NETWORK {
+            self.host_rules(&subject.text)
+                .take_while(|r| rule.is_none_or(|d| r.index < d.index))
+                .find(|r| !r.allows_method(subject.method.as_deref()))
+                .map(|r| network::passed_over(r.index, &r.spec, subject.method.as_deref()))
+        } else {
+            None
+        };
         // Under `allowed_domains_only` a host no managed rule names is denied, never asked
         // about, and never left to a lower layer's default.
         let locked = self.network_lock && subject.tool == network::NETWORK;
@@ -428,6 +482,12 @@ impl Rules {
                     _ => {}
                 }
             }
+        }
+        if let Some(passed) = passed_over {
+            note = Some(match note {
+                Some(n) => format!("{n}; {passed}"),
+                None => passed,
+            });
         }
         if (subject.guess || subject.deny_only) && rule_ref.is_none() {
             return None;
@@ -701,6 +761,9 @@ struct Subject {
     /// The default when no rule matches, when it is not `[permissions] default_action` (an MCP
     /// server's default for the tool's annotations), and the note saying so.
     default: Option<(Action, String)>,
+    /// A `network` subject's HTTP method (a plain `http://` request, or `GET` for
+    /// `web_fetch`); `None`: a `CONNECT` tunnel, which rules with `methods` never match.
+    method: Option<String>,
 }
 
 impl Subject {
@@ -718,6 +781,7 @@ impl Subject {
             deny_only: false,
             named: None,
             default: None,
+            method: None,
         }
     }
 }
@@ -752,8 +816,12 @@ fn subjects(
                 .map(|text| Subject::plain(tool, text))
                 .collect()
         }
+        // `web_fetch` sends GET requests.
         SubjectKind::Url => match field("url").and_then(|u| u.as_str()) {
-            Some(url) => vec![network_subject(url, network::url_subject(url))],
+            Some(url) => vec![Subject {
+                method: Some("GET".into()),
+                ..network_subject(url, network::url_subject(url))
+            }],
             None => invalid("the input has no string `url`".into()),
         },
         SubjectKind::Network => {
@@ -762,12 +830,21 @@ fn subjects(
                 None | Some(serde_json::Value::Null) => Some(443),
                 Some(p) => p.as_u64().and_then(|p| u16::try_from(p).ok()),
             };
-            match (host, port) {
-                (Some(host), Some(port)) => {
-                    vec![network_subject(host, network::subject(host, port))]
-                }
-                (None, _) => invalid("the input has no string `host`".into()),
-                (_, None) => invalid("`port` is not a number from 0 to 65535".into()),
+            let method = match field("method") {
+                None | Some(serde_json::Value::Null) => Some(None),
+                Some(serde_json::Value::String(m)) => Some(Some(m.clone())),
+                Some(_) => None,
+            };
+            match (host, port, method) {
+                (Some(host), Some(port), Some(method)) => vec![Subject {
+                    method,
+                    ..network_subject(host, network::subject(host, port))
+                }],
+                (None, ..) => invalid("the input has no string `host`".into()),
+                (_, None, _) => invalid("`port` is not a number from 0 to 65535".into()),
+                (.., None) => invalid(
+                    "`method` is not a string (an HTTP method; absent for a CONNECT tunnel)".into(),
+                ),
             }
         }
         // MCP calls have subjects of their own (`Policy::decide_with`); here only as JSON.

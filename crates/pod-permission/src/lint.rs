@@ -193,7 +193,14 @@ fn kind_conflicts(specs: &[&RuleSpec]) -> Vec<Finding> {
 /// every subject `later` can match, so `later` never decides. Conservative: it may miss some
 /// shadowing, it never reports a rule that can still decide.
 fn covers(earlier: &RuleSpec, later: &RuleSpec) -> bool {
-    pattern_covers(&earlier.tool, &later.tool, true)
+    // An earlier rule limited to some HTTP methods passes over the others, and over tunnels.
+    let methods_cover = match (&earlier.methods, &later.methods) {
+        (None, _) => true,
+        (Some(_), None) => false,
+        (Some(a), Some(b)) => b.iter().all(|m| a.contains(m)),
+    };
+    methods_cover
+        && pattern_covers(&earlier.tool, &later.tool, true)
         && pattern_covers(&earlier.pattern, &later.pattern, false)
 }
 
@@ -311,6 +318,26 @@ mod tests {
         assert!(!pattern_covers("git ?", "git *", false));
         assert!(!pattern_covers("rm -rf *", "rm *", false)); // bare `rm`
         assert!(pattern_covers("BASH", "bash", true));
+    }
+
+    /// A rule limited to some methods passes the others (and tunnels) on: it hides a later
+    /// rule only when that one is limited to methods it lists.
+    #[test]
+    fn a_rule_with_methods_shadows_only_rules_within_its_methods() {
+        let get = spec("network", "a.test", Action::Allow).with_methods(&["GET", "HEAD"]);
+        assert!(!covers(&get, &spec("network", "a.test", Action::Deny)));
+        assert!(!covers(
+            &get,
+            &spec("network", "a.test", Action::Deny).with_methods(&["POST"])
+        ));
+        assert!(covers(
+            &get,
+            &spec("network", "a.test", Action::Deny).with_methods(&["HEAD"])
+        ));
+        assert!(covers(
+            &spec("network", "a.test", Action::Allow),
+            &spec("network", "a.test", Action::Deny).with_methods(&["GET"])
+        ));
     }
 
     #[test]

@@ -17,6 +17,11 @@
 //! names it). A wildcard over a public suffix (`*.com`, `*.co.uk`) is refused when the rule is
 //! loaded: it would allow half the internet.
 //!
+//! A rule's `methods` ([`methods`]) limits a `network` rule to some plain-HTTP methods: it
+//! decides a subject only when the request's method is listed, never a `CONNECT` tunnel (no
+//! method: its requests are inside TLS), and a decision it passed over says so
+//! (`passed_over`).
+//!
 //! Under the managed lock `allowed_domains_only` (`Rules::lock_network`, in the crate's root) a
 //! host is allowed or asked for only by a managed rule; every other host, in any form, is
 //! denied.
@@ -139,6 +144,69 @@ pub fn url_subject(raw: &str) -> Result<String, HostError> {
     };
     let port = url.port_or_known_default().unwrap_or(443);
     subject(&host, port)
+}
+
+/// The HTTP methods a rule's `methods` may list (`CONNECT` is no request a rule can limit: a
+/// tunnel's requests are inside TLS).
+pub const METHODS: &[&str] = &[
+    "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE",
+];
+
+/// A rule's `methods` checked: only on a `tool = "network"` rule, not empty, each one of
+/// [`METHODS`] (in any case; kept uppercase, each once).
+pub fn methods(tool: &str, list: &[String]) -> Result<Vec<String>, HostError> {
+    if !tool.eq_ignore_ascii_case(NETWORK) {
+        return Err(HostError(format!(
+            "only a `tool = \"network\"` rule can be limited to HTTP methods; this rule's tool \
+             is `{tool}` (leave `methods` out, or write the rule for the network)"
+        )));
+    }
+    if list.is_empty() {
+        return Err(HostError(
+            "is empty: list the HTTP methods the rule decides (`[\"GET\", \"HEAD\"]`), or leave \
+             `methods` out for every request and tunnel"
+                .into(),
+        ));
+    }
+    let mut out: Vec<String> = Vec::new();
+    for m in list {
+        let upper = m.to_ascii_uppercase();
+        if upper == "CONNECT" {
+            return Err(HostError(
+                "`CONNECT` cannot be listed: a tunnel's requests are inside TLS, so a rule with \
+                 `methods` never decides one; leave `methods` out of a rule for tunnels (HTTPS)"
+                    .into(),
+            ));
+        }
+        if !METHODS.contains(&upper.as_str()) {
+            return Err(HostError(format!(
+                "`{}` is not an HTTP method a rule can name ({})",
+                m.escape_debug(),
+                METHODS.join(", ")
+            )));
+        }
+        if !out.contains(&upper) {
+            out.push(upper);
+        }
+    }
+    Ok(out)
+}
+
+/// The note of a decision about a request of `method` (`None`: a `CONNECT` tunnel) that the
+/// rule at `index` (limited to `spec.methods`) matched the host of but did not decide.
+pub(crate) fn passed_over(index: usize, spec: &crate::RuleSpec, method: Option<&str>) -> String {
+    let list = spec.methods.as_deref().unwrap_or_default().join(", ");
+    let rule = format!(
+        "rule {index} ({} \"{}\" {}) decides only {list} requests over plain http://",
+        spec.tool, spec.pattern, spec.action
+    );
+    match method {
+        None => format!(
+            "{rule}, and this is a CONNECT tunnel (HTTPS), whose requests are inside TLS and \
+             cannot be seen, so it does not apply"
+        ),
+        Some(m) => format!("{rule}, not {}", m.escape_debug()),
+    }
 }
 
 /// A public suffix a wildcard may not stand over, besides every single label (`*.com`,
@@ -495,6 +563,111 @@ mod tests {
         assert!(!d("*", "rm *"));
         assert!(!d("bash", "*"));
         assert!(!d("web_fetch", "*"));
+    }
+
+    /// `methods` limits a network rule to plain-HTTP requests of those methods: another
+    /// method or a CONNECT tunnel passes it over to the next rule or the default, and the
+    /// decision says why.
+    #[test]
+    fn methods_limit_a_rule_to_plain_http_requests() {
+        use crate::{Policy, RuleSpec, Rules};
+        use pod_protocol::Action;
+        let rules = Rules::compile(
+            Action::Deny,
+            vec![
+                RuleSpec::new("network", "api.test", Action::Allow).with_methods(&["get", "HEAD"]),
+                RuleSpec::new("network", "*.ask.test", Action::Ask),
+                RuleSpec::new("network", "x.ask.test", Action::Allow).with_methods(&["POST"]),
+            ],
+            None,
+        )
+        .unwrap();
+        let policy = Policy::new(Some(rules), "/ws".into());
+        let decide = |input: serde_json::Value| policy.decide(NETWORK, &input);
+        for method in ["GET", "HEAD"] {
+            let d = decide(serde_json::json!({"host": "api.test", "method": method}));
+            assert_eq!(d.decision, Action::Allow, "{method}: {d:?}");
+            assert_eq!(d.subjects[0].rule.as_ref().map(|r| r.index), Some(1));
+            assert_eq!(d.subjects[0].note, None);
+        }
+        // Another method, and a tunnel: rule 1 does not apply; nothing else names the host.
+        let post = decide(serde_json::json!({"host": "api.test", "method": "POST"}));
+        assert_eq!(post.decision, Action::Deny, "{post:?}");
+        assert_eq!(post.subjects[0].rule, None);
+        let note = post.subjects[0].note.clone().unwrap_or_default();
+        assert!(
+            note.contains("rule 1") && note.contains("not POST"),
+            "{note}"
+        );
+        // HTTP methods are case-sensitive: `get` is not GET.
+        let lower = decide(serde_json::json!({"host": "api.test", "method": "get"}));
+        assert_eq!(lower.decision, Action::Deny, "{lower:?}");
+        let tunnel = decide(serde_json::json!({"host": "api.test", "port": 443}));
+        assert_eq!(tunnel.decision, Action::Deny, "{tunnel:?}");
+        let note = tunnel.subjects[0].note.clone().unwrap_or_default();
+        assert!(
+            note.contains("CONNECT tunnel") && note.contains("inside TLS"),
+            "{note}"
+        );
+        // A rule with methods after the deciding one changes nothing and is not mentioned.
+        let asked = decide(serde_json::json!({"host": "x.ask.test", "method": "POST"}));
+        assert_eq!(asked.decision, Action::Ask, "{asked:?}");
+        assert_eq!(asked.subjects[0].note, None);
+        // A method that is no string is an invalid input.
+        let bad = decide(serde_json::json!({"host": "api.test", "method": 5}));
+        assert!(bad.subjects[0].invalid, "{bad:?}");
+        // web_fetch sends GET.
+        let fetch = policy.decide(
+            "web_fetch",
+            &serde_json::json!({"url": "http://api.test/x"}),
+        );
+        assert_eq!(fetch.decision, Action::Allow, "{fetch:?}");
+        let fetch = policy.decide(
+            "web_fetch",
+            &serde_json::json!({"url": "https://api.test/x"}),
+        );
+        assert_eq!(fetch.decision, Action::Allow, "{fetch:?}");
+    }
+
+    #[test]
+    fn methods_are_checked_when_the_rules_load() {
+        use crate::{RuleSpec, Rules};
+        use pod_protocol::Action;
+        let load = |spec: RuleSpec| Rules::compile(Action::Deny, vec![spec], None);
+        let ok = load(
+            RuleSpec::new("Network", "a.test", Action::Allow).with_methods(&["get", "GET", "head"]),
+        )
+        .unwrap();
+        assert_eq!(
+            ok.specs().next().and_then(|s| s.methods.clone()),
+            Some(vec!["GET".to_string(), "HEAD".to_string()])
+        );
+        for (spec, says) in [
+            (
+                RuleSpec::new("bash", "*", Action::Allow).with_methods(&["GET"]),
+                "tool = \"network\"",
+            ),
+            (
+                RuleSpec::new("*", "*", Action::Allow).with_methods(&["GET"]),
+                "tool = \"network\"",
+            ),
+            (
+                RuleSpec::new("network", "a.test", Action::Allow).with_methods(&[]),
+                "empty",
+            ),
+            (
+                RuleSpec::new("network", "a.test", Action::Allow).with_methods(&["FETCH"]),
+                "`FETCH`",
+            ),
+            (
+                RuleSpec::new("network", "a.test", Action::Allow).with_methods(&["CONNECT"]),
+                "TLS",
+            ),
+        ] {
+            let (at, e) = load(spec).unwrap_err();
+            assert_eq!((at, e.field), (0, "methods"), "{e}");
+            assert!(e.problem.contains(says), "{says}: {e}");
+        }
     }
 
     #[test]

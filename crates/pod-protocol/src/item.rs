@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, DeniedBy, StopReason, SubjectDecision};
+use super::{Action, DeniedBy, RuleRef, StopReason, SubjectDecision};
 
 /// Who settled a permission decision recorded in history.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -111,6 +111,52 @@ pub enum Item {
         /// The exec's argv as one shell-quoted line.
         command: String,
         argv: Vec<String>,
+    },
+    /// One connection (a `CONNECT` tunnel) or plain-HTTP request a call's processes made
+    /// through pod's network proxy (`[sandbox] network = "proxy"`), written when it ended, or
+    /// when the call ended if it was still open. At most 200 per call; the rest are counted in
+    /// one `networkConnectionsOmitted`.
+    NetworkConnection {
+        turn_id: String,
+        call_id: String,
+        /// The `network` subject the rules decided: the host, with `:port` unless the port is
+        /// 80 or 443 (an unreadable target as it came, escaped).
+        host: String,
+        /// The port asked for (0 when the target was unreadable).
+        port: u16,
+        /// The HTTP method of a plain `http://` request; absent for a `CONNECT` tunnel, whose
+        /// requests are inside TLS.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        method: Option<String>,
+        /// The rules' word, an ask settled: `allow` or `deny`. An allowed connection may still
+        /// have been refused after it (`refused`: `blocked-address`, `connect-failed`, …).
+        decision: Action,
+        /// Who settled the decision: `rule`, `default`, `disabled`, or for an ask `client`,
+        /// `sessionGrant`, `mode`, `failClosed`, `timeout`, `cancel`, …; absent when no rule was
+        /// consulted (an unreadable request, a host no DNS name can be).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<DecidedBy>,
+        /// The rule that decided, with its file and line.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rule: Option<RuleRef>,
+        /// Why nothing was connected, as the `x-proxy-error` the client got: `blocked-by-rule`,
+        /// `blocked-by-ask`, `blocked-by-approval`, `invalid-host`, `blocked-address`,
+        /// `resolve-failed`, `connect-failed`, `bad-request`, `limit`. Absent: connected.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        refused: Option<String>,
+        /// The refusal in words (what the client read in the `403` body), or a note on an
+        /// allowed connection (closed when the call ended).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        /// Bytes sent upstream (the forwarded request head included) and received back.
+        bytes_up: u64,
+        bytes_down: u64,
+    },
+    /// The connections of a call past the 200 that `networkConnection` items record.
+    NetworkConnectionsOmitted {
+        turn_id: String,
+        call_id: String,
+        count: u64,
     },
     /// The session's mode changed (`setMode`, ACP's `session/set_mode`, a chat command).
     ModeChanged {
