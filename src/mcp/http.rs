@@ -35,13 +35,17 @@ const SSE_RETRIES: usize = 3;
 /// The transport `rmcp` speaks MCP over, to a server that passed the gate.
 pub type Transport = StreamableHttpClientTransport<reqwest_mcp::Client>;
 
+/// The method streamable HTTP sends its messages with: what a `network` rule's `methods` must
+/// list to let an MCP server through.
+pub const METHOD: &str = "POST";
+
 /// The transport to the server at `url`, once its host passed the `network` rules and its
 /// addresses the blocked ranges; otherwise why not, naming the rule or the range and what to
 /// change.
 pub async fn transport(url: &str, headers: &McpHeaders, net: &Net) -> Result<Transport, String> {
     let parsed = url::Url::parse(url).map_err(|e| format!("{url:?} is not a URL: {e}"))?;
     let (host, port) = host_port(&parsed)?;
-    if let Err(refusal) = net.check(&host, port) {
+    if let Err(refusal) = net.check(&host, port, Some(METHOD)) {
         let subject = network::subject(&host, port).unwrap_or_else(|_| host.clone());
         return Err(format!(
             "not started: pod connects to {url} from its own process, so its host is decided by \
