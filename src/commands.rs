@@ -389,7 +389,9 @@ fn url_problem(manifest: &Manifest, url: &str) -> Option<String> {
     };
     let port = parsed.port_or_known_default()?;
     let net = crate::network::Net::new(std::sync::Arc::new(manifest.policy()));
-    let refusal = net.check(&host, port, Some(crate::mcp::http::METHOD)).err()?;
+    let refusal = net
+        .check(&host, port, Some(crate::mcp::http::METHOD))
+        .err()?;
     Some(format!(
         "{url}: network `{}` is {refusal}; allow it with a `network` rule",
         crate::network::subject(&host, port).unwrap_or(host)

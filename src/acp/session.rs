@@ -353,7 +353,12 @@ impl Session {
             }
             let event = match out {
                 Out::Started(call_id) => {
-                    self.update(updates::started(&call_id)).await;
+                    if !calls
+                        .get(&call_id)
+                        .is_some_and(|(t, _)| updates::is_plan(t))
+                    {
+                        self.update(updates::started(&call_id)).await;
+                    }
                     continue;
                 }
                 Out::Event(event) => event,
@@ -366,8 +371,10 @@ impl Session {
                     input,
                     ..
                 } => {
-                    self.update(updates::tool_call(&call_id, &tool, &input, &self.workspace))
-                        .await;
+                    if !updates::is_plan(&tool) {
+                        self.update(updates::tool_call(&call_id, &tool, &input, &self.workspace))
+                            .await;
+                    }
                     order.push(call_id.clone());
                     calls.insert(call_id, (tool, input));
                 }
@@ -385,8 +392,14 @@ impl Session {
                     let (tool, input) = calls
                         .remove(&result.call_id)
                         .unwrap_or_else(|| (String::new(), Value::Null));
-                    self.update(updates::result(&result, &tool, &input, &self.workspace))
-                        .await;
+                    if updates::is_plan(&tool) {
+                        if let Some(plan) = updates::plan(&result, &input) {
+                            self.update(plan).await;
+                        }
+                    } else {
+                        self.update(updates::result(&result, &tool, &input, &self.workspace))
+                            .await;
+                    }
                 }
                 Event::TurnEnded { usage, .. } => {
                     let used = usage.input_tokens.saturating_add(usage.output_tokens);

@@ -32,6 +32,37 @@ pub fn agent_text(chunk: impl Into<String>) -> acp::SessionUpdate {
     acp::SessionUpdate::AgentMessageChunk(acp::ContentChunk::new(text(chunk)))
 }
 
+/// The `plan` tool's calls are shown as ACP's plan, not as tool calls.
+pub fn is_plan(tool: &str) -> bool {
+    tool == "plan"
+}
+
+/// The plan a `plan` call recorded (when it ran and its input is a valid plan), as ACP's
+/// `plan` update: every step with its status, replacing the previous plan.
+pub fn plan(result: &CallResult, input: &Value) -> Option<acp::SessionUpdate> {
+    use tools::plan::{Priority, Status};
+    if result.is_error {
+        return None;
+    }
+    let entries = tools::plan::entries(input)?
+        .into_iter()
+        .map(|e| {
+            let priority = match e.priority {
+                Priority::High => acp::PlanEntryPriority::High,
+                Priority::Medium => acp::PlanEntryPriority::Medium,
+                Priority::Low => acp::PlanEntryPriority::Low,
+            };
+            let status = match e.status {
+                Status::Pending => acp::PlanEntryStatus::Pending,
+                Status::InProgress => acp::PlanEntryStatus::InProgress,
+                Status::Completed => acp::PlanEntryStatus::Completed,
+            };
+            acp::PlanEntry::new(e.content, priority, status)
+        })
+        .collect();
+    Some(acp::SessionUpdate::Plan(acp::Plan::new(entries)))
+}
+
 /// A chunk of the user's message (history replay).
 pub fn user_text(chunk: impl Into<String>) -> acp::SessionUpdate {
     acp::SessionUpdate::UserMessageChunk(acp::ContentChunk::new(text(chunk)))
@@ -249,7 +280,9 @@ pub fn replay(items: &[Item], workspace: &Path) -> Vec<acp::SessionUpdate> {
                 ..
             } => {
                 calls.push((call_id, tool, input));
-                out.push(tool_call(call_id, tool, input, workspace));
+                if !is_plan(tool) {
+                    out.push(tool_call(call_id, tool, input, workspace));
+                }
             }
             Item::ToolResult(r) => {
                 let (tool, input) = calls
@@ -258,7 +291,11 @@ pub fn replay(items: &[Item], workspace: &Path) -> Vec<acp::SessionUpdate> {
                     .find(|(id, _, _)| *id == r.call_id)
                     .map(|(_, t, i)| (*t, *i))
                     .unwrap_or(("", &Value::Null));
-                out.push(result(r, tool, input, workspace));
+                if is_plan(tool) {
+                    out.extend(plan(r, input));
+                } else {
+                    out.push(result(r, tool, input, workspace));
+                }
             }
             _ => {}
         }

@@ -79,7 +79,16 @@ pub fn parse_input<T: DeserializeOwned + JsonSchema>(input: Value) -> Result<T, 
             check_value(key, value, prop)?;
         }
     }
-    serde_json::from_value(input).map_err(|e| InputError::Other(e.to_string()))
+    // What the schema check cannot see (a nested field, an enum's value) is named by its path.
+    serde_path_to_error::deserialize(input).map_err(|e| {
+        let path = e.path().to_string();
+        let problem = e.into_inner().to_string();
+        if path == "." || path.is_empty() {
+            InputError::Other(problem)
+        } else {
+            InputError::field(path, format!("is wrong: {problem}"))
+        }
+    })
 }
 
 /// Checks one field's value against its property schema (type, minimum and maximum only).

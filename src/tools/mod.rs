@@ -1,6 +1,6 @@
 //! The built-in tools: what each does, its input schema, and running it.
 //!
-//! Owns: `bash`, `read`, `file_write`, `edit`, `grep`, `glob`, `web_fetch`, each in its own file, and the
+//! Owns: `bash`, `read`, `file_write`, `edit`, `grep`, `glob`, `web_fetch`, `plan`, each in its own file, and the
 //! [`Tool`] trait they share. A tool gets input the permission layer has already let through;
 //! it validates the input's shape itself (bad input is an error result, never a panic).
 //!
@@ -33,6 +33,7 @@ pub mod editor;
 pub mod file_write;
 pub mod glob;
 pub mod grep;
+pub mod plan;
 pub mod read;
 pub mod web_fetch;
 
@@ -309,6 +310,7 @@ pub fn builtin(name: &str) -> Option<Arc<dyn Tool>> {
         Builtin::Grep => Arc::new(grep::Grep),
         Builtin::Glob => Arc::new(glob::Glob),
         Builtin::WebFetch => Arc::new(web_fetch::WebFetch),
+        Builtin::Plan => Arc::new(plan::Plan),
     };
     Some(tool)
 }
@@ -327,6 +329,7 @@ mod tests {
             ("grep", ToolKind::Search, true),
             ("glob", ToolKind::Search, true),
             ("web_fetch", ToolKind::Fetch, false),
+            ("plan", ToolKind::Other, true),
         ];
         for (name, kind, read_only) in kinds {
             let tool = builtin(name).unwrap();

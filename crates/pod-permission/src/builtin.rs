@@ -18,6 +18,7 @@ pub enum Builtin {
     Grep,
     Glob,
     WebFetch,
+    Plan,
 }
 
 /// How a tool's input turns into subjects (the table in docs/permissions.md).
@@ -34,6 +35,9 @@ pub enum SubjectKind {
     Mcp,
     /// `url` is fetched: its host (and port when not 80/443) under the `network` rules.
     Url,
+    /// The call changes nothing outside the conversation (`plan`): no subjects, so nothing to
+    /// decide; leaving the tool out of `[tools] enabled` is how it is kept from the model.
+    Nothing,
     /// The `network` rules' own input (`{"host": …, "port": …}`): a connection a call's
     /// processes open through pod's proxy, or `pod explain --tool network`.
     Network,
@@ -54,14 +58,16 @@ impl Builtin {
         Builtin::Grep,
         Builtin::Glob,
         Builtin::WebFetch,
+        Builtin::Plan,
     ];
 
     /// The tools a manifest without `[tools] enabled` gets: all but `web_fetch`, which reaches
-    /// the network from the pod's own process and so is enabled only by name.
+    /// the network from the pod's own process, and `plan`, which a client must know to show:
+    /// both are enabled only by name.
     pub fn default_enabled() -> Vec<&'static str> {
         Builtin::ALL
             .iter()
-            .filter(|b| **b != Builtin::WebFetch)
+            .filter(|b| !matches!(b, Builtin::WebFetch | Builtin::Plan))
             .map(|b| b.name())
             .collect()
     }
@@ -76,6 +82,7 @@ impl Builtin {
             Builtin::Grep => "grep",
             Builtin::Glob => "glob",
             Builtin::WebFetch => "web_fetch",
+            Builtin::Plan => "plan",
         }
     }
 
@@ -95,6 +102,7 @@ impl Builtin {
             Builtin::Read | Builtin::FileWrite | Builtin::Edit => SubjectKind::Path,
             Builtin::Grep | Builtin::Glob => SubjectKind::SearchRoot,
             Builtin::WebFetch => SubjectKind::Url,
+            Builtin::Plan => SubjectKind::Nothing,
         }
     }
 
@@ -105,7 +113,11 @@ impl Builtin {
         match self {
             Builtin::Edit => &[Builtin::FileWrite, Builtin::Read],
             Builtin::Grep | Builtin::Glob => &[Builtin::Read],
-            Builtin::Bash | Builtin::Read | Builtin::FileWrite | Builtin::WebFetch => &[],
+            Builtin::Bash
+            | Builtin::Read
+            | Builtin::FileWrite
+            | Builtin::WebFetch
+            | Builtin::Plan => &[],
         }
     }
 }

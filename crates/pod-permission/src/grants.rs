@@ -183,6 +183,7 @@ fn grantable(policy: &Policy, tool: &str, subject: &str) -> Result<(), String> {
         SubjectKind::Url => {
             return Err("a web_fetch call's subjects are network subjects".into());
         }
+        SubjectKind::Nothing => return Err("a plan call has no subjects to grant".into()),
         SubjectKind::Json => match serde_json::from_str::<serde_json::Value>(subject) {
             Ok(value @ serde_json::Value::Object(_)) => value,
             _ => return Err("it is not the JSON input of a call of this tool".into()),

@@ -847,6 +847,7 @@ fn subjects(
                 ),
             }
         }
+        SubjectKind::Nothing => Vec::new(),
         // MCP calls have subjects of their own (`Policy::decide_with`); here only as JSON.
         SubjectKind::Json | SubjectKind::Mcp => vec![Subject::plain(tool, sorted_json(input))],
     }

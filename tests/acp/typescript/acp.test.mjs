@@ -634,3 +634,42 @@ test("the mode is a session config option; setting it there changes what runs", 
   );
   await editor.close();
 });
+
+test("a plan call is ACP's plan update, not a tool call, live and in a replay", async () => {
+  const ws = workspace([], { extra: '[tools]\nenabled = ["bash", "read", "plan"]\n' });
+  const steps = {
+    entries: [
+      { content: "Read the code", status: "completed" },
+      { content: "Fix the bug", status: "in_progress", priority: "high" },
+      { content: "Run the tests", status: "pending", priority: "low" },
+    ],
+  };
+  const editor = new Editor();
+  await editor.initialize();
+  const { sessionId } = await editor.newSession(ws);
+  await editor.prompt(sessionId, `@plan ${JSON.stringify(steps)}`);
+  const plans = editor.of(sessionId, "plan");
+  assert.equal(plans.length, 1, JSON.stringify(editor.updates));
+  assert.deepEqual(
+    plans[0].entries.map((e) => [e.content, e.status, e.priority]),
+    [
+      ["Read the code", "completed", "medium"],
+      ["Fix the bug", "in_progress", "high"],
+      ["Run the tests", "pending", "low"],
+    ],
+  );
+  assert.equal(editor.of(sessionId, "tool_call").length, 0);
+  assert.equal(editor.of(sessionId, "tool_call_update").length, 0);
+  // A plan that is not one (a status ACP has no word for) is an error for the model, and no plan.
+  await editor.prompt(sessionId, '@plan {"entries": [{"content": "x", "status": "started"}]}');
+  assert.equal(editor.of(sessionId, "plan").length, 1);
+  await editor.close();
+
+  const second = new Editor();
+  await second.initialize();
+  await second.agent.request(acp.methods.agent.session.load, { sessionId, cwd: ws, mcpServers: [] });
+  const replayed = second.of(sessionId, "plan");
+  assert.equal(replayed.length, 1);
+  assert.equal(replayed[0].entries[1].content, "Fix the bug");
+  await second.close();
+});
