@@ -115,6 +115,18 @@ pub fn build(rules: &Rules) -> Result<Option<OwnedFd>, DomainError> {
     Ok(created.into())
 }
 
+/// The scope-only domain every call enters under namespaces, before `bwrap` starts (Landlock
+/// ABI 6+; `None` below): no connecting to an abstract Unix socket made outside the call, no
+/// signal to a process outside it. It handles no file or network access, so bubblewrap's mounts
+/// still work inside it (the kernel refuses mounts only to a domain that handles file access).
+pub fn scoped() -> Result<Option<OwnedFd>, DomainError> {
+    let created = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .scope(Scope::AbstractUnixSocket | Scope::Signal)?
+        .create()?;
+    Ok(created.into())
+}
+
 /// In a forked child before `exec`: sets `no_new_privs` (required by Landlock, and it keeps
 /// set-user-id programs from regaining rights) and enters the domain of `ruleset`.
 ///

@@ -79,10 +79,7 @@ pub enum SandboxError {
 pub fn gate_available(plan: &Plan) -> Result<(), gate::GateUnavailable> {
     gate::available()?;
     if let Some(bwrap) = &plan.bwrap {
-        use std::os::unix::fs::MetadataExt;
-        let setuid = std::fs::metadata(bwrap).is_ok_and(|m| m.mode() & 0o4000 != 0);
-        // SAFETY: geteuid has no arguments and cannot fail.
-        if setuid && unsafe { libc::geteuid() } != 0 {
+        if setuid_for_us(bwrap) {
             return Err(gate::GateUnavailable(format!(
                 "{} is setuid, and the gate's no_new_privs would stop it from starting any call \
                  (a bwrap without the setuid bit, on a kernel with user namespaces, works)",
@@ -91,6 +88,15 @@ pub fn gate_available(plan: &Plan) -> Result<(), gate::GateUnavailable> {
         }
     }
     Ok(())
+}
+
+/// Whether `bwrap` is setuid and the pod is not root: `no_new_privs` (the exec gate's, Landlock's)
+/// would stop it from starting.
+fn setuid_for_us(bwrap: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let setuid = std::fs::metadata(bwrap).is_ok_and(|m| m.mode() & 0o4000 != 0);
+    // SAFETY: geteuid has no arguments and cannot fail.
+    setuid && unsafe { libc::geteuid() } != 0
 }
 
 /// Whether the exec gate runs for `config` with `plan`: `exec_gate = true` fails when it
@@ -533,6 +539,11 @@ impl Sandbox {
                 &layout,
                 filters.bytes(),
             )?));
+            // A second layer under the namespaces: Landlock's scopes. Not for a setuid `bwrap`
+            // run by another user than root, which `no_new_privs` would stop from starting.
+            if !setuid_for_us(bwrap) {
+                ruleset = domain::scoped()?.map(Arc::new);
+            }
         } else if plan.apply {
             ruleset = domain::build(&domain::Rules {
                 writable: writable.clone(),
@@ -545,6 +556,13 @@ impl Sandbox {
         }
         let mut info = plan.info;
         info.exec_gate = exec_gate;
+        if wrap.is_some() && ruleset.is_some() {
+            info.guarantees.push(
+                "Landlock scopes (ABI 6+): no abstract Unix socket made outside the call is \
+                 reachable, no process outside it can be signalled"
+                    .to_string(),
+            );
+        }
         if exec_gate {
             info.guarantees.push(if wrap.is_some() {
                 "exec gate: every exec of a bash call decided on its real argv; /proc read-only"

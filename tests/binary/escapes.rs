@@ -632,3 +632,32 @@ fn a_missing_git_hooks_folder_cannot_be_planted() {
         .unwrap_or_default();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// With the network allowed (the call shares the machine's network namespace), an abstract Unix
+/// socket a process outside listens on is still out of reach: the call's Landlock scope refuses
+/// the connect, and the listener receives nothing.
+#[test]
+fn an_abstract_unix_socket_outside_is_unreachable_with_the_network_allowed() {
+    use std::os::linux::net::SocketAddrExt;
+    let name = format!("pod-test-{}", std::process::id());
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).expect("addr");
+    let listener = UnixListener::bind_addr(&addr).expect("abstract listener");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let ws = Workspace::with_manifest(&manifest("", "[sandbox]\nnetwork = \"allow\"\n"));
+    let mut pod = start(&ws);
+    let body = format!(
+        "import socket\n\
+         s = socket.socket(socket.AF_UNIX)\n\
+         try:\n\
+         \x20   s.connect('\\0{name}'); s.send(b'secret'); print('connected')\n\
+         except OSError as e:\n\
+         \x20   print('refused', e)\n"
+    );
+    let out = run_script(&mut pod, "u.py", "python3", &body, "");
+    assert!(out.contains("refused"), "{out}");
+    // A connect that had reached the listener would be queued on it by now.
+    match listener.accept() {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+        other => panic!("the call reached the abstract socket: {other:?}"),
+    }
+}
