@@ -851,8 +851,14 @@ fn layout(
     for w in writable {
         for name in namespaces::REREAD {
             let p = w.join(name);
+            // A symlink's target is bound only when it lies beneath a writable folder (else it
+            // is read-only already): one planted there (`.git/hooks -> ../..`) must not bind
+            // a folder `readable` hides back into view.
             if p.symlink_metadata().is_ok() {
-                add(&mut read_only, path::resolve(&p));
+                let target = path::resolve(&p);
+                if beneath(&target) && !writable.contains(&target) {
+                    add(&mut read_only, target);
+                }
             }
         }
         // A repository without `.git/hooks`: a hook put there would run at the user's next

@@ -216,6 +216,13 @@ impl Wrap {
         for w in &layout.writable {
             push(&["--bind".as_ref(), w.as_os_str(), w.as_os_str()]);
         }
+        // Every folder between a writable root and a path bound or masked beneath it is bound
+        // onto itself, outermost first: a mount point cannot be renamed, removed or replaced,
+        // so a call cannot move a protected file's folder aside and put its own copy in its
+        // place (for itself, or for the next call, whose binds go by name).
+        for a in anchors(layout) {
+            push(&["--bind".as_ref(), a.as_os_str(), a.as_os_str()]);
+        }
         // `-try`: a file removed from outside after the session opened is skipped, rather than
         // failing every later call.
         for p in &layout.read_only {
@@ -330,6 +337,42 @@ impl Wrap {
     pub fn args(&self) -> &[OsString] {
         &self.args
     }
+}
+
+/// The folders strictly between a writable root and each read-only, masked or sealed path
+/// beneath it (none inside a masked folder), outermost first.
+fn anchors(layout: &Layout) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for p in layout
+        .read_only
+        .iter()
+        .chain(&layout.masked)
+        .chain(&layout.sealed_missing)
+    {
+        let Some(root) = layout
+            .writable
+            .iter()
+            .filter(|w| p.starts_with(w))
+            .max_by_key(|w| w.components().count())
+        else {
+            continue;
+        };
+        let mut a = p.parent();
+        while let Some(dir) = a {
+            if dir == root.as_path() || !dir.starts_with(root) {
+                break;
+            }
+            let hidden = layout.masked.iter().any(|m| dir.starts_with(m));
+            if !hidden && !out.iter().any(|o| o == dir) {
+                out.push(dir.to_path_buf());
+            }
+            a = dir.parent();
+        }
+    }
+    out.sort_by(|a, b| {
+        (a.components().count(), a.as_os_str()).cmp(&(b.components().count(), b.as_os_str()))
+    });
+    out
 }
 
 /// A sealed-enough memfd holding `bytes`, close-on-exec in the pod.

@@ -10,8 +10,10 @@
 //!   `keyctl`, `add_key`, `request_key`;
 //! - a new user namespace (`unshare` or `clone` with `CLONE_NEWUSER`), so a call cannot gain a
 //!   fresh set of capabilities inside;
-//! - with `network = "deny"`, creating `AF_UNIX` sockets (a pathname socket of a helper outside
-//!   the sandbox would carry data out; `socketpair` stays allowed).
+//! - with `network = "deny"` or `"proxy"` in namespaces, every socket family but IPv4, IPv6 and
+//!   netlink (a pathname Unix socket of a helper outside the sandbox would carry data out, and
+//!   vsock or Bluetooth are not held by a network namespace), and socket pairs other than stream
+//!   ones (a datagram pair can `sendto` a path).
 //!
 //! Must not touch: mounts, namespaces, spawning. It gives programs as bytes (for bubblewrap's
 //! `--add-seccomp-fd`) and installs them in a forked child ([`Filters::install`]).
@@ -57,7 +59,8 @@ fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, String> {
 }
 
 impl Filters {
-    /// The filters for this machine's architecture; `deny_unix` refuses `socket(AF_UNIX)`.
+    /// The filters for this machine's architecture; `deny_unix` (network `deny` or `proxy` in
+    /// namespaces) allows only the socket families and pairs the network namespace holds.
     pub fn build(deny_unix: bool) -> Result<Filters, SeccompError> {
         let arch = std::env::consts::ARCH;
         let fail = |why: String| SeccompError { arch, why };
@@ -109,14 +112,39 @@ impl Filters {
             rules.insert(libc::SYS_unshare, vec![masked()?]);
             rules.insert(libc::SYS_clone, vec![masked()?]);
             if deny_unix {
+                // An allow-list of families: IP (loopback, and pod's proxy) and netlink (which
+                // the C library reads interfaces through) live in the call's network namespace;
+                // Unix sockets reach helpers outside by path, and families no network namespace
+                // holds (vsock, Bluetooth, …) reach past it.
+                let family =
+                    |af: i32| cond(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, af as u64);
                 rules.insert(
                     libc::SYS_socket,
-                    vec![rule(vec![cond(
-                        0,
+                    vec![rule(vec![
+                        family(libc::AF_INET)?,
+                        family(libc::AF_INET6)?,
+                        family(libc::AF_NETLINK)?,
+                    ])?],
+                );
+                // A socket pair is the one Unix socket left, for pipes between processes; a
+                // datagram or seqpacket pair could still `sendto` a path outside, so only
+                // stream pairs (connected already: no address can be given to them).
+                let kind = |t: i32| {
+                    rule(vec![cond(
+                        1,
                         SeccompCmpArgLen::Dword,
-                        SeccompCmpOp::Eq,
-                        libc::AF_UNIX as u64,
-                    )?])?],
+                        SeccompCmpOp::MaskedEq(0xf),
+                        t as u64,
+                    )?])
+                };
+                rules.insert(
+                    libc::SYS_socketpair,
+                    vec![
+                        kind(libc::SOCK_DGRAM)?,
+                        kind(libc::SOCK_RAW)?,
+                        kind(libc::SOCK_RDM)?,
+                        kind(libc::SOCK_SEQPACKET)?,
+                    ],
                 );
             }
             Ok(rules)

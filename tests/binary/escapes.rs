@@ -383,6 +383,9 @@ fn network_deny_carries_nothing_out() {
     let sock = out.join("helper.sock");
     let unix = UnixListener::bind(&sock).expect("unix");
     unix.set_nonblocking(true).expect("nonblocking");
+    let dgram_path = out.join("helper.dgram");
+    let dgram = std::os::unix::net::UnixDatagram::bind(&dgram_path).expect("unix datagram");
+    dgram.set_nonblocking(true).expect("nonblocking");
     let mut pod = start(&ws);
     let body = format!(
         "import socket\n\
@@ -403,12 +406,17 @@ fn network_deny_carries_nothing_out() {
          \x20   socket.getaddrinfo('example.com', 80)\n\
          def unix():\n\
          \x20   s = socket.socket(socket.AF_UNIX); s.connect('{sock}'); s.send(b'secret')\n\
-         for name, f in [('udp', udp), ('fastopen', fastopen), ('mptcp', mptcp), ('dns', dns), ('unix', unix)]:\n\
+         def pair():\n\
+         \x20   a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); a.sendto(b'secret', '{dgram}')\n\
+         def vsock():\n\
+         \x20   socket.socket(40, socket.SOCK_STREAM)\n\
+         for name, f in [('udp', udp), ('fastopen', fastopen), ('mptcp', mptcp), ('dns', dns), ('unix', unix), ('pair', pair), ('vsock', vsock)]:\n\
          \x20   attempt(name, f)\n",
-        sock = sock.display()
+        sock = sock.display(),
+        dgram = dgram_path.display()
     );
     let results = [run_script(&mut pod, "n.py", "python3", &body, "")];
-    for name in ["fastopen", "mptcp", "dns", "unix"] {
+    for name in ["fastopen", "mptcp", "dns", "unix", "pair", "vsock"] {
         assert!(
             results[0].contains(&format!("{name} refused")),
             "{name}: {}",
@@ -423,6 +431,10 @@ fn network_deny_carries_nothing_out() {
     );
     assert!(tcp.accept().is_err(), "the TCP listener got a connection");
     assert!(unix.accept().is_err(), "the Unix socket got a connection");
+    assert!(
+        dgram.recv(&mut buf).is_err(),
+        "the Unix datagram socket got data"
+    );
 }
 
 /// Tasks (threads included: a process whose main thread exited still has them) whose command
@@ -660,4 +672,84 @@ fn an_abstract_unix_socket_outside_is_unreachable_with_the_network_allowed() {
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
         other => panic!("the call reached the abstract socket: {other:?}"),
     }
+}
+
+/// The folder of a protected file cannot be moved aside and replaced by a copy the call
+/// wrote: `.git` with a planted hook and `core.fsmonitor`, a folder holding a `file_write`-
+/// denied file with new content, a folder holding a read-denied file read from its new name in
+/// the next call. Each folder on the way is a mount point of the call, which `mv` cannot move.
+#[test]
+fn a_protected_files_folder_cannot_be_swapped_for_a_copy() {
+    let extra = "[[permissions.rule]]\ntool = \"file_write\"\npattern = \"*.env\"\naction = \"deny\"\n\n\
+                 [[permissions.rule]]\ntool = \"read\"\npattern = \"*.secret\"\naction = \"deny\"\n";
+    let ws = Workspace::with_manifest(&manifest(extra, ""));
+    let git = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(ws.dir.path())
+        .status()
+        .expect("git init");
+    assert!(git.success());
+    std::fs::create_dir_all(ws.path("sub")).expect("mkdir");
+    std::fs::write(ws.path("sub/b.env"), "ENV=original\n").expect("write");
+    std::fs::write(ws.path("sub/a.secret"), "TOKEN=real-MARK\n").expect("write");
+    let config_before = std::fs::read(ws.path(".git/config")).expect("read");
+    let mut pod = start(&ws);
+    let body = "cp -a .git .git.new\n\
+                printf '#!/bin/sh\\ntouch hook-ran\\n' > .git.new/hooks/pre-commit\n\
+                chmod +x .git.new/hooks/pre-commit\n\
+                git --git-dir=.git.new config core.fsmonitor 'touch fsmonitor-ran; false'\n\
+                mv .git .git.old && mv .git.new .git\n\
+                cp -a sub sub.new; echo ENV=HACKED > sub.new/b.env\n\
+                mv sub sub.old && mv sub.new sub\n\
+                echo swapped-attempted\n";
+    let out = run_script(&mut pod, "g.sh", "bash", body, "");
+    assert!(out.contains("swapped-attempted"), "{out}");
+    let read = run_script(
+        &mut pod,
+        "r.sh",
+        "bash",
+        "cat sub.old/a.secret sub/a.secret 2>&1; echo read-attempted\n",
+        "",
+    );
+    assert!(read.contains("read-attempted"), "{read}");
+    assert!(!read.contains("real-MARK"), "{read}");
+    assert_eq!(
+        std::fs::read(ws.path(".git/config")).expect("read"),
+        config_before
+    );
+    assert!(!ws.path(".git/hooks/pre-commit").exists());
+    assert_eq!(
+        std::fs::read_to_string(ws.path("sub/b.env")).expect("read"),
+        "ENV=original\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.path("sub/a.secret")).expect("read"),
+        "TOKEN=real-MARK\n"
+    );
+}
+
+/// A re-read name planted as a symlink to `$HOME` (`.git/hooks -> ~`) before the session opens
+/// does not bind the home folder back over what `readable` hides.
+#[test]
+fn a_planted_symlink_does_not_undo_readable() {
+    let home = tempfile::tempdir().expect("home");
+    let h = home.path().canonicalize().expect("canonical");
+    std::fs::write(h.join("notes.txt"), "home-secret-MARK\n").expect("write");
+    let ws = Workspace::with_manifest(&manifest("", "[sandbox]\nreadable = []\n"));
+    let git = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(ws.dir.path())
+        .status()
+        .expect("git init");
+    assert!(git.success());
+    std::fs::remove_dir_all(ws.path(".git/hooks")).expect("rm hooks");
+    std::os::unix::fs::symlink(&h, ws.path(".git/hooks")).expect("symlink");
+    let home_env = h.to_string_lossy().into_owned();
+    let mut pod = start_env(&ws, &[("HOME", &home_env)]);
+    let out = run(
+        &mut pod,
+        &["cat \"$HOME/notes.txt\" 2>&1; echo read-attempted".to_string()],
+    );
+    assert!(out[0].contains("read-attempted"), "{}", out[0]);
+    assert!(!out[0].contains("home-secret-MARK"), "{}", out[0]);
 }
