@@ -224,7 +224,7 @@ pub async fn resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>, Refusal> 
     let host = Host::parse(host).map_err(|e| Refusal::new("invalid-host", e.0))?;
     let name = match host {
         Host::Ip(ip) => {
-            if let Some(why) = blocked(ip) {
+            if let Some(why) = blocked_here(ip, &own_addresses()) {
                 return Err(Refusal::new(
                     "blocked-address",
                     format!("{ip} is {why}, which no call may reach"),
@@ -241,6 +241,7 @@ pub async fn resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>, Refusal> 
     {
         return Ok(vec![SocketAddr::new(*ip, port)]);
     }
+    let own = own_addresses();
     let found = tokio::time::timeout(
         RESOLVE_TIMEOUT,
         tokio::net::lookup_host((name.as_str(), port)),
@@ -258,7 +259,7 @@ pub async fn resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>, Refusal> 
     .map_err(|e| Refusal::new("resolve-failed", format!("cannot resolve {name}: {e}")))?;
     let mut addrs: Vec<SocketAddr> = Vec::new();
     for addr in found {
-        if let Some(why) = blocked(addr.ip()) {
+        if let Some(why) = blocked_here(addr.ip(), &own) {
             return Err(Refusal::new(
                 "blocked-address",
                 format!(
@@ -278,6 +279,50 @@ pub async fn resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>, Refusal> 
         ));
     }
     Ok(addrs)
+}
+
+/// [`blocked`], and `own` (this machine's addresses, [`own_addresses`]) whatever their range.
+fn blocked_here(ip: IpAddr, own: &[IpAddr]) -> Option<&'static str> {
+    blocked(ip).or_else(|| {
+        own.contains(&ip)
+            .then_some("an address of this machine (one of its interfaces)")
+    })
+}
+
+/// The addresses of this machine's interfaces (public ones included: a service listening on
+/// `0.0.0.0` answers on them as on loopback), read afresh each time, since they change.
+pub fn own_addresses() -> Vec<IpAddr> {
+    let mut out = Vec::new();
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `list` with a linked list we free below with freeifaddrs.
+    if unsafe { libc::getifaddrs(&mut list) } != 0 {
+        return out;
+    }
+    let mut at = list;
+    while !at.is_null() {
+        // SAFETY: `at` is a node of the list getifaddrs returned, alive until freeifaddrs; an
+        // address is read as the struct its family says it is.
+        unsafe {
+            let addr = (*at).ifa_addr;
+            if !addr.is_null() {
+                match i32::from((*addr).sa_family) {
+                    libc::AF_INET => {
+                        let v4 = &*(addr as *const libc::sockaddr_in);
+                        out.push(IpAddr::V4(Ipv4Addr::from(u32::from_be(v4.sin_addr.s_addr))));
+                    }
+                    libc::AF_INET6 => {
+                        let v6 = &*(addr as *const libc::sockaddr_in6);
+                        out.push(IpAddr::V6(Ipv6Addr::from(v6.sin6_addr.s6_addr)));
+                    }
+                    _ => {}
+                }
+            }
+            at = (*at).ifa_next;
+        }
+    }
+    // SAFETY: the list getifaddrs returned, freed once.
+    unsafe { libc::freeifaddrs(list) };
+    out
 }
 
 /// Connects to the first of `addrs` that answers (each within [`CONNECT_TIMEOUT`]).
@@ -331,6 +376,20 @@ mod tests {
         for ip in ["1.1.1.1", "93.184.216.34", "2606:4700::1111"] {
             let ip: IpAddr = ip.parse().unwrap();
             assert_eq!(blocked(ip), None, "{ip}");
+        }
+    }
+
+    #[tokio::test]
+    async fn the_machines_own_addresses_are_refused_whatever_their_range() {
+        // A public address on an interface of this machine is refused like loopback.
+        let public: IpAddr = "8.8.4.4".parse().unwrap();
+        assert_eq!(blocked(public), None);
+        assert!(blocked_here(public, &[public]).is_some_and(|why| why.contains("this machine")));
+        let own = own_addresses();
+        assert!(own.contains(&IpAddr::V4(Ipv4Addr::LOCALHOST)), "{own:?}");
+        for ip in own {
+            let refused = resolve(&ip.to_string(), 80).await.unwrap_err();
+            assert_eq!(refused.code, "blocked-address", "{ip}: {refused}");
         }
     }
 

@@ -1,8 +1,9 @@
 //! pod's own HTTP proxy: the only way out for a call's processes under `[sandbox] network =
 //! "proxy"`.
 //!
-//! Owns: the listener (on `127.0.0.1`, an ephemeral port, one per session, and the same port
-//! inside the calls' network namespace when they run in one: [`Proxy::serve`]), who may use it (a
+//! Owns: the listener (on `127.0.0.1`, an ephemeral port, one per session; when calls run in a
+//! network namespace, the same port inside it instead, and none on the machine's loopback:
+//! [`Proxy::serve_inside`]), who may use it (a
 //! call's [`Admission`]: a token in the proxy URL its processes get, sent back as
 //! `Proxy-Authorization`; the token is void once the call ends, and its connections are
 //! closed), reading a request head (at most [`MAX_HEAD`] bytes within [`HEAD_TIMEOUT`]),
@@ -195,6 +196,8 @@ pub struct Proxy {
     addr: SocketAddr,
     shared: Arc<Shared>,
     stop: CancellationToken,
+    /// Stops the listener on the machine's own loopback (a child of `stop`).
+    host_stop: CancellationToken,
 }
 
 impl Drop for Proxy {
@@ -216,18 +219,31 @@ impl Proxy {
                 slots: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
             }),
             stop: CancellationToken::new(),
+            host_stop: CancellationToken::new(),
         };
-        proxy.serve(std_listener)?;
+        proxy.serve(std_listener, proxy.host_stop.clone())?;
         Ok(proxy)
     }
 
-    /// Serves `listener` too, until the proxy drops: the one bound on [`Proxy::port`] inside the
-    /// calls' network namespace (`Sandbox::proxy_listener`), so the same URL reaches the proxy
-    /// from there.
-    pub fn serve(&self, listener: std::net::TcpListener) -> std::io::Result<()> {
+    /// Serves `listener` instead of the listener on the machine's loopback, until the proxy
+    /// drops: the one bound on [`Proxy::port`] inside the calls' network namespace
+    /// (`Sandbox::proxy_listener`), so the same URL reaches the proxy from there, and no other
+    /// process of the machine can reach it (or fill its connection slots).
+    pub fn serve_inside(&self, listener: std::net::TcpListener) -> std::io::Result<()> {
+        self.serve(listener, self.stop.clone())?;
+        self.host_stop.cancel();
+        Ok(())
+    }
+
+    fn serve(
+        &self,
+        listener: std::net::TcpListener,
+        stopped: CancellationToken,
+    ) -> std::io::Result<()> {
         let runtime = tokio::runtime::Handle::try_current().map_err(std::io::Error::other)?;
         listener.set_nonblocking(true)?;
-        let (serving, stopped) = (self.shared.clone(), self.stop.clone());
+        let stop = self.stop.clone();
+        let serving = self.shared.clone();
         runtime.spawn(async move {
             let listener = match tokio::net::TcpListener::from_std(listener) {
                 Ok(l) => l,
@@ -240,10 +256,11 @@ impl Proxy {
                 let accepted = tokio::select! {
                     a = listener.accept() => a,
                     () = stopped.cancelled() => return,
+                    () = stop.cancelled() => return,
                 };
                 let Ok((stream, _)) = accepted else { continue };
                 let shared = serving.clone();
-                let stopped = stopped.clone();
+                let stopped = stop.clone();
                 tokio::spawn(async move {
                     tokio::select! {
                         () = serve(stream, &shared) => {}
@@ -651,11 +668,19 @@ async fn serve(mut client: TcpStream, shared: &Shared) {
             )
             .as_bytes(),
         );
+        // The host the rules decided is the one the server is told: a `Host` header naming
+        // another (a virtual host behind the same address) is replaced, not passed on.
+        let shown = if port == 80 {
+            host.clone()
+        } else {
+            format!("{host}:{port}")
+        };
+        first.extend_from_slice(format!("Host: {shown}\r\n").as_bytes());
         for (name, value) in &head.headers {
             let lower = name.to_ascii_lowercase();
             if matches!(
                 lower.as_str(),
-                "proxy-authorization" | "proxy-connection" | "connection" | "keep-alive"
+                "proxy-authorization" | "proxy-connection" | "connection" | "keep-alive" | "host"
             ) {
                 continue;
             }

@@ -458,7 +458,7 @@ impl Pod {
             proxy.as_ref().map(|p| p.port()),
         )?);
         if let (Some(proxy), Some(listener)) = (&proxy, sandbox.proxy_listener()) {
-            proxy.serve(listener).map_err(PodError::Proxy)?;
+            proxy.serve_inside(listener).map_err(PodError::Proxy)?;
         }
         let hooks_of = |event: HookEvent| -> Vec<UserHook> {
             manifest

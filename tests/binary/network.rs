@@ -22,6 +22,8 @@ use serde_json::{json, Value};
 pub(crate) struct Server {
     pub(crate) port: u16,
     seen: Arc<Mutex<Vec<String>>>,
+    /// The `Host` header of each request, in order.
+    hosts: Arc<Mutex<Vec<String>>>,
 }
 
 impl Server {
@@ -30,10 +32,13 @@ impl Server {
         let port = listener.local_addr().unwrap().port();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let record = seen.clone();
+        let hosts = Arc::new(Mutex::new(Vec::new()));
+        let record_hosts = hosts.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { continue };
                 let record = record.clone();
+                let record_hosts = record_hosts.clone();
                 std::thread::spawn(move || {
                     let mut head = Vec::new();
                     let mut byte = [0u8; 1];
@@ -46,6 +51,12 @@ impl Server {
                     let text = String::from_utf8_lossy(&head).into_owned();
                     let line = text.lines().next().unwrap_or("").to_string();
                     record.lock().unwrap().push(line.clone());
+                    if let Some(host) = text.lines().find_map(|l| {
+                        l.strip_prefix("Host: ")
+                            .or_else(|| l.strip_prefix("host: "))
+                    }) {
+                        record_hosts.lock().unwrap().push(host.trim().to_string());
+                    }
                     let path = line.split(' ').nth(1).unwrap_or("");
                     let reply = match path {
                         "/to-other" => format!(
@@ -64,7 +75,7 @@ impl Server {
                 });
             }
         });
-        Server { port, seen }
+        Server { port, seen, hosts }
     }
 
     pub(crate) fn seen(&self) -> Vec<String> {
@@ -726,4 +737,46 @@ fn a_rule_with_methods_lets_only_those_plain_http_requests_through() {
             "{err}"
         );
     }
+}
+
+/// The server is told the host the rules decided, not the `Host` header the call wrote (a
+/// virtual host behind an allowed address); and under namespaces the proxy listens only inside
+/// the calls' network namespace: from the machine's own loopback its port is closed.
+#[test]
+fn the_proxy_sends_the_decided_host_and_is_not_on_the_machines_loopback() {
+    let server = Server::start();
+    let port = server.port;
+    let (_ws, mut pod, init) = start("proxy");
+    require_proxy(&init);
+    assert_eq!(init["sandbox"]["kind"], "namespaces", "{}", init["sandbox"]);
+    let results = run(
+        &mut pod,
+        &[
+            format!(
+                "!curl -sS -m 20 -H 'Host: internal-admin.corp' http://allowed.test:{port}/hello"
+            ),
+            "!printenv HTTP_PROXY".to_string(),
+        ],
+    );
+    let fetched = content(&results[0]);
+    assert!(fetched.contains("hello-from-the-server"), "{fetched}");
+    assert_eq!(
+        server.hosts.lock().unwrap().clone(),
+        vec![format!("allowed.test:{port}")]
+    );
+    let url = content(&results[1])
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let proxy_port: u16 = url
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no port in {url:?}"));
+    let reached = std::net::TcpStream::connect(("127.0.0.1", proxy_port));
+    assert!(
+        reached.is_err(),
+        "the proxy answers on the machine's loopback: {url}"
+    );
 }
