@@ -15,6 +15,8 @@
 //!   vsock or Bluetooth are not held by a network namespace), and socket pairs other than stream
 //!   ones (a datagram pair can `sendto` a path).
 //!
+//! On x86_64 the x32 ABI's numbers of the same calls are refused too, where a kernel has it.
+//!
 //! Must not touch: mounts, namespaces, spawning. It gives programs as bytes (for bubblewrap's
 //! `--add-seccomp-fd`) and installs them in a forked child ([`Filters::install`]).
 
@@ -147,6 +149,19 @@ impl Filters {
                     ],
                 );
             }
+            // The x32 ABI's numbers (bit 30 set) of the same calls, where the kernel has one:
+            // the x86_64 number, but `ioctl`, whose x32 entry is 514.
+            if cfg!(target_arch = "x86_64") {
+                const X32: i64 = 0x4000_0000;
+                let x32: Vec<(i64, Vec<SeccompRule>)> = rules
+                    .iter()
+                    .map(|(nr, r)| {
+                        let n = if *nr == libc::SYS_ioctl { 514 } else { *nr };
+                        (X32 | n, r.clone())
+                    })
+                    .collect();
+                rules.extend(x32);
+            }
             Ok(rules)
         };
         let rules = build().map_err(fail)?;
@@ -158,8 +173,12 @@ impl Filters {
         )
         .and_then(BpfProgram::try_from)
         .map_err(|e| fail(e.to_string()))?;
+        let mut absent_calls = BTreeMap::from([(libc::SYS_clone3, Vec::new())]);
+        if cfg!(target_arch = "x86_64") {
+            absent_calls.insert(0x4000_0000 | libc::SYS_clone3, Vec::new());
+        }
         let absent = SeccompFilter::new(
-            BTreeMap::from([(libc::SYS_clone3, Vec::new())]),
+            absent_calls,
             SeccompAction::Allow,
             SeccompAction::Errno(libc::ENOSYS as u32),
             target,
