@@ -502,7 +502,15 @@ impl Pod {
             exec_ids,
             files: Arc::new(FileRules::new(policy.clone())),
             policy,
-            scope: Scope::new(&manifest.workspace, &manifest.writable),
+            scope: {
+                let scope = Scope::new(&manifest.workspace, &manifest.writable);
+                match (&manifest.sandbox.readable, std::env::var_os("HOME")) {
+                    (Some(readable), Some(home)) if !home.is_empty() => {
+                        scope.hiding(std::path::Path::new(&home), readable)
+                    }
+                    _ => scope,
+                }
+            },
             tool_infos: toolbox.info(),
             toolbox,
             model,

@@ -612,6 +612,26 @@ fn readable_hides_the_rest_of_home() {
     let listed: Vec<&str> = out[4].lines().filter(|l| !l.starts_with("exit")).collect();
     assert!(!listed.contains(&"notes.txt"), "{}", out[4]);
     assert!(listed.contains(&".cargo"), "{}", out[4]);
+    // pod's own read tool, which runs outside the sandbox, is held to the same list.
+    let read = pod.call(
+        "run",
+        json!({"input": [{"type": "text", "text": format!(
+            "@read {}\n@read {}",
+            json!({"path": h.join("notes.txt")}),
+            json!({"path": h.join(".cargo/config.toml")})
+        )}]}),
+    );
+    let turn = read["turnId"].as_str().unwrap_or_default().to_string();
+    let results: Vec<String> = pod
+        .turn_events(&turn)
+        .into_iter()
+        .filter(|e| e["type"] == "toolResult")
+        .map(|r| r["content"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(results[0].contains("[sandbox] readable"), "{}", results[0]);
+    assert!(!results[0].contains("home-secret-MARK"), "{}", results[0]);
+    assert!(results[1].contains("cargo-visible-MARK"), "{}", results[1]);
     // The secret is still there outside, untouched.
     assert_eq!(
         std::fs::read_to_string(h.join("notes.txt")).expect("notes"),
