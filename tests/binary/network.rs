@@ -780,3 +780,50 @@ fn the_proxy_sends_the_decided_host_and_is_not_on_the_machines_loopback() {
         "the proxy answers on the machine's loopback: {url}"
     );
 }
+
+/// Real clients other than curl find the proxy from the call's environment alone: `git`'s smart
+/// HTTP and `pip` reach an allowed host through it (the server sees their requests), and a host
+/// no rule allows is refused to `git` too (the server sees nothing of it).
+#[test]
+fn git_and_pip_go_through_the_proxy_by_the_same_rules() {
+    for tool in ["git", "pip3"] {
+        let found = std::process::Command::new(tool).arg("--version").output();
+        assert!(
+            found.is_ok_and(|o| o.status.success()),
+            "this test needs {tool} (.ci/run installs git and python3-pip)"
+        );
+    }
+    let server = Server::start();
+    let port = server.port;
+    let (_ws, mut pod, init) = start("proxy");
+    require_proxy(&init);
+    let results = run(
+        &mut pod,
+        &[
+            format!("!git ls-remote http://allowed.test:{port}/repo.git"),
+            format!(
+                "!pip3 download --no-cache-dir --no-deps --disable-pip-version-check -d dl \
+                 --trusted-host allowed.test --index-url http://allowed.test:{port}/simple/ somepkg"
+            ),
+            format!("!git ls-remote http://other.test:{port}/denied.git"),
+        ],
+    );
+    let seen = server.seen();
+    assert!(
+        seen.iter()
+            .any(|l| l.starts_with("GET /repo.git/info/refs?service=git-upload-pack ")),
+        "{seen:?} {}",
+        content(&results[0])
+    );
+    assert!(
+        seen.iter().any(|l| l.starts_with("GET /simple/somepkg/ ")),
+        "{seen:?} {}",
+        content(&results[1])
+    );
+    assert!(!seen.iter().any(|l| l.contains("denied.git")), "{seen:?}");
+    assert!(
+        content(&results[2]).contains(&format!("other.test:{port}: denied")),
+        "{}",
+        content(&results[2])
+    );
+}
