@@ -7,7 +7,8 @@
 //! call's [`Admission`]: a token in the proxy URL its processes get, sent back as
 //! `Proxy-Authorization`; the token is void once the call ends, and its connections are
 //! closed), reading a request head (at most [`MAX_HEAD`] bytes within [`HEAD_TIMEOUT`]),
-//! `CONNECT host:port` tunnels (HTTPS, or anything over TCP) and plain `http://` requests in
+//! `CONNECT host:port` tunnels (HTTPS, or anything over TCP), SOCKS5 `CONNECT` on the same port
+//! (told apart by its first byte; username and password are the call's credentials), and plain `http://` requests in
 //! absolute form (sent on with `Connection: close`, one request per connection), each decided
 //! by the `network` rules ([`super::Net`]) and connected only to the checked addresses
 //! ([`super::resolve`]), refusals as `403` with an `x-proxy-error` header and the reason as the
@@ -330,15 +331,22 @@ impl Drop for Admission {
 }
 
 impl Admission {
-    /// The variables that send a process's HTTP clients through the proxy (both cases: curl
-    /// reads only `http_proxy` in lowercase). `NO_PROXY` is empty: nothing goes around it.
+    /// The variables that send a process's clients through the proxy (both cases: curl reads
+    /// only `http_proxy` in lowercase): HTTP and HTTPS to its HTTP side, `ALL_PROXY` to its
+    /// SOCKS5 side on the same port (`socks5h`: the client sends the name, pod resolves it),
+    /// for what is not HTTP. `NO_PROXY` is empty: nothing goes around it.
     pub fn env(&self) -> Vec<(&'static str, String)> {
         let mut out = Vec::new();
-        for name in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"] {
-            out.push((name, self.url.clone()));
-        }
-        for name in ["http_proxy", "https_proxy", "all_proxy"] {
-            out.push((name, self.url.clone()));
+        let socks = self.url.replacen("http://", "socks5h://", 1);
+        for (name, url) in [
+            ("HTTP_PROXY", &self.url),
+            ("HTTPS_PROXY", &self.url),
+            ("ALL_PROXY", &socks),
+            ("http_proxy", &self.url),
+            ("https_proxy", &self.url),
+            ("all_proxy", &socks),
+        ] {
+            out.push((name, url.clone()));
         }
         out.push(("NO_PROXY", String::new()));
         out.push(("no_proxy", String::new()));
@@ -510,6 +518,13 @@ async fn serve(mut client: TcpStream, shared: &Shared) {
         refuse(&mut client, "503 Service Unavailable", &refusal, "").await;
         return;
     };
+    // SOCKS5 opens with its version byte; an HTTP request with a method's first letter.
+    let mut first = [0u8; 1];
+    if let Ok(Ok(1)) = tokio::time::timeout(HEAD_TIMEOUT, client.peek(&mut first)).await {
+        if first[0] == SOCKS_VERSION {
+            return socks(client, shared).await;
+        }
+    }
     let head = match tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut client)).await {
         Ok(Ok(head)) => head,
         Ok(Err(refusal)) => return refuse(&mut client, "400 Bad Request", &refusal, "").await,
@@ -593,50 +608,9 @@ async fn serve(mut client: TcpStream, shared: &Shared) {
         return refuse(&mut client, "400 Bad Request", &refusal, "").await;
     };
     let method = (!tunnel).then(|| head.method.clone());
-    let decision = shared.net.decide(&host, port, method.as_deref());
-    let (rule, ruled_by) = ruled(&decision, shared.net.default_action().is_some());
-    let (by, decided) = match (&call.asks, decision.decision) {
-        (Some(asks), Action::Ask) => ask(asks, &call, decision).await,
-        (None, Action::Ask) => (
-            Some(DecidedBy::FailClosed),
-            super::verdict(&decision, shared.net.default_action()),
-        ),
-        _ => (
-            ruled_by,
-            super::verdict(&decision, shared.net.default_action()),
-        ),
-    };
-    let subject = match &decided {
-        Ok(s) => s.clone(),
-        Err(_) => super::subject(&host, port).unwrap_or_else(|_| host.escape_debug().to_string()),
-    };
-    let entry = |decision: Action, refused: Option<Refusal>| Entry {
-        subject: subject.clone(),
-        port,
-        method: method.clone(),
-        decision,
-        by,
-        rule: rule.clone(),
-        refused,
-        note: None,
-        up: 0,
-        down: 0,
-    };
-    let (allowed, upstream) = match decided {
-        Ok(_) => (
-            Action::Allow,
-            match shared.net.resolve(&host, port).await {
-                Ok(addrs) => super::connect(&addrs).await,
-                Err(refusal) => Err(refusal),
-            },
-        ),
-        Err(refusal) => (Action::Deny, Err(refusal)),
-    };
-    let mut upstream = match upstream {
-        Ok(u) => u,
+    let (mut upstream, open) = match open_upstream(shared, &call, &host, port, method).await {
+        Ok(opened) => opened,
         Err(refusal) => {
-            tracing::info!(call = %call.call_id, %subject, code = refusal.code, "network proxy refused");
-            call.push(entry(allowed, Some(refusal.clone())));
             let status = match refusal.code {
                 "connect-failed" | "resolve-failed" => "502 Bad Gateway",
                 _ => "403 Forbidden",
@@ -644,8 +618,6 @@ async fn serve(mut client: TcpStream, shared: &Shared) {
             return refuse(&mut client, status, &refusal, "").await;
         }
     };
-    tracing::info!(call = %call.call_id, %subject, "network proxy allowed");
-    let open = call.push(entry(Action::Allow, None));
     // However the connection ends (the call's end, the proxy stopping, an error on the way),
     // it is reported once.
     let _finish = Finish(&call, open.as_ref().map(|(i, _)| *i));
@@ -697,6 +669,198 @@ async fn serve(mut client: TcpStream, shared: &Shared) {
         () = pipe(client, upstream, &counts) => {}
         () = call.ended.cancelled() => {}
     }
+}
+
+/// The entry of an open connection in its call's record, when there was room for one.
+type Opened = (TcpStream, Option<(usize, Arc<Counts>)>);
+
+/// Decides `host:port` (a plain request's `method`; `None`: a tunnel) for `call`, asking
+/// through its runner when the rules ask, and connects to the checked addresses. Records the
+/// connection in the call's record either way; `Err`: why nothing was connected.
+async fn open_upstream(
+    shared: &Shared,
+    call: &Arc<Call>,
+    host: &str,
+    port: u16,
+    method: Option<String>,
+) -> Result<Opened, Refusal> {
+    let decision = shared.net.decide(host, port, method.as_deref());
+    let (rule, ruled_by) = ruled(&decision, shared.net.default_action().is_some());
+    let (by, decided) = match (&call.asks, decision.decision) {
+        (Some(asks), Action::Ask) => ask(asks, call, decision).await,
+        (None, Action::Ask) => (
+            Some(DecidedBy::FailClosed),
+            super::verdict(&decision, shared.net.default_action()),
+        ),
+        _ => (
+            ruled_by,
+            super::verdict(&decision, shared.net.default_action()),
+        ),
+    };
+    let subject = match &decided {
+        Ok(s) => s.clone(),
+        Err(_) => super::subject(host, port).unwrap_or_else(|_| host.escape_debug().to_string()),
+    };
+    let entry = |decision: Action, refused: Option<Refusal>| Entry {
+        subject: subject.clone(),
+        port,
+        method: method.clone(),
+        decision,
+        by,
+        rule: rule.clone(),
+        refused,
+        note: None,
+        up: 0,
+        down: 0,
+    };
+    let (allowed, upstream) = match decided {
+        Ok(_) => (
+            Action::Allow,
+            match shared.net.resolve(host, port).await {
+                Ok(addrs) => super::connect(&addrs).await,
+                Err(refusal) => Err(refusal),
+            },
+        ),
+        Err(refusal) => (Action::Deny, Err(refusal)),
+    };
+    match upstream {
+        Ok(upstream) => {
+            tracing::info!(call = %call.call_id, %subject, "network proxy allowed");
+            Ok((upstream, call.push(entry(Action::Allow, None))))
+        }
+        Err(refusal) => {
+            tracing::info!(call = %call.call_id, %subject, code = refusal.code, "network proxy refused");
+            call.push(entry(allowed, Some(refusal.clone())));
+            Err(refusal)
+        }
+    }
+}
+
+/// SOCKS5's version byte (RFC 1928), and the reply codes pod sends.
+const SOCKS_VERSION: u8 = 5;
+const SOCKS_REFUSED_BY_RULES: u8 = 2;
+const SOCKS_HOST_UNREACHABLE: u8 = 4;
+const SOCKS_COMMAND_UNSUPPORTED: u8 = 7;
+
+/// A SOCKS5 client (`ALL_PROXY=socks5h://…`, RFC 1928): username and password only (RFC
+/// 1929: the call's credentials, as in its HTTP proxy URL), `CONNECT` only, then the same
+/// decision and connection as an HTTP `CONNECT` ([`open_upstream`]) and a tunnel. The name a
+/// client sends is the host decided: bytes no DNS name has (a NUL) make it an invalid host.
+async fn socks(mut client: TcpStream, shared: &Shared) {
+    let call = match tokio::time::timeout(HEAD_TIMEOUT, socks_hello(&mut client, shared)).await {
+        Ok(Some(call)) => call,
+        _ => return,
+    };
+    let target = match tokio::time::timeout(HEAD_TIMEOUT, socks_request(&mut client)).await {
+        Ok(Ok(target)) => target,
+        Ok(Err(code)) => return socks_reply(&mut client, code).await,
+        Err(_) => return,
+    };
+    let (host, port) = target;
+    let (upstream, open) = match open_upstream(shared, &call, &host, port, None).await {
+        Ok(opened) => opened,
+        Err(refusal) => {
+            let code = match refusal.code {
+                "connect-failed" | "resolve-failed" => SOCKS_HOST_UNREACHABLE,
+                _ => SOCKS_REFUSED_BY_RULES,
+            };
+            return socks_reply(&mut client, code).await;
+        }
+    };
+    let _finish = Finish(&call, open.as_ref().map(|(i, _)| *i));
+    let counts = open.map(|(_, c)| c).unwrap_or_default();
+    if client
+        .write_all(&[SOCKS_VERSION, 0, 0, 1, 0, 0, 0, 0, 0, 0])
+        .await
+        .is_err()
+    {
+        return;
+    }
+    tokio::select! {
+        () = pipe(client, upstream, &counts) => {}
+        () = call.ended.cancelled() => {}
+    }
+}
+
+/// Greeting and authentication: the call whose credentials the client sent, or `None` (the
+/// client was told no and the connection is to be closed).
+async fn socks_hello(client: &mut TcpStream, shared: &Shared) -> Option<Arc<Call>> {
+    let mut head = [0u8; 2];
+    client.read_exact(&mut head).await.ok()?;
+    let mut methods = vec![0u8; usize::from(head[1])];
+    client.read_exact(&mut methods).await.ok()?;
+    if !methods.contains(&2) {
+        // No acceptable method: only username and password identify a call.
+        let _ = client.write_all(&[SOCKS_VERSION, 0xff]).await;
+        return None;
+    }
+    client.write_all(&[SOCKS_VERSION, 2]).await.ok()?;
+    let mut version = [0u8; 2];
+    client.read_exact(&mut version).await.ok()?;
+    let mut user = vec![0u8; usize::from(version[1])];
+    client.read_exact(&mut user).await.ok()?;
+    let mut len = [0u8; 1];
+    client.read_exact(&mut len).await.ok()?;
+    let mut password = vec![0u8; usize::from(len[0])];
+    client.read_exact(&mut password).await.ok()?;
+    let mut pair = user;
+    pair.push(b':');
+    pair.extend_from_slice(&password);
+    let key = format!("Basic {}", base64(&pair));
+    let call = shared
+        .calls
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&key)
+        .cloned();
+    let status = if call.is_some() { 0 } else { 1 };
+    client.write_all(&[1, status]).await.ok()?;
+    call
+}
+
+/// The `CONNECT` request's host and port, or the reply code refusing it.
+async fn socks_request(client: &mut TcpStream) -> Result<(String, u16), u8> {
+    let mut head = [0u8; 4];
+    client
+        .read_exact(&mut head)
+        .await
+        .map_err(|_| SOCKS_COMMAND_UNSUPPORTED)?;
+    if head[0] != SOCKS_VERSION || head[1] != 1 {
+        return Err(SOCKS_COMMAND_UNSUPPORTED);
+    }
+    let host = match head[3] {
+        1 => {
+            let mut a = [0u8; 4];
+            client.read_exact(&mut a).await.map_err(|_| 1u8)?;
+            std::net::Ipv4Addr::from(a).to_string()
+        }
+        4 => {
+            let mut a = [0u8; 16];
+            client.read_exact(&mut a).await.map_err(|_| 1u8)?;
+            format!("[{}]", std::net::Ipv6Addr::from(a))
+        }
+        3 => {
+            let mut len = [0u8; 1];
+            client.read_exact(&mut len).await.map_err(|_| 1u8)?;
+            let mut name = vec![0u8; usize::from(len[0])];
+            client.read_exact(&mut name).await.map_err(|_| 1u8)?;
+            // Not UTF-8 is no DNS name; a NUL or other odd byte goes on to the rules'
+            // host check, which refuses it as an invalid host.
+            String::from_utf8(name).map_err(|_| SOCKS_REFUSED_BY_RULES)?
+        }
+        // Address type not supported.
+        _ => return Err(8),
+    };
+    let mut port = [0u8; 2];
+    client.read_exact(&mut port).await.map_err(|_| 1u8)?;
+    Ok((host, u16::from_be_bytes(port)))
+}
+
+async fn socks_reply(client: &mut TcpStream, code: u8) {
+    let _ = client
+        .write_all(&[SOCKS_VERSION, code, 0, 1, 0, 0, 0, 0, 0, 0])
+        .await;
+    let _ = client.shutdown().await;
 }
 
 /// Reports a connected entry when dropped ([`Call::finish`]).

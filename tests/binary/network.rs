@@ -827,3 +827,57 @@ fn git_and_pip_go_through_the_proxy_by_the_same_rules() {
         content(&results[2])
     );
 }
+
+/// SOCKS5 on the proxy's port (`ALL_PROXY=socks5h://…`): an allowed host is tunnelled, a host
+/// no rule allows is refused (reply 2) and the server sees nothing of it; a name with a NUL
+/// before the allowed one (the `endsWith` bypass of another agent's SOCKS filter) is refused;
+/// wrong credentials are refused at authentication.
+#[test]
+fn socks5_is_decided_by_the_same_rules() {
+    let server = Server::start();
+    let port = server.port;
+    let (ws, mut pod, init) = start("proxy");
+    require_proxy(&init);
+    std::fs::write(
+        ws.path("socks.py"),
+        format!(
+            r#"import os, socket, struct, urllib.parse
+u = urllib.parse.urlsplit(os.environ["ALL_PROXY"])
+assert u.scheme == "socks5h", u.scheme
+def attempt(name, user, password):
+    s = socket.create_connection((u.hostname, u.port), 10)
+    s.sendall(b"\x05\x01\x02")
+    assert s.recv(2) == b"\x05\x02"
+    s.sendall(bytes([1, len(user)]) + user + bytes([len(password)]) + password)
+    if s.recv(2) != b"\x01\x00":
+        return "auth refused"
+    s.sendall(b"\x05\x01\x00\x03" + bytes([len(name)]) + name + struct.pack(">H", {port}))
+    reply = s.recv(10)
+    return "reply %d" % reply[1]
+user, password = u.username.encode(), u.password.encode()
+print("nul:", attempt(b"attacker.example\x00.allowed.test", user, password))
+print("denied:", attempt(b"other.test", user, password))
+print("wrong:", attempt(b"allowed.test", user, b"not-the-token"))
+"#
+        ),
+    )
+    .unwrap();
+    let results = run(
+        &mut pod,
+        &[
+            format!("!curl -sS -m 20 -x \"$ALL_PROXY\" http://allowed.test:{port}/via-socks"),
+            "!python3 socks.py".to_string(),
+        ],
+    );
+    let text: Vec<&str> = results.iter().map(content).collect();
+    assert!(text[0].contains("hello-from-the-server"), "{}", text[0]);
+    assert!(text[1].contains("nul: reply 2"), "{}", text[1]);
+    assert!(text[1].contains("denied: reply 2"), "{}", text[1]);
+    assert!(text[1].contains("wrong: auth refused"), "{}", text[1]);
+    assert!(
+        text[1].contains(&format!("other.test:{port}: denied")),
+        "{}",
+        text[1]
+    );
+    assert_eq!(server.seen(), vec!["GET /via-socks HTTP/1.1".to_string()]);
+}
