@@ -38,6 +38,8 @@ pub use reaper::CallProcess;
 pub const FULL_WRITE_ABI: u32 = 3;
 /// The oldest ABI that can refuse TCP connect and bind.
 pub const NETWORK_ABI: u32 = 4;
+/// The oldest ABI with scopes (abstract Unix sockets, signals).
+pub const SCOPE_ABI: u32 = 6;
 
 /// Why the sandbox cannot be set up as configured.
 #[derive(Debug, thiserror::Error)]
@@ -222,6 +224,13 @@ fn plan_for(
                      die-with-parent)"
                         .to_string(),
                 ];
+                if abi >= SCOPE_ABI && !setuid_for_us(&bwrap) {
+                    guarantees.push(
+                        "Landlock scopes: no abstract Unix socket made outside the call is \
+                         reachable, no process outside it can be signalled"
+                            .to_string(),
+                    );
+                }
                 if config.readable.is_some() {
                     guarantees.push(
                         "of $HOME only what [sandbox] readable lists is visible, read-only"
@@ -556,13 +565,6 @@ impl Sandbox {
         }
         let mut info = plan.info;
         info.exec_gate = exec_gate;
-        if wrap.is_some() && ruleset.is_some() {
-            info.guarantees.push(
-                "Landlock scopes (ABI 6+): no abstract Unix socket made outside the call is \
-                 reachable, no process outside it can be signalled"
-                    .to_string(),
-            );
-        }
         if exec_gate {
             info.guarantees.push(if wrap.is_some() {
                 "exec gate: every exec of a bash call decided on its real argv; /proc read-only"
