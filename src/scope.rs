@@ -60,9 +60,15 @@ impl Scope {
         let above = searches && home.starts_with(resolved) && resolved != home.as_path();
         (inside || above || (searches && resolved == home.as_path())).then(|| {
             format!(
-                "denied by [sandbox] readable: {raw} resolves to {}, in the home folder, of                  which only the workspace, the writable folders and the readable list are                  visible{}",
+                "denied by [sandbox] readable: {raw} resolves to {}, in the home folder, of \
+                 which only the workspace, the writable folders and the readable list are \
+                 visible{}",
                 path::display(resolved, &self.workspace),
-                if above { " (a search from there would enter it)" } else { "" }
+                if above {
+                    " (a search from there would enter it)"
+                } else {
+                    ""
+                }
             )
         })
     }

@@ -283,8 +283,27 @@ pub async fn resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>, Refusal> 
 
 /// [`blocked`], and `own` (this machine's addresses, [`own_addresses`]) whatever their range.
 fn blocked_here(ip: IpAddr, own: &[IpAddr]) -> Option<&'static str> {
+    // The IPv4 address an IPv6 form carries (mapped, IPv4-compatible, NAT64) is the machine's
+    // own as much as the plain one is.
+    let carried = match ip {
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            let tail = Ipv4Addr::new(
+                (s[6] >> 8) as u8,
+                (s[6] & 0xff) as u8,
+                (s[7] >> 8) as u8,
+                (s[7] & 0xff) as u8,
+            );
+            let nat64 = s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0];
+            let compatible = s[..6] == [0, 0, 0, 0, 0, 0];
+            v6.to_ipv4_mapped()
+                .or((nat64 || compatible).then_some(tail))
+                .map(IpAddr::V4)
+        }
+        IpAddr::V4(_) => None,
+    };
     blocked(ip).or_else(|| {
-        own.contains(&ip)
+        (own.contains(&ip) || carried.is_some_and(|c| own.contains(&c)))
             .then_some("an address of this machine (one of its interfaces)")
     })
 }
@@ -385,6 +404,15 @@ mod tests {
         let public: IpAddr = "8.8.4.4".parse().unwrap();
         assert_eq!(blocked(public), None);
         assert!(blocked_here(public, &[public]).is_some_and(|why| why.contains("this machine")));
+        for form in [
+            "::ffff:8.8.4.4",
+            "::ffff:808:404",
+            "64:ff9b::808:404",
+            "::8.8.4.4",
+        ] {
+            let ip: IpAddr = form.parse().unwrap();
+            assert!(blocked_here(ip, &[public]).is_some(), "{form}");
+        }
         let own = own_addresses();
         assert!(own.contains(&IpAddr::V4(Ipv4Addr::LOCALHOST)), "{own:?}");
         for ip in own {
