@@ -476,8 +476,20 @@ impl Manifest {
             .map(|s| s.writable)
             .unwrap_or_else(|| vec![".".into()])
             .iter()
-            .map(|w| crate::permission::path::resolve_in(&workspace, Path::new(w)))
-            .collect();
+            .map(|w| {
+                let literal = crate::permission::path::normalize(&workspace.join(w));
+                match planted_symlink(&workspace, &literal) {
+                    Some(why) => Err(at(
+                        key_offset(text, "scope", "writable"),
+                        format!("scope.writable: \"{w}\" {why}"),
+                    )),
+                    None => Ok(crate::permission::path::resolve_in(
+                        &workspace,
+                        Path::new(w),
+                    )),
+                }
+            })
+            .collect::<Result<_, _>>()?;
 
         let mode = raw
             .permissions
@@ -1098,7 +1110,37 @@ fn extra_writable(workspace: &Path, raw: &str) -> Result<PathBuf, String> {
     } else {
         workspace.join(raw)
     };
+    if let Some(why) = planted_symlink(workspace, &crate::permission::path::normalize(&path)) {
+        return Err(format!("\"{raw}\" {why}"));
+    }
     Ok(crate::permission::path::resolve_in(workspace, &path))
+}
+
+/// Why a writable folder must not be granted as written: the path goes through a symlink that
+/// lies inside the workspace, which a tool call may have made (`ln -s /elsewhere build` in one
+/// session, and the next would open `/elsewhere` to every call). `None` when no component of
+/// `literal` inside the workspace is a symlink.
+fn planted_symlink(workspace: &Path, literal: &Path) -> Option<String> {
+    let workspace = crate::permission::path::normalize(workspace);
+    let mut at = PathBuf::new();
+    for part in literal.components() {
+        at.push(part);
+        if at.starts_with(&workspace) && at != workspace {
+            let Ok(meta) = at.symlink_metadata() else {
+                return None;
+            };
+            if meta.file_type().is_symlink() {
+                let target = std::fs::read_link(&at).unwrap_or_default();
+                return Some(format!(
+                    "goes through {} -> {}, a symlink inside the workspace, which a tool call \
+                     may have made; name the folder it points to instead (or remove the link)",
+                    at.display(),
+                    target.display()
+                ));
+            }
+        }
+    }
+    None
 }
 
 /// A `[sandbox].readable` entry as an absolute path: `~` and `~/…` start at `$HOME`; a relative

@@ -416,6 +416,9 @@ pub struct Sandbox {
     env: ChildEnv,
     /// The session's network namespace, when calls run in one ([`Sandbox::proxy_listener`]).
     session_net: Option<Arc<netns::SessionNet>>,
+    /// Files that did not exist when the session opened and that no call may leave behind
+    /// ([`Sandbox::remove_planted`]).
+    sentinels: Vec<PathBuf>,
 }
 
 impl Sandbox {
@@ -441,6 +444,7 @@ impl Sandbox {
             workspace: PathBuf::new(),
             env: ChildEnv::new(&crate::manifest::EnvConfig::default()),
             session_net: None,
+            sentinels: Vec::new(),
         }
     }
 
@@ -580,6 +584,15 @@ impl Sandbox {
                 info.network = NetworkAccess::Allow;
             }
         }
+        // A repository's missing `commondir` cannot be masked (an empty one breaks git): one a
+        // call makes is removed when the call ends.
+        let sentinels: Vec<PathBuf> = writable
+            .iter()
+            .map(|w| w.join(".git"))
+            .filter(|g| g.is_dir())
+            .map(|g| g.join("commondir"))
+            .filter(|c| c.symlink_metadata().is_err())
+            .collect();
         writable.extend(domain::DEVICES.iter().map(PathBuf::from));
         Ok(Sandbox {
             info,
@@ -593,6 +606,7 @@ impl Sandbox {
             workspace: workspace.to_path_buf(),
             env: ChildEnv::new(&config.env),
             session_net,
+            sentinels,
         })
     }
 
@@ -645,6 +659,43 @@ impl Sandbox {
     /// other mode, where calls reach the proxy's own listener or no network).
     pub fn proxy_listener(&self) -> Option<std::net::TcpListener> {
         self.session_net.as_ref().and_then(|n| n.take_listener())
+    }
+
+    /// Removes what a call left of the files that must stay missing (a repository's
+    /// `.git/commondir`, which would make the user's own git read its configuration and hooks
+    /// from a folder the call wrote): each path removed, with what it held (so nothing is lost
+    /// from the record). Run when a call ends.
+    pub fn remove_planted(&self) -> Vec<(PathBuf, String)> {
+        let mut out = Vec::new();
+        for p in &self.sentinels {
+            let Ok(meta) = p.symlink_metadata() else {
+                continue;
+            };
+            let held = if meta.is_file() {
+                let bytes = std::fs::read(p).unwrap_or_default();
+                String::from_utf8_lossy(&bytes[..bytes.len().min(4096)])
+                    .trim()
+                    .to_string()
+            } else {
+                std::fs::read_link(p)
+                    .map(|t| format!("a link to {}", t.display()))
+                    .unwrap_or_else(|_| "a folder".to_string())
+            };
+            let removed = if meta.is_dir() {
+                std::fs::remove_dir_all(p)
+            } else {
+                std::fs::remove_file(p)
+            };
+            match removed {
+                Ok(()) => out.push((p.clone(), held)),
+                Err(e) => tracing::error!(
+                    "sandbox: cannot remove {} that a call made: {e}; remove it before running \
+                     git here",
+                    p.display()
+                ),
+            }
+        }
+        out
     }
 
     /// The session's `$TMPDIR`, when there is one.
@@ -863,12 +914,19 @@ fn layout(
                 }
             }
         }
-        // A repository without `.git/hooks`: a hook put there would run at the user's next
-        // `git commit`, unsandboxed. An empty folder is what `git init` makes anyway.
+        // Every repository in the folder (the folder's own, submodules' work trees, linked
+        // worktrees, nested clones), found by a bounded walk that does not enter `.git`.
+        let (found, _) = namespaces::walk_matching(w, GIT_WALK_BUDGET, &mut |p, _| {
+            p.file_name().is_some_and(|n| n == ".git")
+        });
+        for git in found {
+            protect_git(&git, &mut read_only, &mut sealed_missing);
+        }
         let git = w.join(".git");
-        let hooks = git.join("hooks");
-        if git.is_dir() && hooks.symlink_metadata().is_err() {
-            add(&mut sealed_missing, path::resolve(&hooks));
+        if git.symlink_metadata().is_err() && inside_a_repository(w) {
+            // Inside another repository, a `.git` made here would be the one the user's git
+            // finds first; an empty one is passed over, and git finds the outer one as before.
+            add(&mut sealed_missing, git.clone());
         }
     }
     if let Some(policy) = guard.policy.filter(|p| has_file_denials(p)) {
@@ -928,6 +986,110 @@ fn layout(
         hidden_home: None,
         proc_read_only: false,
     }
+}
+
+/// Entries a writable folder's walk for repositories looks at, at most.
+const GIT_WALK_BUDGET: usize = 20_000;
+
+/// What of repository `git` (a `.git` folder, or a linked worktree's `.git` file) is bound
+/// read-only, and its missing `hooks` folders sealed: a hook or a config line put there would
+/// run at the user's next git command, unsandboxed.
+fn protect_git(git: &Path, read_only: &mut Vec<PathBuf>, sealed: &mut Vec<PathBuf>) {
+    let add = |list: &mut Vec<PathBuf>, p: PathBuf| {
+        if !list.contains(&p) {
+            list.push(p);
+        }
+    };
+    if git.is_file() {
+        // A linked worktree: `.git` names the folder git reads everything from.
+        add(read_only, git.to_path_buf());
+        return;
+    }
+    if !git.is_dir() {
+        return;
+    }
+    for name in ["config", "hooks", "info/attributes"] {
+        let p = git.join(name);
+        if p.symlink_metadata()
+            .is_ok_and(|m| !m.file_type().is_symlink())
+        {
+            add(read_only, p);
+        }
+    }
+    let hooks = git.join("hooks");
+    if hooks.symlink_metadata().is_err() {
+        // An empty folder is what `git init` makes anyway.
+        add(sealed, hooks);
+    }
+    let (files, missing_hooks) = git_control_files(git);
+    for f in files {
+        add(read_only, f);
+    }
+    for h in missing_hooks {
+        add(sealed, h);
+    }
+}
+
+/// The files of repository `git` (a `.git` folder) besides `config` and `hooks` from which git
+/// takes configuration or code to run: `commondir` (where its config and hooks are), each
+/// linked worktree's `commondir` and `gitdir`, and each submodule's repository (`modules/…`)
+/// `config` and `hooks`; second, the submodules' missing `hooks` folders. At most 256
+/// folders are looked at.
+fn git_control_files(git: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let mut files = Vec::new();
+    let mut missing = Vec::new();
+    let commondir = git.join("commondir");
+    if commondir.is_file() {
+        files.push(commondir);
+    }
+    if let Ok(entries) = std::fs::read_dir(git.join("worktrees")) {
+        for e in entries.flatten().take(256) {
+            for name in ["commondir", "gitdir"] {
+                let f = e.path().join(name);
+                if f.is_file() {
+                    files.push(f);
+                }
+            }
+        }
+    }
+    let mut stack = vec![git.join("modules")];
+    let mut seen = 0;
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            seen += 1;
+            if seen > 256 {
+                return (files, missing);
+            }
+            let d = e.path();
+            if !e.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            if d.join("config").is_file() {
+                files.push(d.join("config"));
+                let hooks = d.join("hooks");
+                if hooks.is_dir() {
+                    files.push(hooks);
+                } else if hooks.symlink_metadata().is_err() {
+                    missing.push(hooks);
+                }
+                stack.push(d.join("modules"));
+            } else {
+                // A submodule named with slashes (`libs/a`) nests its repository deeper.
+                stack.push(d);
+            }
+        }
+    }
+    (files, missing)
+}
+
+/// Whether a folder above `dir` holds a `.git`: `dir` is inside a repository.
+fn inside_a_repository(dir: &Path) -> bool {
+    dir.ancestors()
+        .skip(1)
+        .any(|a| a.join(".git").symlink_metadata().is_ok())
 }
 
 /// `[sandbox] readable`: `$HOME` and the listed paths beneath it that exist (symlinks resolved).

@@ -340,7 +340,8 @@ impl Wrap {
 }
 
 /// The folders strictly between a writable root and each read-only, masked or sealed path
-/// beneath it (none inside a masked folder), outermost first.
+/// beneath it, or another writable root nested in it (none inside a masked folder), outermost
+/// first.
 fn anchors(layout: &Layout) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
     for p in layout
@@ -348,11 +349,12 @@ fn anchors(layout: &Layout) -> Vec<PathBuf> {
         .iter()
         .chain(&layout.masked)
         .chain(&layout.sealed_missing)
+        .chain(&layout.writable)
     {
         let Some(root) = layout
             .writable
             .iter()
-            .filter(|w| p.starts_with(w))
+            .filter(|w| p.starts_with(w) && *w != p)
             .max_by_key(|w| w.components().count())
         else {
             continue;

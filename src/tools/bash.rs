@@ -289,6 +289,17 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
         text.push('\n');
     }
     text.push_str(&sandbox_note(&ctx.sandbox, &text));
+    for (planted, held) in ctx.sandbox.remove_planted() {
+        tracing::warn!(
+            "sandbox: removed {} which the call made (it held {held:?})",
+            planted.display()
+        );
+        text.push_str(&format!(
+            "[sandbox: pod removed {}, which this call made: it would have made git read its \
+             configuration and hooks from `{held}`]\n",
+            planted.display()
+        ));
+    }
     if let Some(summary) = admission.as_ref().and_then(|a| a.summary()) {
         text.push_str(&summary);
         text.push('\n');

@@ -99,10 +99,11 @@ fn a_100_mib_message_is_rejected_without_buffering_it() {
         still_works(&mut pod);
         eprintln!("{framing:?}: RSS before {before} KiB, peak while streaming 100 MiB {peak} KiB");
         // The default limit is 16 MiB: the reader may hold up to that much of the line before it
-        // knows it is too long, never the whole 100 MiB.
+        // knows it is too long (twice that while its buffer grows), never the whole 100 MiB.
+        // Growth over the pod's own RSS at rest, which moves with its dependencies.
         assert!(
-            peak < 48 * 1024,
-            "RSS reached {peak} KiB while a 100 MiB message streamed in"
+            peak.saturating_sub(before) < 40 * 1024,
+            "RSS grew from {before} to {peak} KiB while a 100 MiB message streamed in"
         );
     }
 }

@@ -773,3 +773,114 @@ fn a_planted_symlink_does_not_undo_readable() {
     assert!(out[0].contains("read-attempted"), "{}", out[0]);
     assert!(!out[0].contains("home-secret-MARK"), "{}", out[0]);
 }
+
+/// A writable folder cannot be pointed elsewhere for the next session: a missing `build` made a
+/// symlink by a call is refused when the manifest loads again (naming the link), and the
+/// folder above a nested writable one (`out` of `out/cache`) cannot be moved aside to put a
+/// symlink in its place.
+#[test]
+fn a_writable_folder_cannot_be_redirected_for_the_next_session() {
+    let (_keep, victim) = outside();
+    std::fs::create_dir_all(&victim).expect("victim");
+    let ws = Workspace::with_manifest(&manifest(
+        "",
+        "[sandbox]\nwritable = [\"build\", \"out/cache\"]\n",
+    ));
+    std::fs::create_dir_all(ws.path("out/cache")).expect("mkdir");
+    let mut pod = start(&ws);
+    let body = format!(
+        "ln -s {victim} build && echo linked\n\
+         mv out out.old && mkdir out && ln -s {victim} out/cache && echo swapped\n\
+         echo done\n",
+        victim = victim.display()
+    );
+    let out = run_script(&mut pod, "w.sh", "bash", &body, "");
+    assert!(out.contains("linked"), "{out}");
+    assert!(!out.contains("swapped"), "{out}");
+    assert!(!ws.path("out.old").exists(), "{out}");
+    drop(pod);
+    // The next load refuses the redirected folder, saying where and why.
+    let check = Command::new(env!("CARGO_BIN_EXE_pod"))
+        .arg("check")
+        .arg(ws.manifest())
+        .env("POD_CONFIG", "")
+        .env("POD_MANAGED_DIR", common::NO_MANAGED_DIR)
+        .env("XDG_STATE_HOME", ws.state_home())
+        .output()
+        .expect("pod check");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
+    assert!(!check.status.success(), "{text}");
+    assert!(
+        text.contains("sandbox.writable: \"build\" goes through"),
+        "{text}"
+    );
+    assert!(text.contains("a symlink inside the workspace"), "{text}");
+    assert_eq!(std::fs::read_dir(&victim).expect("victim").count(), 0);
+}
+
+/// git reads configuration and hooks from more places than `.git/config` and `.git/hooks`: a
+/// planted `.git/commondir` is removed when the call ends (an empty one cannot be bound: it
+/// breaks git), a submodule's repository (`.git/modules/lib`) keeps its config and hooks, a
+/// linked worktree's `.git` file keeps pointing where it did, and a folder inside a repository
+/// gets no `.git` of its own. The user's own `git status` afterwards runs nothing planted.
+#[test]
+fn gits_other_configuration_files_hold() {
+    let git = |dir: &Path, args: &[&str]| {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com")
+            .output()
+            .expect("git");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    };
+    let ws = Workspace::with_manifest(&manifest("", "[sandbox]\nwritable = [\"outer/inner\"]\n"));
+    let root = ws.dir.path().to_path_buf();
+    git(&root, &["init", "-q"]);
+    // A submodule's repository, as `git submodule add` leaves it.
+    std::fs::create_dir_all(ws.path(".git/modules/lib/hooks")).expect("mkdir");
+    std::fs::write(
+        ws.path(".git/modules/lib/config"),
+        "[core]\n\tbare = false\n",
+    )
+    .expect("cfg");
+    // A linked worktree of this repository, and a repository with a folder inside it.
+    git(&root, &["commit", "-q", "--allow-empty", "-m", "x"]);
+    git(&root, &["worktree", "add", "-q", "wt"]);
+    let wt_git = std::fs::read(ws.path("wt/.git")).expect("wt .git");
+    std::fs::create_dir_all(ws.path("outer/inner")).expect("mkdir");
+    git(&ws.path("outer"), &["init", "-q"]);
+    let mut pod = start(&ws);
+    let body = "cp -a .git .git-common 2>/dev/null\n\
+                git --git-dir=.git-common config core.fsmonitor 'touch fsmonitor-ran; false'\n\
+                echo ../.git-common > .git/commondir && echo commondir-written\n\
+                echo '[core] fsmonitor = touch submodule-ran' >> .git/modules/lib/config\n\
+                echo 'touch hook-ran' > .git/modules/lib/hooks/post-checkout\n\
+                echo 'gitdir: ../.git-common' > wt/.git\n\
+                git init -q outer/inner && echo inner-made\n\
+                echo tried\n";
+    let out = run_script(&mut pod, "g.sh", "bash", body, "");
+    assert!(out.contains("tried"), "{out}");
+    assert!(out.contains("pod removed"), "{out}");
+    assert!(!ws.path(".git/commondir").exists(), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(ws.path(".git/modules/lib/config")).expect("cfg"),
+        "[core]\n\tbare = false\n"
+    );
+    assert!(!ws.path(".git/modules/lib/hooks/post-checkout").exists());
+    assert_eq!(std::fs::read(ws.path("wt/.git")).expect("wt .git"), wt_git);
+    assert!(!ws.path("outer/inner/.git/config").exists(), "{out}");
+    // The user's own git, outside the sandbox, runs nothing the call planted.
+    git(&root, &["status", "--short"]);
+    git(&ws.path("wt"), &["status", "--short"]);
+    assert!(!ws.path("fsmonitor-ran").exists());
+    assert!(!ws.path("wt/fsmonitor-ran").exists());
+}

@@ -582,9 +582,22 @@ fn sandbox_writable_paths_resolve_like_scope_paths() {
     std::fs::create_dir(root.join("real")).expect("mkdir");
     std::os::unix::fs::symlink(root.join("real"), root.join("link")).expect("symlink");
     let path = root.join("pod.toml");
-    let text =
-        "[sandbox]\nwritable = [\"cache\", \"link/sub\", \"/abs/../x\", \"~\", \"~/.cache\"]\n";
-    let m = pod::manifest::Manifest::parse(text, &path).expect("loads");
+    // A symlink inside the workspace is refused (a call may have made it); one outside is
+    // followed like `[scope].writable`.
+    let planted = "[sandbox]\nwritable = [\"link/sub\"]\n";
+    let err = pod::manifest::Manifest::parse(planted, &path)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("a symlink inside the workspace"), "{err}");
+    let outside = tempfile::tempdir().expect("tempdir");
+    let out = outside.path().canonicalize().expect("canonical");
+    std::fs::create_dir(out.join("real")).expect("mkdir");
+    std::os::unix::fs::symlink(out.join("real"), out.join("link")).expect("symlink");
+    let text = format!(
+        "[sandbox]\nwritable = [\"cache\", \"{}/link/sub\", \"/abs/../x\", \"~\", \"~/.cache\"]\n",
+        out.display()
+    );
+    let m = pod::manifest::Manifest::parse(&text, &path).expect("loads");
     let home = pod::permission::path::resolve(&PathBuf::from(
         std::env::var_os("HOME").expect("HOME is set"),
     ));
@@ -592,7 +605,7 @@ fn sandbox_writable_paths_resolve_like_scope_paths() {
         m.sandbox.writable,
         vec![
             root.join("cache"),
-            root.join("real/sub"),
+            out.join("real/sub"),
             PathBuf::from("/x"),
             home.clone(),
             home.join(".cache"),
