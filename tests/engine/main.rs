@@ -8,6 +8,7 @@ mod mock_provider;
 
 mod anthropic;
 mod fuzz_smoke;
+mod memory;
 mod openai;
 mod permission;
 mod providers;
