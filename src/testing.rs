@@ -18,9 +18,6 @@
 //! `tests/binary/exec_gate.rs` can prove that the exec gate alone holds the rules.
 //!
 //! Without the variables every check is a cached `false`: no behaviour changes.
-//!
-//! Also: [`memory`], a pod served in-process on an in-memory connection with the typed client,
-//! for tests of the protocol that need no process.
 
 use std::sync::OnceLock;
 
@@ -108,26 +105,4 @@ pub fn test_hosts() -> &'static [(String, std::net::IpAddr)] {
             })
             .collect()
     })
-}
-
-/// A pod served in this process on an in-memory connection (no binary, no pipes, no
-/// processes): the typed client (`client::call`, `client::events`) and the serving task, which
-/// ends with the exit status `pod serve` would have when the client is dropped. For tests of the
-/// protocol and the approval round trip; tests of what a process does (the sandbox, a crash,
-/// stdout) drive the real binary. Must be called inside a tokio runtime.
-pub fn memory(
-    manifest: crate::manifest::Manifest,
-) -> (jsonrpsee::core::client::Client, tokio::task::JoinHandle<u8>) {
-    let (client_end, server_end) = tokio::io::duplex(1 << 20);
-    let (server_read, server_write) = tokio::io::split(server_end);
-    let served = tokio::spawn(crate::server::serve(
-        server_read,
-        server_write,
-        manifest,
-        None,
-        None,
-        crate::server::DEFAULT_MAX_MESSAGE,
-    ));
-    let (client_read, client_write) = tokio::io::split(client_end);
-    (crate::client::connect(client_write, client_read), served)
 }

@@ -9,6 +9,9 @@
 //! turn's last event; stdin EOF and `shutdown` both end with pending requests resolved, the turn
 //! cancelled, the session log flushed and exit code 0. A pod that cannot open answers
 //! `initialize` with -32007, logs why on stderr and exits 1.
+//!
+//! [`memory`] serves the same on an in-memory connection, with the typed client, for tests that
+//! need no process.
 
 pub mod connection;
 pub mod dispatch;
@@ -265,6 +268,28 @@ pub async fn handle(dispatcher: &Dispatcher, frame: Frame, max: usize) {
             dispatcher.reject(ErrorCode::ParseError, &format!("parse error: {why}"))
         }
     }
+}
+
+/// A pod served in this process on an in-memory connection (no binary, no pipes, no
+/// processes): the typed client (`client::call`, `client::events`) and the serving task, which
+/// ends with the exit status `pod serve` would have when the client is dropped. For tests of the
+/// protocol and the approval round trip; tests of what a process does (the sandbox, a crash,
+/// stdout) drive the real binary. Must be called inside a tokio runtime.
+pub fn memory(
+    manifest: crate::manifest::Manifest,
+) -> (jsonrpsee::core::client::Client, tokio::task::JoinHandle<u8>) {
+    let (client_end, server_end) = tokio::io::duplex(1 << 20);
+    let (server_read, server_write) = tokio::io::split(server_end);
+    let served = tokio::spawn(serve(
+        server_read,
+        server_write,
+        manifest,
+        None,
+        None,
+        DEFAULT_MAX_MESSAGE,
+    ));
+    let (client_read, client_write) = tokio::io::split(client_end);
+    (crate::client::connect(client_write, client_read), served)
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! The protocol over `pod::testing::memory()`: a pod served in this process on an in-memory
+//! The protocol over `pod::server::memory()`: a pod served in this process on an in-memory
 //! connection, driven with the typed client, with no binary and no pipes. An ask is answered
 //! through the real approval round trip, and what the call did is checked afterwards.
 
@@ -24,7 +24,7 @@ fn manifest(ws: &std::path::Path) -> Manifest {
 async fn an_ask_answered_over_the_memory_pair_runs_the_call_and_a_denial_does_not() {
     let dir = tempfile::tempdir().expect("tempdir");
     let ws = dir.path().canonicalize().expect("canonical");
-    let (client, served) = pod::testing::memory(manifest(&ws));
+    let (client, served) = pod::server::memory(manifest(&ws));
     let mut stream = events(&client).await.expect("subscribe");
     let init = call::<method::Initialize>(
         &client,
