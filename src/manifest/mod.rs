@@ -476,18 +476,15 @@ impl Manifest {
             .map(|s| s.writable)
             .unwrap_or_else(|| vec![".".into()])
             .iter()
-            .map(|w| {
-                let literal = crate::permission::path::normalize(&workspace.join(w));
-                match planted_symlink(&workspace, &literal) {
-                    Some(why) => Err(at(
-                        key_offset(text, "scope", "writable"),
-                        format!("scope.writable: \"{w}\" {why}"),
-                    )),
-                    None => Ok(crate::permission::path::resolve_in(
-                        &workspace,
-                        Path::new(w),
-                    )),
-                }
+            .map(|w| match planted_symlink(&workspace, &workspace.join(w)) {
+                Some(why) => Err(at(
+                    key_offset(text, "scope", "writable"),
+                    format!("scope.writable: \"{w}\" {why}"),
+                )),
+                None => Ok(crate::permission::path::resolve_in(
+                    &workspace,
+                    Path::new(w),
+                )),
             })
             .collect::<Result<_, _>>()?;
 
@@ -1110,33 +1107,50 @@ fn extra_writable(workspace: &Path, raw: &str) -> Result<PathBuf, String> {
     } else {
         workspace.join(raw)
     };
-    if let Some(why) = planted_symlink(workspace, &crate::permission::path::normalize(&path)) {
+    if let Some(why) = planted_symlink(workspace, &path) {
         return Err(format!("\"{raw}\" {why}"));
     }
     Ok(crate::permission::path::resolve_in(workspace, &path))
 }
 
-/// Why a writable folder must not be granted as written: the path goes through a symlink that
-/// lies inside the workspace, which a tool call may have made (`ln -s /elsewhere build` in one
-/// session, and the next would open `/elsewhere` to every call). `None` when no component of
-/// `literal` inside the workspace is a symlink.
+/// Why a writable folder must not be granted as written: on the way to it, as the kernel walks
+/// the path (a `..` steps back from where a link led, not from its name), a symlink lies in a
+/// folder inside the workspace, which a tool call may have made (`ln -s /elsewhere build` in one
+/// session, and the next would open `/elsewhere` to every call). `None` when the walk meets no
+/// such link.
 fn planted_symlink(workspace: &Path, literal: &Path) -> Option<String> {
-    let workspace = crate::permission::path::normalize(workspace);
+    use std::path::Component;
+    let inside = crate::permission::path::resolve(workspace);
     let mut at = PathBuf::new();
     for part in literal.components() {
-        at.push(part);
-        if at.starts_with(&workspace) && at != workspace {
-            let Ok(meta) = at.symlink_metadata() else {
-                return None;
-            };
-            if meta.file_type().is_symlink() {
-                let target = std::fs::read_link(&at).unwrap_or_default();
-                return Some(format!(
-                    "goes through {} -> {}, a symlink inside the workspace, which a tool call \
-                     may have made; name the folder it points to instead (or remove the link)",
-                    at.display(),
-                    target.display()
-                ));
+        match part {
+            Component::RootDir | Component::Prefix(_) => at.push(part),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                at.pop();
+            }
+            Component::Normal(name) => {
+                let next = at.join(name);
+                let Ok(meta) = next.symlink_metadata() else {
+                    // Missing from here on: nothing further to follow.
+                    return None;
+                };
+                if meta.file_type().is_symlink() {
+                    if at.starts_with(&inside) {
+                        let target = std::fs::read_link(&next).unwrap_or_default();
+                        return Some(format!(
+                            "goes through {} -> {}, a symlink inside the workspace, which a \
+                             tool call may have made; name the folder it points to instead (or \
+                             remove the link)",
+                            next.display(),
+                            target.display()
+                        ));
+                    }
+                    // A link outside (a symlinked home, `/var`): followed, as the kernel would.
+                    at = crate::permission::path::resolve(&next);
+                } else {
+                    at = next;
+                }
             }
         }
     }

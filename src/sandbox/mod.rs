@@ -533,6 +533,7 @@ impl Sandbox {
         let mut wrap = None;
         let mut ruleset = None;
         let mut session_net = None;
+        let mut repositories: Vec<PathBuf> = Vec::new();
         if let Some(bwrap) = &plan.bwrap {
             let network = match config.network {
                 NetworkAccess::Allow => namespaces::Network::Host,
@@ -547,6 +548,7 @@ impl Sandbox {
             let mut layout = layout(&writable, network, guard);
             layout.proc_read_only = exec_gate;
             layout.hidden_home = config.readable.as_deref().and_then(hidden_home);
+            repositories = layout.repositories.clone();
             wrap = Some(Arc::new(namespaces::Wrap::new(
                 bwrap.clone(),
                 &layout,
@@ -586,10 +588,15 @@ impl Sandbox {
         }
         // A repository's missing `commondir` cannot be masked (an empty one breaks git): one a
         // call makes is removed when the call ends.
-        let sentinels: Vec<PathBuf> = writable
+        if repositories.is_empty() {
+            repositories = writable
+                .iter()
+                .map(|w| w.join(".git"))
+                .filter(|g| g.is_dir())
+                .collect();
+        }
+        let sentinels: Vec<PathBuf> = repositories
             .iter()
-            .map(|w| w.join(".git"))
-            .filter(|g| g.is_dir())
             .map(|g| g.join("commondir"))
             .filter(|c| c.symlink_metadata().is_err())
             .collect();
@@ -901,6 +908,8 @@ fn layout(
         }
     }
     let mut sealed_missing: Vec<PathBuf> = Vec::new();
+    // Every repository folder found, whose `commondir` a call must not leave behind.
+    let mut git_dirs: Vec<PathBuf> = Vec::new();
     for w in writable {
         for name in namespaces::REREAD {
             let p = w.join(name);
@@ -920,7 +929,13 @@ fn layout(
             p.file_name().is_some_and(|n| n == ".git")
         });
         for git in found {
-            protect_git(&git, &mut read_only, &mut sealed_missing);
+            protect_git(
+                &git,
+                writable,
+                &mut read_only,
+                &mut sealed_missing,
+                &mut git_dirs,
+            );
         }
         let git = w.join(".git");
         if git.symlink_metadata().is_err() && inside_a_repository(w) {
@@ -982,6 +997,7 @@ fn layout(
         read_only,
         masked,
         sealed_missing,
+        repositories: git_dirs,
         network,
         hidden_home: None,
         proc_read_only: false,
@@ -994,20 +1010,43 @@ const GIT_WALK_BUDGET: usize = 20_000;
 /// What of repository `git` (a `.git` folder, or a linked worktree's `.git` file) is bound
 /// read-only, and its missing `hooks` folders sealed: a hook or a config line put there would
 /// run at the user's next git command, unsandboxed.
-fn protect_git(git: &Path, read_only: &mut Vec<PathBuf>, sealed: &mut Vec<PathBuf>) {
+fn protect_git(
+    git: &Path,
+    writable: &[PathBuf],
+    read_only: &mut Vec<PathBuf>,
+    sealed: &mut Vec<PathBuf>,
+    git_dirs: &mut Vec<PathBuf>,
+) {
     let add = |list: &mut Vec<PathBuf>, p: PathBuf| {
         if !list.contains(&p) {
             list.push(p);
         }
     };
     if git.is_file() {
-        // A linked worktree: `.git` names the folder git reads everything from.
+        // A linked worktree (or a submodule's work tree): `.git` names the folder git reads
+        // everything from, which is held too when it lies in a writable folder (whatever its
+        // name: `gitdir: ../evil`).
         add(read_only, git.to_path_buf());
+        let named = std::fs::read_to_string(git).ok().and_then(|t| {
+            let dir = t
+                .lines()
+                .next()?
+                .strip_prefix("gitdir:")?
+                .trim()
+                .to_string();
+            Some(path::resolve_in(git.parent()?, Path::new(&dir)))
+        });
+        if let Some(dir) = named.filter(|d| d.is_dir() && !git_dirs.contains(d)) {
+            if writable.iter().any(|w| dir.starts_with(w)) {
+                protect_git(&dir, writable, read_only, sealed, git_dirs);
+            }
+        }
         return;
     }
-    if !git.is_dir() {
+    if !git.is_dir() || git_dirs.iter().any(|g| g == git) {
         return;
     }
+    git_dirs.push(git.to_path_buf());
     for name in ["config", "hooks", "info/attributes"] {
         let p = git.join(name);
         if p.symlink_metadata()
@@ -1023,9 +1062,23 @@ fn protect_git(git: &Path, read_only: &mut Vec<PathBuf>, sealed: &mut Vec<PathBu
     }
     let (files, missing_hooks) = git_control_files(git);
     for f in files {
+        // A submodule's repository (`modules/…/config`): its own `commondir` too.
+        if f.ends_with("config") {
+            if let Some(repo) = f.parent().filter(|r| *r != git) {
+                if !git_dirs.iter().any(|g| g == repo) {
+                    git_dirs.push(repo.to_path_buf());
+                }
+            }
+        }
         add(read_only, f);
     }
     for h in missing_hooks {
+        // A submodule's repository: its own `commondir` too.
+        if let Some(repo) = h.parent() {
+            if !git_dirs.iter().any(|g| g == repo) {
+                git_dirs.push(repo.to_path_buf());
+            }
+        }
         add(sealed, h);
     }
 }

@@ -132,6 +132,9 @@ pub struct Layout {
     pub read_only: Vec<PathBuf>,
     /// Existing paths replaced by an empty read-only folder, or `/dev/null` for a file.
     pub masked: Vec<PathBuf>,
+    /// The repository folders found in the writable folders (not bound: what `Sandbox` watches
+    /// for a planted `commondir`).
+    pub repositories: Vec<PathBuf>,
     /// Missing folders made empty and read-only (bwrap creates the empty folder as its mount
     /// point, so nothing can be put in it): `.git/hooks` of a repository that has none.
     pub sealed_missing: Vec<PathBuf>,

@@ -858,6 +858,15 @@ fn gits_other_configuration_files_hold() {
     let wt_git = std::fs::read(ws.path("wt/.git")).expect("wt .git");
     std::fs::create_dir_all(ws.path("outer/inner")).expect("mkdir");
     git(&ws.path("outer"), &["init", "-q"]);
+    // A nested clone, and a `.git` file naming a repository folder not called `.git`.
+    std::fs::create_dir_all(ws.path("nest")).expect("mkdir");
+    git(&ws.path("nest"), &["init", "-q"]);
+    std::fs::create_dir_all(ws.path("named")).expect("mkdir");
+    git(
+        &ws.path("named"),
+        &["init", "-q", "--separate-git-dir", "../repo-named"],
+    );
+    let named_config = std::fs::read(ws.path("repo-named/config")).expect("named config");
     let mut pod = start(&ws);
     let body = "cp -a .git .git-common 2>/dev/null\n\
                 git --git-dir=.git-common config core.fsmonitor 'touch fsmonitor-ran; false'\n\
@@ -866,6 +875,8 @@ fn gits_other_configuration_files_hold() {
                 echo 'touch hook-ran' > .git/modules/lib/hooks/post-checkout\n\
                 echo 'gitdir: ../.git-common' > wt/.git\n\
                 git init -q outer/inner && echo inner-made\n\
+                echo ../../.git-common > nest/.git/commondir\n\
+                echo '[core] fsmonitor = touch named-ran' >> repo-named/config\n\
                 echo tried\n";
     let out = run_script(&mut pod, "g.sh", "bash", body, "");
     assert!(out.contains("tried"), "{out}");
@@ -878,6 +889,11 @@ fn gits_other_configuration_files_hold() {
     assert!(!ws.path(".git/modules/lib/hooks/post-checkout").exists());
     assert_eq!(std::fs::read(ws.path("wt/.git")).expect("wt .git"), wt_git);
     assert!(!ws.path("outer/inner/.git/config").exists(), "{out}");
+    assert!(!ws.path("nest/.git/commondir").exists(), "{out}");
+    assert_eq!(
+        std::fs::read(ws.path("repo-named/config")).expect("cfg"),
+        named_config
+    );
     // The user's own git, outside the sandbox, runs nothing the call planted.
     git(&root, &["status", "--short"]);
     git(&ws.path("wt"), &["status", "--short"]);

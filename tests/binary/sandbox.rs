@@ -584,10 +584,24 @@ fn sandbox_writable_paths_resolve_like_scope_paths() {
     let path = root.join("pod.toml");
     // A symlink inside the workspace is refused (a call may have made it); one outside is
     // followed like `[scope].writable`.
-    let planted = "[sandbox]\nwritable = [\"link/sub\"]\n";
-    let err = pod::manifest::Manifest::parse(planted, &path)
-        .unwrap_err()
-        .to_string();
+    let err_of = |text: &str| {
+        pod::manifest::Manifest::parse(text, &path)
+            .unwrap_err()
+            .to_string()
+    };
+    let err = err_of("[sandbox]\nwritable = [\"link/sub\"]\n");
+    assert!(err.contains("a symlink inside the workspace"), "{err}");
+    // `..` after the link steps back from where it led, as the kernel walks it; and the
+    // workspace named through a symlinked parent is still the workspace.
+    let err = err_of("[sandbox]\nwritable = [\"link/../x\"]\n");
+    assert!(err.contains("a symlink inside the workspace"), "{err}");
+    let above = tempfile::tempdir().expect("tempdir");
+    let alias = above.path().join("alias");
+    std::os::unix::fs::symlink(&root, &alias).expect("symlink");
+    let err = err_of(&format!(
+        "[sandbox]\nwritable = [\"{}/link/sub\"]\n",
+        alias.display()
+    ));
     assert!(err.contains("a symlink inside the workspace"), "{err}");
     let outside = tempfile::tempdir().expect("tempdir");
     let out = outside.path().canonicalize().expect("canonical");
