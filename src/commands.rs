@@ -382,12 +382,7 @@ pub fn sandbox_text(manifest: &Manifest) -> String {
 /// `url`, if they would.
 fn url_problem(manifest: &Manifest, url: &str) -> Option<String> {
     let parsed = url::Url::parse(url).ok()?;
-    let host = match parsed.host()? {
-        url::Host::Domain(d) => d.to_string(),
-        url::Host::Ipv4(ip) => ip.to_string(),
-        url::Host::Ipv6(ip) => format!("[{ip}]"),
-    };
-    let port = parsed.port_or_known_default()?;
+    let (host, port) = crate::network::url_host_port(&parsed).ok()?;
     let net = crate::network::Net::new(std::sync::Arc::new(manifest.policy()));
     let refusal = net
         .check(&host, port, Some(crate::mcp::http::METHOD))

@@ -58,7 +58,7 @@ impl Scope {
         let searches = matches!(tool, "grep" | "glob");
         let inside = resolved.starts_with(home) && !visible(resolved);
         let above = searches && home.starts_with(resolved) && resolved != home.as_path();
-        (inside || above || (searches && resolved == home.as_path())).then(|| {
+        (inside || above).then(|| {
             format!(
                 "denied by [sandbox] readable: {raw} resolves to {}, in the home folder, of \
                  which only the workspace, the writable folders and the readable list are \

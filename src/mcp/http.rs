@@ -44,7 +44,7 @@ pub const METHOD: &str = "POST";
 /// change.
 pub async fn transport(url: &str, headers: &McpHeaders, net: &Net) -> Result<Transport, String> {
     let parsed = url::Url::parse(url).map_err(|e| format!("{url:?} is not a URL: {e}"))?;
-    let (host, port) = host_port(&parsed)?;
+    let (host, port) = network::url_host_port(&parsed)?;
     if let Err(refusal) = net.check(&host, port, Some(METHOD)) {
         let subject = network::subject(&host, port).unwrap_or_else(|_| host.clone());
         return Err(format!(
@@ -93,23 +93,6 @@ pub async fn transport(url: &str, headers: &McpHeaders, net: &Net) -> Result<Tra
         .reinit_on_expired_session(false);
     config.retry_config = Arc::new(retry);
     Ok(StreamableHttpClientTransport::with_client(client, config))
-}
-
-/// The host (an IPv6 literal in brackets) and port of an `http` or `https` URL.
-fn host_port(url: &url::Url) -> Result<(String, u16), String> {
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(format!("{url}: only http and https URLs are reached"));
-    }
-    let host = match url.host() {
-        Some(url::Host::Domain(d)) => d.to_string(),
-        Some(url::Host::Ipv4(ip)) => ip.to_string(),
-        Some(url::Host::Ipv6(ip)) => format!("[{ip}]"),
-        None => return Err(format!("{url} has no host")),
-    };
-    let port = url
-        .port_or_known_default()
-        .ok_or_else(|| format!("{url} has no port"))?;
-    Ok((host, port))
 }
 
 /// reqwest 0.13 (rmcp's) is built without a bundled crypto provider: ring's, which pod's other

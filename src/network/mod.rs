@@ -152,24 +152,30 @@ pub fn blocked(ip: IpAddr) -> Option<&'static str> {
             if let Some(v4) = v6.to_ipv4_mapped() {
                 return blocked_v4(v4);
             }
-            let s = v6.segments();
-            // NAT64 (64:ff9b::/96) and IPv4-compatible (::a.b.c.d) forms carry an IPv4 address.
-            if (s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0])
-                || (s[..6] == [0, 0, 0, 0, 0, 0] && !v6.is_loopback() && !v6.is_unspecified())
-            {
-                let v4 = Ipv4Addr::new(
-                    (s[6] >> 8) as u8,
-                    (s[6] & 0xff) as u8,
-                    (s[7] >> 8) as u8,
-                    (s[7] & 0xff) as u8,
-                );
-                if let Some(why) = blocked_v4(v4) {
-                    return Some(why);
-                }
-            }
-            blocked_v6(v6)
+            carried_v4(v6)
+                .and_then(blocked_v4)
+                .or_else(|| blocked_v6(v6))
         }
     }
+}
+
+/// The IPv4 address an IPv6 form carries: mapped (`::ffff:a.b.c.d`), NAT64 (`64:ff9b::/96`) or
+/// IPv4-compatible (`::a.b.c.d`, not `::1` or `::`).
+fn carried_v4(v6: Ipv6Addr) -> Option<Ipv4Addr> {
+    if let Some(v4) = v6.to_ipv4_mapped() {
+        return Some(v4);
+    }
+    let s = v6.segments();
+    let nat64 = s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0];
+    let compatible = s[..6] == [0, 0, 0, 0, 0, 0] && !v6.is_loopback() && !v6.is_unspecified();
+    (nat64 || compatible).then(|| {
+        Ipv4Addr::new(
+            (s[6] >> 8) as u8,
+            (s[6] & 0xff) as u8,
+            (s[7] >> 8) as u8,
+            (s[7] & 0xff) as u8,
+        )
+    })
 }
 
 fn blocked_v4(ip: Ipv4Addr) -> Option<&'static str> {
@@ -283,23 +289,9 @@ pub async fn resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>, Refusal> 
 
 /// [`blocked`], and `own` (this machine's addresses, [`own_addresses`]) whatever their range.
 fn blocked_here(ip: IpAddr, own: &[IpAddr]) -> Option<&'static str> {
-    // The IPv4 address an IPv6 form carries (mapped, IPv4-compatible, NAT64) is the machine's
-    // own as much as the plain one is.
+    // The IPv4 address an IPv6 form carries is the machine's own as much as the plain one is.
     let carried = match ip {
-        IpAddr::V6(v6) => {
-            let s = v6.segments();
-            let tail = Ipv4Addr::new(
-                (s[6] >> 8) as u8,
-                (s[6] & 0xff) as u8,
-                (s[7] >> 8) as u8,
-                (s[7] & 0xff) as u8,
-            );
-            let nat64 = s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0];
-            let compatible = s[..6] == [0, 0, 0, 0, 0, 0];
-            v6.to_ipv4_mapped()
-                .or((nat64 || compatible).then_some(tail))
-                .map(IpAddr::V4)
-        }
+        IpAddr::V6(v6) => carried_v4(v6).map(IpAddr::V4),
         IpAddr::V4(_) => None,
     };
     blocked(ip).or_else(|| {
@@ -358,6 +350,28 @@ pub async fn connect(addrs: &[SocketAddr]) -> Result<tokio::net::TcpStream, Refu
         "connect-failed",
         format!("cannot connect ({last})"),
     ))
+}
+
+/// The host (an IPv6 literal in brackets, as rules and subjects write it) and port of an
+/// `http` or `https` URL: what `web_fetch`, a `url` MCP server and the proxy's plain requests
+/// are decided on.
+pub fn url_host_port(url: &url::Url) -> Result<(String, u16), String> {
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!(
+            "{url}: only http and https URLs are reached, not {}",
+            url.scheme()
+        ));
+    }
+    let host = match url.host() {
+        Some(url::Host::Domain(d)) => d.to_string(),
+        Some(url::Host::Ipv4(ip)) => ip.to_string(),
+        Some(url::Host::Ipv6(ip)) => format!("[{ip}]"),
+        None => return Err(format!("{url} has no host")),
+    };
+    let port = url
+        .port_or_known_default()
+        .ok_or_else(|| format!("{url} has no port"))?;
+    Ok((host, port))
 }
 
 /// The `network` subject of `host` and `port`, or why the host is refused.

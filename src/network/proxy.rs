@@ -571,17 +571,13 @@ async fn serve(mut client: TcpStream, shared: &Shared) {
             .ok()
             .filter(|u| u.scheme() == "http")
             .and_then(|u| {
-                let host = match u.host()? {
-                    url::Host::Domain(d) => d.to_string(),
-                    url::Host::Ipv4(ip) => ip.to_string(),
-                    url::Host::Ipv6(ip) => format!("[{ip}]"),
-                };
+                let (host, port) = super::url_host_port(&u).ok()?;
                 let mut path = u.path().to_string();
                 if let Some(q) = u.query() {
                     path.push('?');
                     path.push_str(q);
                 }
-                Some((host, u.port_or_known_default()?, Some(path)))
+                Some((host, port, Some(path)))
             })
     };
     let Some((host, port, path)) = target else {

@@ -923,12 +923,52 @@ fn layout(
                 }
             }
         }
-        // Every repository in the folder (the folder's own, submodules' work trees, linked
-        // worktrees, nested clones), found by a bounded walk that does not enter `.git`.
-        let (found, _) = namespaces::walk_matching(w, GIT_WALK_BUDGET, &mut |p, _| {
-            p.file_name().is_some_and(|n| n == ".git")
+        let git = w.join(".git");
+        if git.symlink_metadata().is_err() && inside_a_repository(w) {
+            // Inside another repository, a `.git` made here would be the one the user's git
+            // finds first; an empty one is passed over, and git finds the outer one as before.
+            add(&mut sealed_missing, git.clone());
+        }
+    }
+    // One bounded walk of each writable folder (not entering `.git`): every repository in it
+    // (the folder's own, submodules' work trees, linked worktrees, nested clones), and, when
+    // rules deny reads or writes, what they match.
+    let policy = guard.policy.filter(|p| has_file_denials(p));
+    let denied = |tool: &str, p: &Path| {
+        policy.is_some_and(|policy| {
+            let input = serde_json::json!({"path": p.to_string_lossy(), "content": ""});
+            policy
+                .decide(tool, &input)
+                .subjects
+                .iter()
+                .any(|s| s.action == crate::protocol::Action::Deny && s.rule.is_some())
+        })
+    };
+    for w in writable {
+        let mut writes = Vec::new();
+        let mut repositories = Vec::new();
+        let (mut reads, truncated) = namespaces::walk_matching(w, WALK_BUDGET, &mut |p, is_dir| {
+            if denied("read", p) {
+                return true;
+            }
+            if p.file_name().is_some_and(|n| n == ".git") {
+                repositories.push(p.to_path_buf());
+                return true;
+            }
+            if !is_dir && denied("file_write", p) {
+                writes.push(p.to_path_buf());
+            }
+            false
         });
-        for git in found {
+        reads.retain(|p| !repositories.contains(p));
+        if truncated {
+            tracing::warn!(
+                "sandbox: {} has more than {WALK_BUDGET} entries; deny rules and the \
+                 repositories past them hold by the permission layer only",
+                w.display()
+            );
+        }
+        for git in repositories {
             protect_git(
                 &git,
                 writable,
@@ -937,46 +977,11 @@ fn layout(
                 &mut git_dirs,
             );
         }
-        let git = w.join(".git");
-        if git.symlink_metadata().is_err() && inside_a_repository(w) {
-            // Inside another repository, a `.git` made here would be the one the user's git
-            // finds first; an empty one is passed over, and git finds the outer one as before.
-            add(&mut sealed_missing, git.clone());
+        for p in writes {
+            add(&mut read_only, p);
         }
-    }
-    if let Some(policy) = guard.policy.filter(|p| has_file_denials(p)) {
-        let denied = |tool: &str, p: &Path| {
-            let input = serde_json::json!({"path": p.to_string_lossy(), "content": ""});
-            policy
-                .decide(tool, &input)
-                .subjects
-                .iter()
-                .any(|s| s.action == crate::protocol::Action::Deny && s.rule.is_some())
-        };
-        for w in writable {
-            let mut writes = Vec::new();
-            let (reads, truncated) = namespaces::walk_matching(w, WALK_BUDGET, &mut |p, is_dir| {
-                if denied("read", p) {
-                    return true;
-                }
-                if !is_dir && denied("file_write", p) {
-                    writes.push(p.to_path_buf());
-                }
-                false
-            });
-            if truncated {
-                tracing::warn!(
-                    "sandbox: {} has more than {WALK_BUDGET} entries; deny rules hold by the \
-                     permission layer only past them",
-                    w.display()
-                );
-            }
-            for p in writes {
-                add(&mut read_only, p);
-            }
-            for p in reads {
-                add(&mut masked, p);
-            }
+        for p in reads {
+            add(&mut masked, p);
         }
     }
     if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
@@ -1003,9 +1008,6 @@ fn layout(
         proc_read_only: false,
     }
 }
-
-/// Entries a writable folder's walk for repositories looks at, at most.
-const GIT_WALK_BUDGET: usize = 20_000;
 
 /// What of repository `git` (a `.git` folder, or a linked worktree's `.git` file) is bound
 /// read-only, and its missing `hooks` folders sealed: a hook or a config line put there would

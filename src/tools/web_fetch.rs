@@ -100,7 +100,7 @@ impl Tool for WebFetch {
         };
         let mut hops = Vec::new();
         for hop in 0..=MAX_REDIRECTS {
-            let (host, port) = match host_port(&url) {
+            let (host, port) = match network::url_host_port(&url) {
                 Ok(hp) => hp,
                 Err(e) => return ToolOutput::error(e),
             };
@@ -157,25 +157,6 @@ impl Tool for WebFetch {
 
 fn hops_text(hops: &[String]) -> String {
     hops.iter().map(|h| format!("{h} -> redirect\n")).collect()
-}
-
-fn host_port(url: &reqwest::Url) -> Result<(String, u16), String> {
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(format!(
-            "{url}: only http and https URLs are fetched, not {}",
-            url.scheme()
-        ));
-    }
-    let host = match url.host() {
-        Some(url::Host::Domain(d)) => d.to_string(),
-        Some(url::Host::Ipv4(ip)) => ip.to_string(),
-        Some(url::Host::Ipv6(ip)) => format!("[{ip}]"),
-        None => return Err(format!("{url} has no host")),
-    };
-    let port = url
-        .port_or_known_default()
-        .ok_or_else(|| format!("{url} has no port"))?;
-    Ok((host, port))
 }
 
 enum Fetched {
