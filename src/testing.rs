@@ -80,6 +80,17 @@ pub fn namespaces_hidden() -> bool {
     *HIDDEN.get_or_init(|| std::env::var_os(NO_NAMESPACES_ENV).is_some_and(|v| v == "1"))
 }
 
+/// The environment variable that makes each call start a `bwrap` of its own instead of entering
+/// the session's namespaces (`src/sandbox/holder.rs`): the fall-back where the holder cannot
+/// start, for its tests and for the benchmark that compares the two.
+pub const NO_HOLDER_ENV: &str = "POD_TEST_NO_HOLDER";
+
+/// Whether `POD_TEST_NO_HOLDER=1` is set now (read at each `Sandbox::open`, so one process can
+/// open both kinds).
+pub fn holder_off() -> bool {
+    std::env::var_os(NO_HOLDER_ENV).is_some_and(|v| v == "1")
+}
+
 /// The environment variable naming test hosts: `POD_TEST_HOSTS=allowed.test=127.0.0.1,b.test=127.0.0.1`.
 pub const HOSTS_ENV: &str = "POD_TEST_HOSTS";
 

@@ -432,18 +432,26 @@ pub fn trace_me(cmd: &mut std::process::Command) {
 /// The argv a wrapped command's program gets inside the wrapper: when `cmd` runs `bwrap` (the
 /// namespace sandbox, `Sandbox::command`), the words after its first `--`. `bwrap`'s own exec of
 /// exactly that argv is the call's first shell, as the exec of `bash` is without a wrapper.
-fn wrapped_argv(cmd: &std::process::Command) -> Option<Vec<String>> {
-    let program = cmd.get_program().to_string_lossy();
-    if basename(&program) != "bwrap" {
-        return None;
-    }
+/// Otherwise the command's own argv: the first process may still turn out to be a wrapper, one
+/// that stops itself before it forks into the session's namespaces ([`super::holder`]), and
+/// then its descendant's exec of that argv is the call's first shell.
+fn wrapped_argv(cmd: &std::process::Command) -> (Vec<String>, bool) {
+    let program = cmd.get_program().to_string_lossy().into_owned();
     let args: Vec<String> = cmd
         .get_args()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let dashes = args.iter().position(|a| a == "--")?;
-    let inner = args[dashes + 1..].to_vec();
-    (!inner.is_empty()).then_some(inner)
+    if basename(&program) == "bwrap" {
+        if let Some(dashes) = args.iter().position(|a| a == "--") {
+            let inner = args[dashes + 1..].to_vec();
+            if !inner.is_empty() {
+                return (inner, true);
+            }
+        }
+    }
+    let mut own = vec![program];
+    own.extend(args);
+    (own, false)
 }
 
 /// What the tracer knows of one traced process.
@@ -468,8 +476,9 @@ struct Tracer {
     options_set: bool,
     root_gone: Arc<Mutex<bool>>,
     killed: bool,
-    /// The argv of the wrapped command, when the first process is a wrapper ([`wrapped_argv`]).
-    wrapped: Option<Vec<String>>,
+    /// The argv of the wrapped command, for when the first process is a wrapper
+    /// ([`wrapped_argv`]).
+    wrapped: Vec<String>,
     /// Where the first process's exit status goes, the moment it is reaped (its descendants
     /// may live on, traced, until the call kills them).
     status_tx: Option<tokio::sync::oneshot::Sender<ExitStatus>>,
@@ -511,15 +520,15 @@ impl Tracer {
         judge: Arc<dyn ExecJudge>,
         stops: Arc<Mutex<Vec<Stopped>>>,
         root_gone: Arc<Mutex<bool>>,
-        wrapped: Option<Vec<String>>,
+        (wrapped, bwrap): (Vec<String>, bool),
     ) -> Tracer {
         let mut tracees = HashMap::new();
         tracees.insert(
             root,
             Tracee {
                 role: Role::Shell,
-                image: if wrapped.is_some() { "bwrap" } else { "bash" }.into(),
-                wrapper: wrapped.is_some(),
+                image: if bwrap { "bwrap" } else { "bash" }.into(),
+                wrapper: bwrap,
             },
         );
         Tracer {
@@ -598,13 +607,23 @@ impl Tracer {
             let sig = libc::WSTOPSIG(st);
             let event = (st >> 16) & 0xff;
             if pid == self.root && !self.options_set {
-                // The first stop: the SIGTRAP after the exec of pod's own `bash` (TRACEME).
+                // The first stop: the SIGTRAP after the exec of pod's own `bash` or `bwrap`
+                // (TRACEME), or the SIGSTOP a wrapper raises before it forks into the session's
+                // namespaces (`sandbox::holder`): then its descendant's exec of the command is
+                // the call's first shell.
                 // SAFETY: ptrace on our tracee with an integer option set.
                 unsafe {
                     libc::ptrace(libc::PTRACE_SETOPTIONS, pid, 0, OPTIONS as libc::c_long);
                 }
                 self.options_set = true;
-                cont(pid, if sig == libc::SIGTRAP { 0 } else { sig });
+                if sig == libc::SIGSTOP {
+                    if let Some(root) = self.tracees.get_mut(&pid) {
+                        root.wrapper = true;
+                        root.image = "pod".into();
+                    }
+                }
+                let own = sig == libc::SIGTRAP || sig == libc::SIGSTOP;
+                cont(pid, if own { 0 } else { sig });
                 continue;
             }
             if sig == libc::SIGTRAP && event != 0 {
@@ -678,8 +697,8 @@ impl Tracer {
             wrapper: false,
         });
         let exec = read_exec(pid, &before, self.judge.identities());
-        if let (true, Some(exec), Some(wrapped)) = (before.wrapper, &exec, &self.wrapped) {
-            if exec.argv == *wrapped {
+        if let (true, Some(exec)) = (before.wrapper, &exec) {
+            if exec.argv == self.wrapped {
                 // The wrapper starting the call's own command inside its namespaces: the call's
                 // first shell, as pod's own exec of `bash` is without a wrapper.
                 let image = basename(&exec.exe.to_string_lossy());

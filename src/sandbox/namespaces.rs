@@ -303,6 +303,28 @@ impl Wrap {
         cmd
     }
 
+    /// The session's holder ([`super::holder`]): `bwrap` with the session's view running `cat`,
+    /// reporting its child's pid on `info_fd`.
+    pub fn holder_command(&self, info_fd: i32) -> std::process::Command {
+        let mut cmd = std::process::Command::new(&self.bwrap);
+        cmd.args(&self.args)
+            .arg("--info-fd")
+            .arg(info_fd.to_string())
+            .arg("--")
+            .arg("cat");
+        cmd
+    }
+
+    /// Whether the view has a network namespace of its own (`--unshare-net`).
+    pub fn own_network(&self) -> bool {
+        self.args.iter().any(|a| a == "--unshare-net")
+    }
+
+    /// The session's network namespace, when calls run in one.
+    pub fn session_net(&self) -> Option<Arc<SessionNet>> {
+        self.net.clone()
+    }
+
     /// In the forked child, before `exec`ing `bwrap`: the seccomp programs at the descriptors
     /// the command line names, then into the session's network namespace. Only `open`, `dup2`,
     /// `close` and `setns`; no allocation.

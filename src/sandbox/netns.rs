@@ -142,6 +142,12 @@ impl SessionNet {
             .take()
     }
 
+    /// The user and network namespaces' descriptors (kept open in a child that closes the
+    /// rest before it enters them).
+    pub fn fds(&self) -> (std::os::fd::RawFd, std::os::fd::RawFd) {
+        (self.user.as_raw_fd(), self.net.as_raw_fd())
+    }
+
     /// In a forked child, before `exec`: into the pair (the user namespace first, which gives
     /// the rights to enter the network namespace it owns). Only `setns`; no allocation.
     pub fn enter(&self) -> std::io::Result<()> {

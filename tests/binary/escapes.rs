@@ -900,3 +900,53 @@ fn gits_other_configuration_files_hold() {
     assert!(!ws.path("fsmonitor-ran").exists());
     assert!(!ws.path("wt/fsmonitor-ran").exists());
 }
+
+/// Calls enter the session's namespaces (one `bwrap` per session holds them) and each makes
+/// only its own PID and mount namespaces with a fresh `/proc`: the call sees its own processes
+/// only, under numbers that agree with `/proc`, and nothing it writes outside lands. With the
+/// holder off (`POD_TEST_NO_HOLDER=1`, the fall-back where it cannot start) each call runs in
+/// a `bwrap` of its own, and the same holds.
+#[test]
+fn calls_enter_the_sessions_namespaces_and_the_per_call_fall_back_holds_the_same() {
+    let probe = "echo \"pid $$\"; echo \"self $(readlink /proc/self)\"; \
+                 echo \"procs $(ls /proc | grep -c '^[0-9]')\"; \
+                 echo \"init $(tr '\\0' ' ' < /proc/1/cmdline)\"; \
+                 grep ^CapEff /proc/self/status";
+    for holder in [true, false] {
+        let (_dir, out) = outside();
+        let victim = out.join("victim");
+        let ws = Workspace::with_manifest(&manifest("", ""));
+        let env: &[(&str, &str)] = if holder {
+            &[]
+        } else {
+            &[("POD_TEST_NO_HOLDER", "1")]
+        };
+        let mut pod = start_env(&ws, env);
+        let holders: Vec<u32> = common::live_descendants(pod.pid())
+            .into_iter()
+            .filter(|p| {
+                let cmdline = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+                cmdline.ends_with(b"--\0cat\0") && cmdline.starts_with(b"/usr/bin/bwrap\0")
+            })
+            .collect();
+        assert_eq!(holders.len(), usize::from(holder), "holder {holder}");
+        let write = format!("echo x > {}; touch {}", victim.display(), victim.display());
+        let results = run(&mut pod, &[probe.to_string(), write]);
+        let seen = &results[0];
+        assert!(seen.contains("pid 2\n"), "holder {holder}: {seen}");
+        assert!(seen.contains("CapEff:\t0000000000000000"), "{seen}");
+        let procs: usize = seen
+            .lines()
+            .find_map(|l| l.strip_prefix("procs "))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(usize::MAX);
+        // bash's pid 1 (the call's init), bash, and the pipeline's processes: never the pod's.
+        assert!(procs <= 6, "holder {holder}: {seen}");
+        let init = seen
+            .lines()
+            .find_map(|l| l.strip_prefix("init "))
+            .unwrap_or_default();
+        assert_eq!(init.contains("bwrap"), !holder, "holder {holder}: {seen}");
+        assert!(!victim.exists(), "holder {holder}: {}", results[1]);
+    }
+}

@@ -123,34 +123,19 @@ fn server_state<'a>(init: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no server {name} in {init}"))
 }
 
-/// Live children of `pid` whose command line holds `marker`.
+/// Live processes started by `pid` (its children, or under the namespace sandbox the program
+/// its child runs inside the call's namespaces) whose command line holds `marker`.
 fn children_with(pid: u32, marker: &str) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(child) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
-            continue;
-        };
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let (state, ppid) = (fields.first().copied(), fields.get(1).copied());
-        if ppid != Some(&pid.to_string()) || matches!(state, Some("Z") | Some("X")) {
-            continue;
-        }
-        let cmdline = std::fs::read(format!("/proc/{child}/cmdline")).unwrap_or_default();
-        if String::from_utf8_lossy(&cmdline).contains(marker) {
-            found.push(child);
-        }
-    }
-    found
+    let holds = |p: u32| {
+        let cmdline = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+        String::from_utf8_lossy(&cmdline).contains(marker)
+    };
+    let all = common::live_descendants(pid);
+    // The outermost: a server's own children (if it starts any) are not servers.
+    all.iter()
+        .copied()
+        .filter(|p| holds(*p) && !common::parent_of(*p).is_some_and(holds))
+        .collect()
 }
 
 fn alive(pid: u32) -> bool {

@@ -663,8 +663,49 @@ pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
-/// The live (not zombie) children of process `pid`, as `/proc` lists them now.
+/// The live (not zombie) children of process `pid`, as `/proc` lists them now, but the
+/// session's namespace holder (`bwrap … --info-fd N -- cat`, which lives as long as the session
+/// and runs nothing of a call: `src/sandbox/holder.rs`).
 pub fn live_children(pid: u32) -> Vec<u32> {
+    live_processes(pid)
+        .into_iter()
+        .filter(|child| !is_holder(*child))
+        .collect()
+}
+
+/// Whether `pid` is a session's namespace holder.
+fn is_holder(pid: u32) -> bool {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+    args.first().is_some_and(|a| a.ends_with(b"bwrap"))
+        && args.iter().any(|a| *a == b"--info-fd")
+        && args.ends_with(&[b"--".as_slice(), b"cat", b""])
+}
+
+/// The live descendants of `pid` (children, their children, ...), as `/proc` lists them now.
+pub fn live_descendants(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut frontier = vec![pid];
+    while let Some(p) = frontier.pop() {
+        for child in live_processes(p) {
+            if !out.contains(&child) {
+                out.push(child);
+                frontier.push(child);
+            }
+        }
+    }
+    out
+}
+
+/// The parent of `pid`, as `/proc` shows it now.
+pub fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The live (not zombie) children of `pid`, the holder included.
+fn live_processes(pid: u32) -> Vec<u32> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Some(child) = entry
