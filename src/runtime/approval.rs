@@ -22,14 +22,11 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use super::calls::Call;
-use super::checks::{self, Denial};
+use super::checks;
 use super::turn::Turn;
-use super::{Mode, Pod};
-use crate::permission::SessionGrants;
-use crate::protocol::{
-    Action, DecidedBy, Decision, DeniedBy, Event, Item, PermissionRequest, PodState, ReplyDecision,
-    Resolution, ResolvedBy,
-};
+use super::{wire, Mode, Pod};
+use crate::permission::{Asked, SessionGrants, Settled};
+use crate::protocol::{Action, Decision, Event, Item, PermissionRequest, PodState, ReplyDecision};
 use crate::scope::Scope;
 
 /// Who answers asks for a pod.
@@ -52,10 +49,19 @@ pub enum Answer {
         input: Option<serde_json::Value>,
     },
     /// The connection went away or the pod is shutting down: denied.
-    Closed(ResolvedBy),
+    Closed(Asked),
     /// The client answered, but not with a decision that can be used (an error, a malformed
     /// or unknown outcome): denied, and the text says why.
     Unusable(String),
+}
+
+/// How the permission layer settled a call: who settled it, the request that asked (when
+/// one was made), and the verdict (`Err`: the text the model reads).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Settlement {
+    pub by: Settled,
+    pub request_id: Option<String>,
+    pub verdict: Result<(), String>,
 }
 
 /// Why a reply was refused.
@@ -87,7 +93,7 @@ struct Registry {
     pending: HashMap<String, Pending>,
     resolved: HashSet<String>,
     /// Set once the connection is gone: new requests are answered at once.
-    closed: Option<ResolvedBy>,
+    closed: Option<Asked>,
 }
 
 /// Pending permission requests, shared between the turn and the server.
@@ -208,7 +214,7 @@ impl Approvals {
     }
 
     /// Resolves every pending request as denied by `by` and answers later ones at once.
-    pub fn close(&self, by: ResolvedBy) {
+    pub fn close(&self, by: Asked) {
         let mut registry = self.lock();
         registry.closed = Some(by);
         let pending: Vec<(String, Pending)> = registry.pending.drain().collect();
@@ -272,89 +278,62 @@ impl Pod {
     }
 
     /// The built-in permission hook: the rules' decision, with an `ask` resolved by a session
-    /// grant, the approver, a timeout, or cancellation. Returns the verdict and the history item
-    /// recording who settled it (when the layer is on).
+    /// grant, the approver, a timeout, or cancellation. `None`: the layer is off (the call goes
+    /// through, and nothing is recorded).
     pub(super) async fn permission_hook(
         &self,
         turn: &Turn<'_>,
         call: &Call,
         decision: &Decision,
         amended: &mut Option<serde_json::Value>,
-    ) -> (Result<(), Denial>, Option<Item>) {
-        let Some(rules) = self.policy.rules() else {
-            return (Ok(()), None);
-        };
+    ) -> Option<Settlement> {
+        let rules = self.policy.rules()?;
         let default = Some(rules.default_action());
-        let item = |action: Action, by: DecidedBy, request_id: Option<String>| {
-            Some(Item::PermissionDecision {
-                turn_id: turn.id.clone(),
-                call_id: call.id.clone(),
-                decision: action,
+        let settled = |by: Settled, request_id: Option<String>, verdict: Result<(), String>| {
+            Some(Settlement {
                 by,
                 request_id,
-                subjects: decision.subjects.clone(),
+                verdict,
             })
         };
-        let ruled_by = if decision
-            .subjects
-            .iter()
-            .filter(|s| s.action == decision.decision)
-            .any(|s| s.rule.is_some())
-        {
-            DecidedBy::Rule
-        } else {
-            DecidedBy::Default
-        };
         match decision.decision {
-            Action::Allow => return (Ok(()), item(Action::Allow, ruled_by, None)),
+            Action::Allow => return settled(Settled::ruled(decision), None, Ok(())),
             Action::Deny => {
                 let text = checks::denied_text(decision, default);
-                return (
-                    Err(Denial::new(DeniedBy::Permission, text)),
-                    item(Action::Deny, ruled_by, None),
-                );
+                return settled(Settled::ruled(decision), None, Err(text));
             }
             Action::Ask => {}
         }
         let request_id = format!("perm_{}", uuid::Uuid::new_v4().simple());
         let covered = self.state().grants.covers(decision);
         if covered {
-            turn.emit(Event::PermissionResolved {
-                request_id: request_id.clone(),
-                turn_id: turn.id.clone(),
-                call_id: call.id.clone(),
-                decision: Resolution::Allow,
-                by: ResolvedBy::SessionGrant,
-            })
+            turn.emit(wire::resolved_event(
+                turn,
+                call,
+                &request_id,
+                Asked::Grant,
+                true,
+            ))
             .await;
-            return (
-                Ok(()),
-                item(Action::Allow, DecidedBy::SessionGrant, Some(request_id)),
-            );
+            return settled(Settled::Asked(Asked::Grant), Some(request_id), Ok(()));
         }
         match self.mode() {
             Mode::Unattended => {
                 let text = checks::unattended_text(decision, default);
-                return (
-                    Err(Denial::new(DeniedBy::Permission, text)),
-                    item(Action::Deny, DecidedBy::Mode, None),
-                );
+                return settled(Settled::Mode, None, Err(text));
             }
             Mode::AcceptEdits if self.accepts_edit(&call.name, decision) => {
-                return (Ok(()), item(Action::Allow, DecidedBy::Mode, None));
+                return settled(Settled::Mode, None, Ok(()));
             }
             Mode::Auto if self.kernel_bounds(&call.name, decision) => {
-                return (Ok(()), item(Action::Allow, DecidedBy::Mode, None));
+                return settled(Settled::Mode, None, Ok(()));
             }
             _ => {}
         }
         let approvals = match &self.approver {
             Approver::FailClosed => {
                 let text = checks::fail_closed_text(decision, default);
-                return (
-                    Err(Denial::new(DeniedBy::Permission, text)),
-                    item(Action::Deny, DecidedBy::FailClosed, None),
-                );
+                return settled(Settled::FailClosed, None, Err(text));
             }
             Approver::Client(approvals) => approvals,
         };
@@ -425,22 +404,22 @@ impl Pod {
         let mut grants = turn.grants.subscribe();
         // Biased: an answer already delivered (e.g. `disconnect` just before the turn is
         // cancelled) wins over a cancel that became ready at the same time.
-        let settled: Result<Answer, ResolvedBy> = loop {
+        let settled: Result<Answer, Asked> = loop {
             tokio::select! {
                 biased;
-                answer = &mut answer => break answer.map_err(|_| ResolvedBy::Disconnect),
-                () = &mut sleep => break Err(ResolvedBy::Timeout),
-                () = turn.cancel.cancelled() => break Err(ResolvedBy::Cancel),
+                answer = &mut answer => break answer.map_err(|_| Asked::Disconnect),
+                () = &mut sleep => break Err(Asked::Timeout),
+                () = turn.cancel.cancelled() => break Err(Asked::Cancel),
                 // Another ask of this turn was answered `allow_session`: it may cover this one.
                 Ok(()) = grants.changed() => {
                     if self.state().grants.covers(decision) {
-                        break Err(ResolvedBy::SessionGrant);
+                        break Err(Asked::Grant);
                     }
                 }
             }
         };
         approvals.finish(&request_id);
-        let (resolution, by, verdict) = match settled {
+        let (by, verdict) = match settled {
             Ok(Answer::Client {
                 decision: reply,
                 message,
@@ -448,7 +427,7 @@ impl Pod {
             }) => match reply {
                 ReplyDecision::AllowOnce => {
                     *amended = input;
-                    (Resolution::Allow, ResolvedBy::Client, Ok(()))
+                    (Asked::Client, Ok(()))
                 }
                 ReplyDecision::AllowSession => {
                     // Only what is new is logged: a second `allow_session` for a subject
@@ -478,7 +457,7 @@ impl Pod {
                         });
                     }
                     turn.grants.send_modify(|version| *version += 1);
-                    (Resolution::Allow, ResolvedBy::Client, Ok(()))
+                    (Asked::Client, Ok(()))
                 }
                 ReplyDecision::AllowPrefix | ReplyDecision::AllowProject => {
                     // "In this project" also keeps the patterns as the user's rules
@@ -508,59 +487,44 @@ impl Pod {
                         });
                     }
                     turn.grants.send_modify(|version| *version += 1);
-                    (Resolution::Allow, ResolvedBy::Client, Ok(()))
+                    (Asked::Client, Ok(()))
                 }
-                ReplyDecision::Deny => (
-                    Resolution::Deny,
-                    ResolvedBy::Client,
-                    Err(checks::refused_text(message.as_deref())),
-                ),
+                ReplyDecision::Deny => {
+                    (Asked::Client, Err(checks::refused_text(message.as_deref())))
+                }
             },
-            Ok(Answer::Unusable(why)) => (
-                Resolution::Deny,
-                ResolvedBy::Client,
-                Err(checks::unusable_text(&why)),
-            ),
-            Err(ResolvedBy::SessionGrant) => (Resolution::Allow, ResolvedBy::SessionGrant, Ok(())),
+            Ok(Answer::Unusable(why)) => (Asked::Client, Err(checks::unusable_text(&why))),
+            Err(Asked::Grant) => (Asked::Grant, Ok(())),
             Ok(Answer::Closed(by)) | Err(by) => {
                 let text = match by {
-                    ResolvedBy::Timeout => {
+                    Asked::Timeout => {
                         checks::timeout_text(timeout.unwrap_or(Duration::ZERO).as_secs())
                     }
-                    ResolvedBy::Cancel => checks::CANCELLED_TEXT.to_string(),
-                    ResolvedBy::Shutdown => checks::SHUTDOWN_TEXT.to_string(),
-                    _ => checks::DISCONNECT_TEXT.to_string(),
+                    Asked::Cancel => checks::CANCELLED_TEXT.to_string(),
+                    Asked::Shutdown => checks::SHUTDOWN_TEXT.to_string(),
+                    Asked::Disconnect | Asked::Client | Asked::Grant => {
+                        checks::DISCONNECT_TEXT.to_string()
+                    }
                 };
-                (Resolution::Deny, by, Err(text))
+                (by, Err(text))
             }
         };
-        turn.emit(Event::PermissionResolved {
-            request_id: request_id.clone(),
-            turn_id: turn.id.clone(),
-            call_id: call.id.clone(),
-            decision: resolution,
+        turn.emit(wire::resolved_event(
+            turn,
+            call,
+            &request_id,
             by,
-        })
+            verdict.is_ok(),
+        ))
         .await;
         if turn.pending.fetch_sub(1, Ordering::SeqCst) == 1 && !turn.cancel.is_cancelled() {
             turn.status(PodState::Running).await;
         }
-        let decided_by = match by {
-            ResolvedBy::Client => DecidedBy::Client,
-            ResolvedBy::SessionGrant => DecidedBy::SessionGrant,
-            ResolvedBy::Cancel => DecidedBy::Cancel,
-            ResolvedBy::Timeout => DecidedBy::Timeout,
-            ResolvedBy::Disconnect => DecidedBy::Disconnect,
-            ResolvedBy::Shutdown => DecidedBy::Shutdown,
-        };
-        let action = match resolution {
-            Resolution::Allow => Action::Allow,
-            Resolution::Deny => Action::Deny,
-        };
-        (
-            verdict.map_err(|text| Denial::new(DeniedBy::Approval, text)),
-            item(action, decided_by, Some(request_id)),
-        )
+        Some(Settlement {
+            by: Settled::Asked(by),
+            request_id: Some(request_id),
+            verdict,
+        })
     }
 }
 
@@ -620,9 +584,9 @@ mod tests {
     async fn close_denies_pending_and_future_requests() {
         let approvals = Approvals::new();
         let rx = approvals.register("a", vec![ReplyDecision::Deny]);
-        approvals.close(ResolvedBy::Disconnect);
-        assert_eq!(rx.await.unwrap(), Answer::Closed(ResolvedBy::Disconnect));
+        approvals.close(Asked::Disconnect);
+        assert_eq!(rx.await.unwrap(), Answer::Closed(Asked::Disconnect));
         let rx = approvals.register("b", vec![ReplyDecision::Deny]);
-        assert_eq!(rx.await.unwrap(), Answer::Closed(ResolvedBy::Disconnect));
+        assert_eq!(rx.await.unwrap(), Answer::Closed(Asked::Disconnect));
     }
 }

@@ -21,6 +21,7 @@ mod deltas;
 mod execs;
 mod pin;
 mod turn;
+mod wire;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};

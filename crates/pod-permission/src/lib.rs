@@ -24,6 +24,7 @@ pub mod path;
 mod pattern;
 pub mod prefix;
 mod protected;
+mod settled;
 pub mod shell;
 
 use std::path::{Path, PathBuf};
@@ -33,6 +34,7 @@ pub use grants::{DroppedGrant, SessionGrants};
 pub use links::{FileRules, LinkDenial};
 pub use pattern::Pattern;
 pub use protected::{Protected, ProtectedPath};
+pub use settled::{Asked, Settled};
 
 use crate::builtin::Builtin;
 pub use crate::builtin::SubjectKind;
