@@ -11,6 +11,12 @@
 //! as a dropped connection, a timeout and a cancel do: every way an ask can end but a clear
 //! "allow" is a deny.
 //!
+//! An ask in parts: `AskPolicy` (what a request offers and how long it waits, built once
+//! from the manifest), `requested` (its event), `wait` (one future: the answer, or who ended
+//! the request without one), `AskPolicy::outcome` (the end read as a verdict and a grant, with
+//! no effect), then the grants (`grant_session`, `grant_prefixes`: state, items, the project
+//! file) and `resolved` (its event). `runtime::wire` spells who settled it for the wire.
+//!
 //! Must not touch: the wire (events leave through the turn's sink) and the decision itself
 //! (`permission`).
 
@@ -25,7 +31,7 @@ use super::calls::Call;
 use super::checks;
 use super::turn::Turn;
 use super::{wire, Mode, Pod};
-use crate::permission::{Asked, SessionGrants, Settled};
+use crate::permission::{Asked, Policy, SessionGrants, Settled};
 use crate::protocol::{Action, Decision, Event, Item, PermissionRequest, PodState, ReplyDecision};
 use crate::scope::Scope;
 
@@ -56,12 +62,14 @@ pub enum Answer {
 }
 
 /// How the permission layer settled a call: who settled it, the request that asked (when
-/// one was made), and the verdict (`Err`: the text the model reads).
+/// one was made), the verdict (`Err`: the text the model reads) and an edited input.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Settlement {
     pub by: Settled,
     pub request_id: Option<String>,
     pub verdict: Result<(), String>,
+    /// An edited input to run instead (`allow_once` with `input`).
+    pub input: Option<serde_json::Value>,
 }
 
 /// Why a reply was refused.
@@ -285,7 +293,6 @@ impl Pod {
         turn: &Turn<'_>,
         call: &Call,
         decision: &Decision,
-        amended: &mut Option<serde_json::Value>,
     ) -> Option<Settlement> {
         let rules = self.policy.rules()?;
         let default = Some(rules.default_action());
@@ -294,6 +301,7 @@ impl Pod {
                 by,
                 request_id,
                 verdict,
+                input: None,
             })
         };
         match decision.decision {
@@ -337,55 +345,57 @@ impl Pod {
             }
             Approver::Client(approvals) => approvals,
         };
-        // A session grant is keyed by exact subject text; for a subject whose effect cannot be
-        // read (`eval ...`, `python -c ...`, an unparsed line) "always" would approve code nobody
-        // can see, and a write of pod's own files is approved one time at most, so only a
-        // one-time answer is offered.
-        let once_only = decision
-            .subjects
-            .iter()
-            .any(|s| s.action == Action::Ask && (s.opaque || self.policy.protects(s)));
-        // A prefix grant is the engine's (`permission::prefix`): offered only for commands
-        // whose program takes one, never where only a one-time answer is.
-        let prefixes = if once_only {
-            Vec::new()
-        } else {
-            SessionGrants::prefixes_for(decision).unwrap_or_default()
-        };
-        let mut options = vec![ReplyDecision::AllowOnce];
-        if !once_only {
-            options.push(ReplyDecision::AllowSession);
+        let offer = self.ask.offer(&self.policy, decision);
+        let answer = approvals.register(&request_id, offer.options.clone());
+        self.requested(turn, call, decision, &request_id, &offer)
+            .await;
+        let ended = self.wait(turn, decision, answer).await;
+        approvals.finish(&request_id);
+        let outcome = self.ask.outcome(ended);
+        match outcome.grant {
+            Grant::None => {}
+            Grant::Session => self.grant_session(turn, decision),
+            Grant::Prefixes { project } => self.grant_prefixes(turn, &offer.prefixes, project),
         }
-        if !prefixes.is_empty() {
-            options.push(ReplyDecision::AllowPrefix);
-            // Under `allow_managed_rules_only` a project grant would never apply: not offered.
-            if crate::manifest::grants::path(&self.manifest.workspace).is_some()
-                && !self.manifest.managed.locks.rules_only
-            {
-                options.push(ReplyDecision::AllowProject);
-            }
-        }
-        options.push(ReplyDecision::Deny);
-        let timeout = rules.ask_timeout();
-        let expires_at = timeout.and_then(|t| {
+        let allowed = outcome.verdict.is_ok();
+        self.resolved(turn, call, &request_id, outcome.by, allowed)
+            .await;
+        Some(Settlement {
+            by: Settled::Asked(outcome.by),
+            request_id: Some(request_id),
+            verdict: outcome.verdict,
+            input: outcome.input,
+        })
+    }
+
+    /// A request made: its event, and the pod awaiting permission if it is the turn's first.
+    async fn requested(
+        &self,
+        turn: &Turn<'_>,
+        call: &Call,
+        decision: &Decision,
+        request_id: &str,
+        offer: &Offer,
+    ) {
+        let expires_at = self.ask.timeout.and_then(|t| {
             let at = time::OffsetDateTime::now_utc() + t;
             at.format(&time::format_description::well_known::Rfc3339)
                 .ok()
         });
-        let answer = approvals.register(&request_id, options.clone());
         if turn.pending.fetch_add(1, Ordering::SeqCst) == 0 {
             turn.status(PodState::AwaitingPermission).await;
         }
+        let default = self.policy.rules().map(|r| r.default_action());
         turn.emit(Event::PermissionRequest(PermissionRequest {
-            request_id: request_id.clone(),
+            request_id: request_id.to_string(),
             turn_id: turn.id.clone(),
             call_id: call.id.clone(),
             tool: call.name.clone(),
             input: call.input.clone(),
             subjects: decision.subjects.clone(),
             reason: checks::ask_reason(decision, default),
-            options,
-            prefixes: prefixes.clone(),
+            options: offer.options.clone(),
+            prefixes: offer.prefixes.clone(),
             expires_at,
             annotations: self
                 .toolbox
@@ -393,18 +403,27 @@ impl Pod {
                 .and_then(|t| t.annotations().cloned()),
         }))
         .await;
+    }
+
+    /// The wait for a request's end: the answer, or who ended it without one (the timeout, a
+    /// cancel, a dropped registry, a session grant another ask of the turn gave).
+    async fn wait(
+        &self,
+        turn: &Turn<'_>,
+        decision: &Decision,
+        mut answer: oneshot::Receiver<Answer>,
+    ) -> Result<Answer, Asked> {
         let sleep = async {
-            match timeout {
+            match self.ask.timeout {
                 Some(t) => tokio::time::sleep(t).await,
                 None => std::future::pending().await,
             }
         };
         tokio::pin!(sleep);
-        let mut answer = answer;
         let mut grants = turn.grants.subscribe();
         // Biased: an answer already delivered (e.g. `disconnect` just before the turn is
         // cancelled) wins over a cancel that became ready at the same time.
-        let settled: Result<Answer, Asked> = loop {
+        loop {
             tokio::select! {
                 biased;
                 answer = &mut answer => break answer.map_err(|_| Asked::Disconnect),
@@ -417,88 +436,203 @@ impl Pod {
                     }
                 }
             }
+        }
+    }
+
+    /// `allow_session`: the asking subjects granted for the session. Only what is new is
+    /// logged: a second `allow_session` for a subject already granted (two asks answered
+    /// before either settled) adds nothing.
+    fn grant_session(&self, turn: &Turn<'_>, decision: &Decision) {
+        let granted = {
+            let mut state = self.state();
+            let known: Vec<(String, String)> = decision
+                .subjects
+                .iter()
+                .filter(|s| s.action == Action::Ask)
+                .filter(|s| state.grants.contains(&s.tool, &s.subject))
+                .map(|s| (s.tool.clone(), s.subject.clone()))
+                .collect();
+            let mut granted = state.grants.grant(decision);
+            for (tool, subjects) in &mut granted {
+                subjects.retain(|s| !known.contains(&(tool.clone(), s.clone())));
+            }
+            granted.retain(|(_, subjects)| !subjects.is_empty());
+            granted
         };
-        approvals.finish(&request_id);
-        let (by, verdict) = match settled {
+        for (tool, subjects) in granted {
+            self.record(Item::SessionGrant {
+                tool,
+                subjects,
+                prefixes: Vec::new(),
+                workspace: Some(self.manifest.workspace.clone()),
+            });
+        }
+        turn.grants.send_modify(|version| *version += 1);
+    }
+
+    /// `allow_prefix` and `allow_project`: the prefixes granted for the session; "in this
+    /// project" also keeps them as the user's rules (manifest/grants.rs).
+    fn grant_prefixes(&self, turn: &Turn<'_>, prefixes: &[String], project: bool) {
+        if project {
+            for pattern in prefixes {
+                match crate::manifest::grants::append(&self.manifest.workspace, "bash", pattern) {
+                    Ok((file, line)) => tracing::info!(
+                        "project grant: bash \"{pattern}\" allow at {}:{line}",
+                        file.display()
+                    ),
+                    Err(e) => tracing::error!("project grant not kept: {e}"),
+                }
+            }
+        }
+        let added = self.state().grants.grant_prefixes(prefixes);
+        if !added.is_empty() {
+            self.record(Item::SessionGrant {
+                tool: "bash".into(),
+                subjects: Vec::new(),
+                prefixes: added,
+                workspace: Some(self.manifest.workspace.clone()),
+            });
+        }
+        turn.grants.send_modify(|version| *version += 1);
+    }
+
+    /// A request ended: its event, and the pod running again if it was the turn's last.
+    async fn resolved(
+        &self,
+        turn: &Turn<'_>,
+        call: &Call,
+        request_id: &str,
+        by: Asked,
+        allowed: bool,
+    ) {
+        turn.emit(wire::resolved_event(turn, call, request_id, by, allowed))
+            .await;
+        if turn.pending.fetch_sub(1, Ordering::SeqCst) == 1 && !turn.cancel.is_cancelled() {
+            turn.status(PodState::Running).await;
+        }
+    }
+}
+
+/// What an ask offers and how long it waits: built once from the manifest, applied to each
+/// ask's decision.
+#[derive(Debug, Clone, Default)]
+pub(super) struct AskPolicy {
+    /// `ask_timeout_secs`: how long a request waits; `None`: until it is answered.
+    pub timeout: Option<Duration>,
+    /// Whether "always in this project" can be offered: the project grants file has a place,
+    /// and `allow_managed_rules_only` (under which such a grant would never apply) is off.
+    pub project_grants: bool,
+}
+
+/// The answers a request offers, and the prefixes an `allow_prefix` grants.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Offer {
+    pub options: Vec<ReplyDecision>,
+    pub prefixes: Vec<String>,
+}
+
+/// What an answered request grants beyond the call itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Grant {
+    None,
+    /// `allow_session`: the asking subjects.
+    Session,
+    /// `allow_prefix` (`project`: `allow_project`): the offered prefixes.
+    Prefixes {
+        project: bool,
+    },
+}
+
+/// How a request ended, read: who ended it, the verdict, what it grants, and the edited
+/// input to run instead (`allow_once` with `input`).
+#[derive(Debug)]
+struct Outcome {
+    by: Asked,
+    verdict: Result<(), String>,
+    grant: Grant,
+    input: Option<serde_json::Value>,
+}
+
+impl AskPolicy {
+    /// The policy `manifest` sets.
+    pub fn of(manifest: &crate::manifest::Manifest) -> AskPolicy {
+        AskPolicy {
+            timeout: manifest.permissions.as_ref().and_then(|r| r.ask_timeout()),
+            project_grants: crate::manifest::grants::path(&manifest.workspace).is_some()
+                && !manifest.managed.locks.rules_only,
+        }
+    }
+
+    /// What a request for `decision` offers. A session grant is keyed by exact subject text;
+    /// for a subject whose effect cannot be read (`eval ...`, `python -c ...`, an unparsed
+    /// line) "always" would approve code nobody can see, and a write of pod's own files is
+    /// approved one time at most, so only a one-time answer is offered. A prefix grant is the
+    /// engine's (`permission::prefix`): offered only for commands whose program takes one,
+    /// never where only a one-time answer is.
+    fn offer(&self, policy: &Policy, decision: &Decision) -> Offer {
+        let once_only = decision
+            .subjects
+            .iter()
+            .any(|s| s.action == Action::Ask && (s.opaque || policy.protects(s)));
+        let prefixes = if once_only {
+            Vec::new()
+        } else {
+            SessionGrants::prefixes_for(decision).unwrap_or_default()
+        };
+        let mut options = vec![ReplyDecision::AllowOnce];
+        if !once_only {
+            options.push(ReplyDecision::AllowSession);
+        }
+        if !prefixes.is_empty() {
+            options.push(ReplyDecision::AllowPrefix);
+            if self.project_grants {
+                options.push(ReplyDecision::AllowProject);
+            }
+        }
+        options.push(ReplyDecision::Deny);
+        Offer { options, prefixes }
+    }
+
+    /// A request's end read as its outcome: every way but a clear allow denies, with the text
+    /// saying why.
+    fn outcome(&self, ended: Result<Answer, Asked>) -> Outcome {
+        let outcome = |by, verdict, grant| Outcome {
+            by,
+            verdict,
+            grant,
+            input: None,
+        };
+        match ended {
             Ok(Answer::Client {
-                decision: reply,
+                decision,
                 message,
                 input,
-            }) => match reply {
-                ReplyDecision::AllowOnce => {
-                    *amended = input;
-                    (Asked::Client, Ok(()))
+            }) => match decision {
+                ReplyDecision::AllowOnce => Outcome {
+                    input,
+                    ..outcome(Asked::Client, Ok(()), Grant::None)
+                },
+                ReplyDecision::AllowSession => outcome(Asked::Client, Ok(()), Grant::Session),
+                ReplyDecision::AllowPrefix => {
+                    outcome(Asked::Client, Ok(()), Grant::Prefixes { project: false })
                 }
-                ReplyDecision::AllowSession => {
-                    // Only what is new is logged: a second `allow_session` for a subject
-                    // already granted (two asks answered before either settled) adds nothing.
-                    let granted = {
-                        let mut state = self.state();
-                        let known: Vec<(String, String)> = decision
-                            .subjects
-                            .iter()
-                            .filter(|s| s.action == Action::Ask)
-                            .filter(|s| state.grants.contains(&s.tool, &s.subject))
-                            .map(|s| (s.tool.clone(), s.subject.clone()))
-                            .collect();
-                        let mut granted = state.grants.grant(decision);
-                        for (tool, subjects) in &mut granted {
-                            subjects.retain(|s| !known.contains(&(tool.clone(), s.clone())));
-                        }
-                        granted.retain(|(_, subjects)| !subjects.is_empty());
-                        granted
-                    };
-                    for (tool, subjects) in granted {
-                        self.record(Item::SessionGrant {
-                            tool,
-                            subjects,
-                            prefixes: Vec::new(),
-                            workspace: Some(self.manifest.workspace.clone()),
-                        });
-                    }
-                    turn.grants.send_modify(|version| *version += 1);
-                    (Asked::Client, Ok(()))
+                ReplyDecision::AllowProject => {
+                    outcome(Asked::Client, Ok(()), Grant::Prefixes { project: true })
                 }
-                ReplyDecision::AllowPrefix | ReplyDecision::AllowProject => {
-                    // "In this project" also keeps the patterns as the user's rules
-                    // (manifest/grants.rs); both hold for the rest of this session.
-                    if reply == ReplyDecision::AllowProject {
-                        for pattern in &prefixes {
-                            match crate::manifest::grants::append(
-                                &self.manifest.workspace,
-                                "bash",
-                                pattern,
-                            ) {
-                                Ok((file, line)) => tracing::info!(
-                                    "project grant: bash \"{pattern}\" allow at {}:{line}",
-                                    file.display()
-                                ),
-                                Err(e) => tracing::error!("project grant not kept: {e}"),
-                            }
-                        }
-                    }
-                    let added = self.state().grants.grant_prefixes(&prefixes);
-                    if !added.is_empty() {
-                        self.record(Item::SessionGrant {
-                            tool: "bash".into(),
-                            subjects: Vec::new(),
-                            prefixes: added,
-                            workspace: Some(self.manifest.workspace.clone()),
-                        });
-                    }
-                    turn.grants.send_modify(|version| *version += 1);
-                    (Asked::Client, Ok(()))
-                }
-                ReplyDecision::Deny => {
-                    (Asked::Client, Err(checks::refused_text(message.as_deref())))
-                }
+                ReplyDecision::Deny => outcome(
+                    Asked::Client,
+                    Err(checks::refused_text(message.as_deref())),
+                    Grant::None,
+                ),
             },
-            Ok(Answer::Unusable(why)) => (Asked::Client, Err(checks::unusable_text(&why))),
-            Err(Asked::Grant) => (Asked::Grant, Ok(())),
+            Ok(Answer::Unusable(why)) => {
+                outcome(Asked::Client, Err(checks::unusable_text(&why)), Grant::None)
+            }
+            Err(Asked::Grant) => outcome(Asked::Grant, Ok(()), Grant::None),
             Ok(Answer::Closed(by)) | Err(by) => {
                 let text = match by {
                     Asked::Timeout => {
-                        checks::timeout_text(timeout.unwrap_or(Duration::ZERO).as_secs())
+                        checks::timeout_text(self.timeout.unwrap_or(Duration::ZERO).as_secs())
                     }
                     Asked::Cancel => checks::CANCELLED_TEXT.to_string(),
                     Asked::Shutdown => checks::SHUTDOWN_TEXT.to_string(),
@@ -506,25 +640,9 @@ impl Pod {
                         checks::DISCONNECT_TEXT.to_string()
                     }
                 };
-                (by, Err(text))
+                outcome(by, Err(text), Grant::None)
             }
-        };
-        turn.emit(wire::resolved_event(
-            turn,
-            call,
-            &request_id,
-            by,
-            verdict.is_ok(),
-        ))
-        .await;
-        if turn.pending.fetch_sub(1, Ordering::SeqCst) == 1 && !turn.cancel.is_cancelled() {
-            turn.status(PodState::Running).await;
         }
-        Some(Settlement {
-            by: Settled::Asked(by),
-            request_id: Some(request_id),
-            verdict,
-        })
     }
 }
 
@@ -578,6 +696,111 @@ mod tests {
             .unwrap();
         assert!(approvals.unusable("r2", "late".into()).is_err());
         assert!(matches!(rx.await.unwrap(), Answer::Client { .. }));
+    }
+
+    fn subject(subject: &str, opaque: bool) -> crate::protocol::SubjectDecision {
+        crate::protocol::SubjectDecision {
+            tool: "bash".into(),
+            subject: subject.into(),
+            action: Action::Ask,
+            rule: None,
+            opaque,
+            invalid: false,
+            note: None,
+        }
+    }
+
+    /// A readable command is offered every answer (the project's only where its grants can
+    /// apply), with its prefix; an opaque one only a one-time answer.
+    #[test]
+    fn the_offer_follows_the_subjects_and_the_policy() {
+        let policy = Policy::new(None, std::path::PathBuf::from("/w"));
+        let ask = |subjects| Decision {
+            decision: Action::Ask,
+            subjects,
+        };
+        let readable = ask(vec![subject("cargo test --lib", false)]);
+        let on = AskPolicy {
+            timeout: None,
+            project_grants: true,
+        };
+        let offer = on.offer(&policy, &readable);
+        assert_eq!(
+            offer.options,
+            vec![
+                ReplyDecision::AllowOnce,
+                ReplyDecision::AllowSession,
+                ReplyDecision::AllowPrefix,
+                ReplyDecision::AllowProject,
+                ReplyDecision::Deny
+            ]
+        );
+        assert!(!offer.prefixes.is_empty(), "{offer:?}");
+        let off = AskPolicy::default().offer(&policy, &readable);
+        assert!(
+            !off.options.contains(&ReplyDecision::AllowProject),
+            "{off:?}"
+        );
+        let opaque = on.offer(&policy, &ask(vec![subject("eval \"$x\"", true)]));
+        assert_eq!(
+            opaque,
+            Offer {
+                options: vec![ReplyDecision::AllowOnce, ReplyDecision::Deny],
+                prefixes: Vec::new(),
+            }
+        );
+    }
+
+    /// Every end of a request but a clear allow denies; only the answers that grant say so,
+    /// and only `allow_once` carries an edited input.
+    #[test]
+    fn an_outcome_denies_unless_clearly_allowed() {
+        let ask = AskPolicy {
+            timeout: Some(Duration::from_secs(7)),
+            project_grants: true,
+        };
+        let client = |decision| {
+            Ok(Answer::Client {
+                decision,
+                message: None,
+                input: Some(serde_json::json!({"command": "ls"})),
+            })
+        };
+        let once = ask.outcome(client(ReplyDecision::AllowOnce));
+        assert_eq!((once.by, once.grant), (Asked::Client, Grant::None));
+        assert!(once.verdict.is_ok() && once.input.is_some());
+        for (reply, grant) in [
+            (ReplyDecision::AllowSession, Grant::Session),
+            (
+                ReplyDecision::AllowPrefix,
+                Grant::Prefixes { project: false },
+            ),
+            (
+                ReplyDecision::AllowProject,
+                Grant::Prefixes { project: true },
+            ),
+        ] {
+            let o = ask.outcome(client(reply));
+            assert_eq!(
+                (o.by, o.grant, o.verdict.is_ok()),
+                (Asked::Client, grant, true)
+            );
+            assert_eq!(o.input, None);
+        }
+        let denied = ask.outcome(client(ReplyDecision::Deny));
+        assert_eq!(denied.verdict, Err(checks::refused_text(None)));
+        let unusable = ask.outcome(Ok(Answer::Unusable("bad".into())));
+        assert_eq!(unusable.verdict, Err(checks::unusable_text("bad")));
+        assert!(ask.outcome(Err(Asked::Grant)).verdict.is_ok());
+        let timeout = ask.outcome(Err(Asked::Timeout));
+        assert_eq!(timeout.verdict, Err(checks::timeout_text(7)));
+        for by in [Asked::Cancel, Asked::Disconnect, Asked::Shutdown] {
+            let closed = ask.outcome(Ok(Answer::Closed(by)));
+            let ended = ask.outcome(Err(by));
+            assert_eq!((closed.by, ended.by), (by, by));
+            assert!(closed.verdict.is_err() && closed.verdict == ended.verdict);
+            assert_eq!(closed.grant, Grant::None);
+        }
     }
 
     #[tokio::test]

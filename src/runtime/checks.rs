@@ -101,18 +101,18 @@ impl Pod {
                     // Boxed (as is the hook below): the state of an await lives in this future,
                     // and a response's calls are all created up front, so a large inline state
                     // (18 KB before) was allocated and copied per call.
-                    let mut edited = None;
-                    let settled =
-                        Box::pin(self.permission_hook(turn, call, decision, &mut edited)).await;
-                    let verdict = match settled {
+                    let settled = Box::pin(self.permission_hook(turn, call, decision)).await;
+                    let (verdict, edited) = match settled {
                         Some(settled) => {
                             decision_item =
                                 Some(wire::decision_item(turn, call, decision, &settled));
-                            settled
-                                .verdict
-                                .map_err(|text| Denial::new(wire::denied_by(settled.by), text))
+                            let by = wire::denied_by(settled.by);
+                            (
+                                settled.verdict.map_err(|text| Denial::new(by, text)),
+                                settled.input,
+                            )
                         }
-                        None => Ok(()),
+                        None => (Ok(()), None),
                     };
                     match (verdict, edited) {
                         (Ok(()), Some(input)) => {

@@ -702,8 +702,7 @@ impl Pod {
     /// subject is the `network` one. Not recorded as the call's decision (it has one already):
     /// the call's result records what it reached.
     async fn settle_network_ask(&self, turn: &Turn<'_>, call: &Call, ask: NetworkAsk) {
-        let mut edited = None;
-        let settled = Box::pin(self.permission_hook(turn, call, &ask.decision, &mut edited)).await;
+        let settled = Box::pin(self.permission_hook(turn, call, &ask.decision)).await;
         let answer = match settled {
             Some(s) => (Some(s.by), s.verdict),
             None => (None, Ok(())),
