@@ -6,7 +6,8 @@
 //! the wire's `DecidedBy`, `ResolvedBy`, `Resolution` and `DeniedBy`, so a change here changes
 //! the schema only through that mapping.
 //!
-//! Must not touch: the wire types (`pod-protocol`'s enums are not named here), deciding.
+//! Must not touch: the wire's words for these (`pod-protocol`'s `DecidedBy` and its kin are
+//! never named in code here), deciding.
 
 use pod_protocol::Decision;
 
