@@ -157,7 +157,7 @@ fn main() {
         RuleSpec::new("bash", "git push *", Action::Deny),
         RuleSpec::new("bash", "curl *", Action::Deny),
     ];
-    let rules = Rules::compile(Action::Allow, specs, None).expect("rules");
+    let rules = Rules::compile(Action::Allow, specs).expect("rules");
     let judge = Arc::new(Judge {
         policy: Policy::new(Some(rules), dir.path().to_path_buf()),
     });

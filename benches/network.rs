@@ -117,11 +117,7 @@ fn main() {
         .unwrap();
     rt.block_on(async move {
         let origin = origin().await;
-        let rules = Rules::compile(
-            Action::Deny,
-            vec![RuleSpec::new("network", "bench.test:*", Action::Allow)],
-            None,
-        )
+        let rules = Rules::compile(Action::Deny, vec![RuleSpec::new("network", "bench.test:*", Action::Allow)])
         .unwrap();
         let policy = Arc::new(Policy::new(Some(rules), "/".into()));
         let net = Net::new(policy).pinning("bench.test", "127.0.0.1".parse().unwrap());

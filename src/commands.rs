@@ -1271,7 +1271,7 @@ pub fn config_text(m: &Manifest) -> String {
                 "default_action = {}\n",
                 quote(rules.default_action().as_str())
             ));
-            if let Some(t) = rules.ask_timeout() {
+            if let Some(t) = m.ask_timeout {
                 out.push_str(&format!("ask_timeout_secs = {}\n", t.as_secs()));
             }
             out.push('\n');

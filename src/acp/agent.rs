@@ -30,7 +30,8 @@ use crate::manifest::mcp::{check_header, check_url};
 use crate::manifest::trust::Decision;
 use crate::manifest::{Manifest, McpServerConfig, McpTransport, Trust, TrustStore, Vouch};
 use crate::permission::mcp::check_server_name;
-use crate::protocol::{InputItem, ResolvedBy, TrustDecision};
+use crate::permission::Asked;
+use crate::protocol::{InputItem, TrustDecision};
 use crate::runtime::{Mode, PodError};
 use crate::server::dispatch::{Detach, Reply, Service};
 use crate::session::SessionError;
@@ -408,7 +409,7 @@ impl Agent {
         let Some(session) = lock(&self.sessions).remove(&id) else {
             return Err(AcpError::session_not_found(&id));
         };
-        session.close(ResolvedBy::Cancel);
+        session.close(Asked::Cancel);
         session.retire().await;
         Ok(acp::CloseSessionResponse::new())
     }
@@ -626,7 +627,7 @@ impl Agent {
 
     /// The connection is gone (or shutting down): every session's pending asks are denied,
     /// turns cancelled, requests to the client failed.
-    pub fn close(&self, by: ResolvedBy) {
+    pub fn close(&self, by: Asked) {
         for session in lock(&self.sessions).values() {
             session.close(by);
         }

@@ -28,7 +28,8 @@ use agent_client_protocol_schema::v1 as acp;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::protocol::{ErrorObject, ResolvedBy};
+use crate::permission::Asked;
+use crate::protocol::ErrorObject;
 use crate::server::dispatch::Dispatcher;
 use crate::server::transport;
 use agent::{Agent, AgentService};
@@ -145,7 +146,7 @@ where
         crate::server::handle(&dispatcher, frame, max_message_bytes).await;
     }
     tracing::info!("client disconnected");
-    agent.close(ResolvedBy::Disconnect);
+    agent.close(Asked::Disconnect);
     dispatcher.tracker().close();
     if tokio::time::timeout(WIND_DOWN_BUDGET, dispatcher.tracker().wait())
         .await

@@ -27,9 +27,9 @@ use super::peer::{Peer, PeerError};
 use super::updates;
 use super::AcpError;
 use crate::manifest::{Manifest, McpServerConfig};
+use crate::permission::Asked;
 use crate::protocol::{
-    CallResult, Event, InputItem, PermissionRequest, ReplyDecision, ResolvedBy, RunResult,
-    StopReason,
+    CallResult, Event, InputItem, PermissionRequest, ReplyDecision, RunResult, StopReason,
 };
 use crate::runtime::{
     Approvals, Approver, EventSink, Mode, Pod, PodError, PodOptions, RunError, TURN_FAILED_TEXT,
@@ -247,7 +247,7 @@ impl Session {
 
     /// The connection is closing: pending and later asks are denied by `by`, the turn is
     /// cancelled.
-    pub fn close(&self, by: ResolvedBy) {
+    pub fn close(&self, by: Asked) {
         self.approvals.close(by);
         self.cancel();
     }

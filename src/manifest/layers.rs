@@ -160,16 +160,14 @@ impl Manifest {
             return Ok(());
         }
         let specs: Vec<RuleSpec> = rules.specs().cloned().chain(extra).collect();
-        self.permissions = Some(
-            Rules::compile(rules.default_action(), specs, rules.ask_timeout()).map_err(
-                |(i, e)| ManifestError::Invalid {
-                    path: file.clone(),
-                    line: 1,
-                    column: 1,
-                    message: format!("the project grants (rule {}): {e}", i + 1),
-                },
-            )?,
-        );
+        self.permissions = Some(Rules::compile(rules.default_action(), specs).map_err(
+            |(i, e)| ManifestError::Invalid {
+                path: file.clone(),
+                line: 1,
+                column: 1,
+                message: format!("the project grants (rule {}): {e}", i + 1),
+            },
+        )?);
         self.files.push(file);
         Ok(())
     }
@@ -475,13 +473,11 @@ fn restrict(
                 );
             }
             Some(
-                Rules::compile(default, specs, rules.ask_timeout()).map_err(|(i, e)| {
-                    ManifestError::Invalid {
-                        path: file.clone(),
-                        line: 1,
-                        column: 1,
-                        message: format!("the untrusted project's rules (rule {}): {e}", i + 1),
-                    }
+                Rules::compile(default, specs).map_err(|(i, e)| ManifestError::Invalid {
+                    path: file.clone(),
+                    line: 1,
+                    column: 1,
+                    message: format!("the untrusted project's rules (rule {}): {e}", i + 1),
                 })?,
             )
         }
@@ -574,6 +570,8 @@ fn merge(mut project: Manifest, user: Manifest) -> Result<Manifest, ManifestErro
         (had(&project, "sandbox"), &project.sandbox),
         (had(&user, "sandbox"), &user.sandbox),
     );
+    // The project's timeout, else the user's (a layer without [permissions] has none).
+    project.ask_timeout = project.ask_timeout.or(user.ask_timeout);
     project.permissions = merge_rules(project.permissions.take(), user.permissions.as_ref())
         .map_err(|(i, e)| ManifestError::Invalid {
             path: project.path.clone(),
@@ -727,10 +725,9 @@ fn merge_rules(
         .chain(user_rest)
         .collect();
     let default = stricter(project.default_action(), user.default_action());
-    let timeout = project.ask_timeout().or(user.ask_timeout());
     // Every rule compiled once already, in its own file, so this does not fail; if it did,
     // pod would not start rather than drop a layer's rules.
-    Rules::compile(default, specs, timeout).map(Some)
+    Rules::compile(default, specs).map(Some)
 }
 
 /// The built-in configuration when no file exists: the offline model, reads (and searches)
@@ -780,13 +777,11 @@ fn default_rules(workspace: &Path) -> Result<Rules, ManifestError> {
             ..s
         })
         .collect();
-    Rules::compile(rules.default_action(), specs, rules.ask_timeout()).map_err(|(i, e)| {
-        ManifestError::Invalid {
-            path: path.clone(),
-            line: 1,
-            column: 1,
-            message: format!("built-in defaults, rule {}: {e}", i + 1),
-        }
+    Rules::compile(rules.default_action(), specs).map_err(|(i, e)| ManifestError::Invalid {
+        path: path.clone(),
+        line: 1,
+        column: 1,
+        message: format!("built-in defaults, rule {}: {e}", i + 1),
     })
 }
 
@@ -873,5 +868,46 @@ mod readable_tests {
             stricter_readable(Some(&list(&[])), Some(&user)),
             Some(list(&[]))
         );
+    }
+}
+
+#[cfg(test)]
+mod timeout_tests {
+    use super::{merge, Manifest, Role};
+    use std::time::Duration;
+
+    fn layer(text: &str, dir: &std::path::Path, user: bool) -> Manifest {
+        let path = dir.join(if user { "user.toml" } else { "pod.toml" });
+        let role = if user {
+            Role::User(dir)
+        } else {
+            Role::ProjectIn(dir)
+        };
+        Manifest::parse_layer(text, &path, role).expect("a layer")
+    }
+
+    /// `ask_timeout_secs` is the project's, else the user's; a layer without `[permissions]`
+    /// has none, and with neither the layer is off and nothing waits.
+    #[test]
+    fn the_ask_timeout_is_the_projects_else_the_users() {
+        let dir = tempfile::tempdir().expect("a folder");
+        let dir = dir.path();
+        let with = |secs: Option<u64>| match secs {
+            Some(s) => format!("[permissions]\ndefault_action = \"ask\"\nask_timeout_secs = {s}\n"),
+            None => "[permissions]\ndefault_action = \"ask\"\n".to_string(),
+        };
+        let off = "[pod]\nname = \"off\"\n";
+        let merged = |project: &str, user: &str| {
+            merge(layer(project, dir, false), layer(user, dir, true))
+                .expect("merged")
+                .ask_timeout
+        };
+        let secs = |s| Some(Duration::from_secs(s));
+        assert_eq!(merged(&with(Some(5)), &with(Some(9))), secs(5));
+        assert_eq!(merged(&with(None), &with(Some(9))), secs(9));
+        assert_eq!(merged(off, &with(Some(9))), secs(9));
+        assert_eq!(merged(&with(Some(5)), off), secs(5));
+        assert_eq!(merged(&with(None), off), None);
+        assert_eq!(merged(off, off), None);
     }
 }

@@ -260,6 +260,7 @@ pub(super) fn load(workspace: &Path) -> Result<Option<Manifest>, ManifestError> 
 /// Two managed files: the later's settings added to the earlier's, the stricter of each lock.
 fn combine(mut first: Manifest, second: Manifest) -> Result<Manifest, ManifestError> {
     let had = |m: &Manifest, section: &str| m.origins.contains_key(section);
+    first.ask_timeout = first.ask_timeout.or(second.ask_timeout);
     first.permissions = match (first.permissions.take(), &second.permissions) {
         (None, None) => None,
         (Some(a), None) => Some(a),
@@ -268,7 +269,6 @@ fn combine(mut first: Manifest, second: Manifest) -> Result<Manifest, ManifestEr
             Rules::compile(
                 stricter(a.default_action(), b.default_action()),
                 a.specs().chain(b.specs()).cloned().collect(),
-                a.ask_timeout().or(b.ask_timeout()),
             )
             .map_err(|(i, e)| {
                 invalid(
@@ -443,16 +443,13 @@ pub(super) fn apply(mut lower: Manifest, managed: Manifest) -> Result<Manifest, 
         None if locks.domains_only => Some(Action::Allow),
         d => d,
     };
+    // The managed timeout, else the lower one's, while the layer is on.
+    lower.ask_timeout = default.and(managed.ask_timeout.or(lower.ask_timeout));
     lower.permissions = match default {
         None => None,
         Some(default) => {
-            let timeout = managed
-                .permissions
-                .as_ref()
-                .and_then(Rules::ask_timeout)
-                .or(lower_rules.as_ref().and_then(Rules::ask_timeout));
             let (specs, from_managed): (Vec<RuleSpec>, Vec<bool>) = merged.into_iter().unzip();
-            let rules = Rules::compile(default, specs, timeout).map_err(|(i, e)| {
+            let rules = Rules::compile(default, specs).map_err(|(i, e)| {
                 invalid(
                     &managed_path,
                     format!("the merged rules (rule {}): {e}", i + 1),

@@ -85,6 +85,9 @@ pub struct Manifest {
     pub permissions_line: Option<usize>,
     /// `[permissions] mode`: the mode sessions start in.
     pub mode: crate::protocol::Mode,
+    /// `[permissions] ask_timeout_secs`: how long an ask waits for its answer (`None`: until
+    /// it is answered, or the layer is off).
+    pub ask_timeout: Option<Duration>,
     /// `[skills].directories`, absolute.
     pub skill_dirs: Vec<PathBuf>,
     pub hooks: Vec<HookConfig>,
@@ -493,6 +496,11 @@ impl Manifest {
             .as_ref()
             .and_then(|p| p.get_ref().mode)
             .unwrap_or_default();
+        let ask_timeout = raw
+            .permissions
+            .as_ref()
+            .and_then(|p| p.get_ref().ask_timeout_secs)
+            .map(Duration::from_secs);
         let mut examples: Vec<(usize, RuleExample, usize)> = Vec::new();
         let (permissions, permissions_line) = match raw.permissions {
             None => (None, None),
@@ -550,20 +558,16 @@ impl Manifest {
                         r.methods.as_ref().map(|m| m.span().start).unwrap_or(span),
                     ));
                 }
-                let rules = Rules::compile(
-                    *default_action.get_ref(),
-                    specs,
-                    section.ask_timeout_secs.map(Duration::from_secs),
-                )
-                .map_err(|(i, e)| {
-                    let (_, tool_at, pattern_at, methods_at) = field_spans[i];
-                    let offset = match e.field {
-                        "tool" => tool_at,
-                        "methods" => methods_at,
-                        _ => pattern_at,
-                    };
-                    at(offset, format!("permissions.rule[{}].{e}", i + 1))
-                })?;
+                let rules =
+                    Rules::compile(*default_action.get_ref(), specs).map_err(|(i, e)| {
+                        let (_, tool_at, pattern_at, methods_at) = field_spans[i];
+                        let offset = match e.field {
+                            "tool" => tool_at,
+                            "methods" => methods_at,
+                            _ => pattern_at,
+                        };
+                        at(offset, format!("permissions.rule[{}].{e}", i + 1))
+                    })?;
                 let with = (!examples.is_empty()).then(|| examples::policy(&rules, &workspace));
                 for (offset, example, index) in &examples {
                     let Some(policy) = &with else { break };
@@ -820,6 +824,7 @@ impl Manifest {
             permissions,
             permissions_line,
             mode,
+            ask_timeout,
             skill_dirs,
             hooks,
             state_dir,

@@ -33,7 +33,8 @@ use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::{Net, Refusal};
-use crate::protocol::{Action, DecidedBy, Decision, RuleRef};
+use crate::permission::{Asked, Settled};
+use crate::protocol::{Action, Decision, RuleRef};
 
 /// A connection the rules ask about, handed to whoever runs the call (the runtime settles it
 /// through the normal approval round trip, attributed to the call): the decision, and where
@@ -41,7 +42,7 @@ use crate::protocol::{Action, DecidedBy, Decision, RuleRef};
 #[derive(Debug)]
 pub struct NetworkAsk {
     pub decision: Decision,
-    pub answer: oneshot::Sender<(Option<DecidedBy>, Result<(), String>)>,
+    pub answer: oneshot::Sender<(Option<Settled>, Result<(), String>)>,
 }
 
 /// Longest request head read (request line and headers).
@@ -68,7 +69,7 @@ pub struct Entry {
     /// The rules' word (`allow` or `deny`, an ask settled), and who settled it (`None`: no
     /// rule was consulted).
     pub decision: Action,
-    pub by: Option<DecidedBy>,
+    pub by: Option<Settled>,
     /// The rule that decided.
     pub rule: Option<RuleRef>,
     /// `None`: connected; else why not.
@@ -685,7 +686,7 @@ async fn open_upstream(
     let (by, decided) = match (&call.asks, decision.decision) {
         (Some(asks), Action::Ask) => ask(asks, call, decision).await,
         (None, Action::Ask) => (
-            Some(DecidedBy::FailClosed),
+            Some(Settled::FailClosed),
             super::verdict(&decision, shared.net.default_action()),
         ),
         _ => (
@@ -873,17 +874,17 @@ impl Drop for Finish<'_> {
 /// The rule that decided a network subject, and who settled a decision that asks nobody:
 /// `rule`, `default`, `disabled` (the layer is off), or `None` for a host no rule was matched
 /// against (invalid).
-fn ruled(decision: &Decision, layer_on: bool) -> (Option<RuleRef>, Option<DecidedBy>) {
+fn ruled(decision: &Decision, layer_on: bool) -> (Option<RuleRef>, Option<Settled>) {
     let Some(s) = decision.subjects.first() else {
         return (None, None);
     };
     if !layer_on {
-        return (None, Some(DecidedBy::Disabled));
+        return (None, Some(Settled::Disabled));
     }
     match &s.rule {
-        Some(rule) => (Some(rule.clone()), Some(DecidedBy::Rule)),
+        Some(rule) => (Some(rule.clone()), Some(Settled::Rule)),
         None if s.invalid => (None, None),
-        None => (None, Some(DecidedBy::Default)),
+        None => (None, Some(Settled::Default)),
     }
 }
 
@@ -893,7 +894,7 @@ async fn ask(
     asks: &mpsc::Sender<NetworkAsk>,
     call: &Call,
     decision: Decision,
-) -> (Option<DecidedBy>, Result<String, Refusal>) {
+) -> (Option<Settled>, Result<String, Refusal>) {
     let subject = decision
         .subjects
         .first()
@@ -902,7 +903,7 @@ async fn ask(
     let (tx, rx) = oneshot::channel();
     let gone = || {
         (
-            Some(DecidedBy::Cancel),
+            Some(Settled::Asked(Asked::Cancel)),
             Err(Refusal::new(
                 "blocked-by-ask",
                 "the call ended before the ask was answered",
@@ -988,7 +989,7 @@ mod tests {
             port: 80,
             method: None,
             decision: Action::Allow,
-            by: Some(DecidedBy::Rule),
+            by: Some(Settled::Rule),
             rule: None,
             refused: refused.then(|| Refusal::new("blocked-by-rule", "denied")),
             note: None,

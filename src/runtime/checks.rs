@@ -13,7 +13,7 @@
 use super::calls::Call;
 use super::pin;
 use super::turn::Turn;
-use super::{Mode, Pod};
+use super::{wire, Mode, Pod};
 use crate::hooks::UserHook;
 use crate::protocol::{Action, Decision, DeniedBy, Item, SubjectDecision};
 use crate::skills::Skill;
@@ -101,10 +101,19 @@ impl Pod {
                     // Boxed (as is the hook below): the state of an await lives in this future,
                     // and a response's calls are all created up front, so a large inline state
                     // (18 KB before) was allocated and copied per call.
-                    let mut edited = None;
-                    let (verdict, item) =
-                        Box::pin(self.permission_hook(turn, call, decision, &mut edited)).await;
-                    decision_item = item;
+                    let settled = Box::pin(self.permission_hook(turn, call, decision)).await;
+                    let (verdict, edited) = match settled {
+                        Some(settled) => {
+                            decision_item =
+                                Some(wire::decision_item(turn, call, decision, &settled));
+                            let by = wire::denied_by(settled.by);
+                            (
+                                settled.verdict.map_err(|text| Denial::new(by, text)),
+                                settled.input,
+                            )
+                        }
+                        None => (Ok(()), None),
+                    };
                     match (verdict, edited) {
                         (Ok(()), Some(input)) => {
                             let (verdict, next) = self.amend(turn, call, input).await;

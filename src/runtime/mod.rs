@@ -21,6 +21,7 @@ mod deltas;
 mod execs;
 mod pin;
 mod turn;
+mod wire;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -222,6 +223,8 @@ pub struct Pod {
     /// The session's MCP servers, whose tools are in `toolbox`.
     mcp: McpServers,
     approver: Approver,
+    /// What an ask offers and how long it waits, from the manifest.
+    ask: approval::AskPolicy,
     editor: Option<Arc<dyn EditorFiles>>,
     /// The session's mode, set by the manifest and the client while the session runs; read at
     /// each call's checks.
@@ -499,6 +502,7 @@ impl Pod {
             crate::sandbox::gate::Identities::default()
         });
         Ok(Pod {
+            ask: approval::AskPolicy::of(&manifest),
             exec_ids,
             files: Arc::new(FileRules::new(policy.clone())),
             policy,

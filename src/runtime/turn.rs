@@ -18,7 +18,7 @@ use super::calls::{self, Call};
 use super::checks::{self, Stop};
 use super::deltas::Deltas;
 use super::execs;
-use super::{Approver, EventSink, Pod, RunError};
+use super::{wire, Approver, EventSink, Pod, RunError};
 use crate::hooks::After;
 use crate::manifest::HookEvent;
 use crate::model::{Message, ModelError, ModelRequest, ModelStop, ToolCall, ToolResult};
@@ -639,13 +639,13 @@ impl Pod {
             tokio::select! {
                 output = &mut run => break output,
                 Some(ask) = asked.recv() => settling.push(self.settle_network_ask(turn, call, ask)),
-                Some(report) = connected.recv() => self.record(connection_item(turn, call, report)),
+                Some(report) = connected.recv() => self.record(wire::connection_item(turn, call, report)),
                 Some(()) = futures::StreamExt::next(&mut settling), if !settling.is_empty() => {}
             }
         };
         // The call is over: its admission reported every connection still open.
         while let Ok(report) = connected.try_recv() {
-            self.record(connection_item(turn, call, report));
+            self.record(wire::connection_item(turn, call, report));
         }
         for m in judge.iter().flat_map(|j| j.take_mismatches()) {
             self.record(Item::AnalysisMismatch {
@@ -702,14 +702,12 @@ impl Pod {
     /// subject is the `network` one. Not recorded as the call's decision (it has one already):
     /// the call's result records what it reached.
     async fn settle_network_ask(&self, turn: &Turn<'_>, call: &Call, ask: NetworkAsk) {
-        let mut edited = None;
-        let (verdict, item) =
-            Box::pin(self.permission_hook(turn, call, &ask.decision, &mut edited)).await;
-        let by = match item {
-            Some(Item::PermissionDecision { by, .. }) => Some(by),
-            _ => None,
+        let settled = Box::pin(self.permission_hook(turn, call, &ask.decision)).await;
+        let answer = match settled {
+            Some(s) => (Some(s.by), s.verdict),
+            None => (None, Ok(())),
         };
-        let _ = ask.answer.send((by, verdict.map_err(|d| d.text)));
+        let _ = ask.answer.send(answer);
     }
 
     /// The permission layer's decision for a call. Shell commands are analyzed on a blocking
@@ -748,33 +746,5 @@ impl Pod {
             Ok(decision) => decision,
             Err(_) => failed(),
         }
-    }
-}
-
-/// The history item of what the proxy reported of `call`.
-fn connection_item(turn: &Turn<'_>, call: &Call, report: Report) -> Item {
-    match report {
-        Report::Connection(e) => {
-            let e = *e;
-            Item::NetworkConnection {
-                turn_id: turn.id.clone(),
-                call_id: call.id.clone(),
-                host: e.subject,
-                port: e.port,
-                method: e.method,
-                decision: e.decision,
-                by: e.by,
-                rule: e.rule,
-                refused: e.refused.as_ref().map(|r| r.code.to_string()),
-                reason: e.refused.map(|r| r.text).or(e.note),
-                bytes_up: e.up,
-                bytes_down: e.down,
-            }
-        }
-        Report::Omitted(count) => Item::NetworkConnectionsOmitted {
-            turn_id: turn.id.clone(),
-            call_id: call.id.clone(),
-            count,
-        },
     }
 }

@@ -15,7 +15,8 @@ use super::error::MethodError;
 use super::transport::Outbox;
 use crate::manifest::trust::Decision;
 use crate::manifest::{Manifest, TrustStore, Vouch};
-use crate::protocol::{MethodName, ResolvedBy, TrustDecision, WorkspaceTrust};
+use crate::permission::Asked;
+use crate::protocol::{MethodName, TrustDecision, WorkspaceTrust};
 use crate::runtime::{Approvals, Approver, Pod, PodOptions};
 
 /// Where the connection's configuration comes from, so that `trust/apply` can read it again:
@@ -317,7 +318,7 @@ impl Connection {
 
     /// Resolves every pending permission request as denied by `by` (later ones at once) and
     /// cancels the running turn.
-    pub fn close(&self, by: ResolvedBy) {
+    pub fn close(&self, by: Asked) {
         if let Some(approvals) = lock(&self.opened)
             .as_ref()
             .and_then(|o| o.approvals.clone())

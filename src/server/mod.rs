@@ -28,7 +28,8 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::manifest::{Manifest, Vouch};
-use crate::protocol::{ErrorCode, ResolvedBy};
+use crate::permission::Asked;
+use crate::protocol::ErrorCode;
 use connection::{Connection, Source};
 use dispatch::Dispatcher;
 use transport::Frame;
@@ -198,7 +199,7 @@ where
     let service = Arc::new(methods::Methods::new(conn.clone()));
     let dispatcher = Dispatcher::new(service, transport.outbox.clone());
     let mut frames = transport.frames;
-    let mut end = ResolvedBy::Disconnect;
+    let mut end = Asked::Disconnect;
     loop {
         // A client that does not read its answers is not read from either (transport.rs).
         transport.outbox.room_for_responses().await;
@@ -207,7 +208,7 @@ where
         };
         handle(&dispatcher, frame, max_message_bytes).await;
         if conn.is_shutting_down() {
-            end = ResolvedBy::Shutdown;
+            end = Asked::Shutdown;
             break;
         }
         if conn.cannot_open() {
@@ -229,7 +230,7 @@ where
     };
     tokio::pin!(wind_down);
     // After `shutdown` the client may still send: every request gets -32005 until exit.
-    let mut reading = end == ResolvedBy::Shutdown;
+    let mut reading = end == Asked::Shutdown;
     loop {
         tokio::select! {
             () = &mut wind_down => break,

@@ -645,6 +645,50 @@ fn each_proxied_connection_is_an_item_of_the_session_log() {
     );
 }
 
+/// With no `[permissions]` section the layer is off: a proxied connection goes through, and
+/// its `networkConnection` item says so (`by: "disabled"`, no rule), as `pod why` does.
+#[test]
+fn with_the_layer_off_a_proxied_connection_is_recorded_as_disabled() {
+    let server = Server::start();
+    let port = server.port;
+    let ws = Workspace::with_manifest(
+        "[pod]\nname = \"off\"\n\n[tools]\nenabled = [\"bash\"]\n\n\
+         [sandbox]\nnetwork = \"proxy\"\n",
+    );
+    let mut pod = PodProcess::spawn_env(&ws, Framing::Lines, &[], &[("POD_TEST_HOSTS", HOSTS)]);
+    let init = pod.initialize(false);
+    require_proxy(&init);
+    let results = run(
+        &mut pod,
+        &[format!("!curl -sS -m 20 http://allowed.test:{port}/hello")],
+    );
+    assert!(
+        content(&results[0]).contains("hello-from-the-server"),
+        "{}",
+        results[0]
+    );
+    let history = pod.call("history", json!({}));
+    let items: Vec<&Value> = history["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|i| i["type"] == "networkConnection")
+        .collect();
+    assert_eq!(items.len(), 1, "{history:#}");
+    assert_eq!(items[0]["decision"], "allow", "{}", items[0]);
+    assert_eq!(items[0]["by"], "disabled", "{}", items[0]);
+    assert!(items[0].get("rule").is_none(), "{}", items[0]);
+    // The call itself records no decision: the layer had nothing to say.
+    assert!(
+        !history["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|i| i["type"] == "permissionDecision"),
+        "{history:#}"
+    );
+}
+
 /// A network rule with `methods = ["GET"]`: a GET through the proxy reaches the server; a POST
 /// and a CONNECT tunnel to the same host are refused by the default, the result saying which
 /// rule passed them over and why; `pod explain` says the same; a method no rule can name,

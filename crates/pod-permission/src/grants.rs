@@ -258,7 +258,6 @@ mod tests {
                 spec("bash", "rm *", Action::Deny),
                 spec("read", "*.env", Action::Deny),
             ],
-            None,
         )
         .unwrap();
         Policy::new(Some(rules), PathBuf::from("/w")).with_protected(Protected::new(vec![

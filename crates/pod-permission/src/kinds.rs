@@ -143,7 +143,7 @@ mod tests {
             .iter()
             .map(|(tool, pattern, action)| RuleSpec::new(*tool, *pattern, *action))
             .collect();
-        let rules = Rules::compile(default, specs, None).unwrap();
+        let rules = Rules::compile(default, specs).unwrap();
         Policy::new(Some(rules), PathBuf::from("/w"))
     }
 

@@ -24,15 +24,16 @@ pub mod path;
 mod pattern;
 pub mod prefix;
 mod protected;
+mod settled;
 pub mod shell;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 pub use grants::{DroppedGrant, SessionGrants};
 pub use links::{FileRules, LinkDenial};
 pub use pattern::Pattern;
 pub use protected::{Protected, ProtectedPath};
+pub use settled::{Asked, Settled};
 
 use crate::builtin::Builtin;
 pub use crate::builtin::SubjectKind;
@@ -199,7 +200,6 @@ fn check_pattern_text(field: &'static str, text: &str) -> Result<(), RuleError> 
 pub struct Rules {
     default_action: Action,
     rules: Vec<Rule>,
-    ask_timeout: Option<Duration>,
     /// For each built-in tool name, the rules that can apply to it, so a subject is only
     /// matched against rules that can match it.
     by_tool: Vec<(&'static str, RuleIndex)>,
@@ -252,7 +252,6 @@ impl Rules {
     pub fn compile(
         default_action: Action,
         specs: Vec<RuleSpec>,
-        ask_timeout: Option<Duration>,
     ) -> Result<Rules, (usize, RuleError)> {
         let rules: Vec<Rule> = specs
             .into_iter()
@@ -269,7 +268,6 @@ impl Rules {
         Ok(Rules {
             default_action,
             rules,
-            ask_timeout,
             by_tool,
             network_lock: false,
         })
@@ -303,10 +301,6 @@ impl Rules {
 
     pub fn default_action(&self) -> Action {
         self.default_action
-    }
-
-    pub fn ask_timeout(&self) -> Option<Duration> {
-        self.ask_timeout
     }
 
     pub fn len(&self) -> usize {

@@ -287,7 +287,7 @@ mod tests {
             .iter()
             .map(|p| RuleSpec::new("read", *p, Action::Deny))
             .collect();
-        let rules = Rules::compile(Action::Allow, specs, None).unwrap();
+        let rules = Rules::compile(Action::Allow, specs).unwrap();
         FileRules::new(Arc::new(Policy::new(Some(rules), ws.to_path_buf())))
     }
 

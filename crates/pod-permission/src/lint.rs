@@ -351,7 +351,7 @@ mod tests {
                 .iter()
                 .any(|f| f.message.starts_with("rule 2 ") && f.message.contains("unreachable"))
         };
-        let open = Rules::compile(Action::Ask, specs, None).unwrap();
+        let open = Rules::compile(Action::Ask, specs).unwrap();
         assert!(unreachable(&open));
         assert!(!unreachable(&open.lock_network(&[false, true])));
     }
@@ -367,7 +367,6 @@ mod tests {
                 spec("read", "./.env", Action::Deny),
                 spec("bsh", "x", Action::Deny),
             ],
-            None,
         )
         .unwrap();
         let enabled = vec!["bash".to_string(), "read".to_string()];
@@ -400,7 +399,6 @@ mod tests {
                 spec("bash", "python3 *", Action::Allow),
                 spec("bash", "eval *", Action::Deny),
             ],
-            None,
         )
         .unwrap();
         let found = lint(&rules, &["bash".to_string()], Path::new("/w"), None);
@@ -420,7 +418,6 @@ mod tests {
                 spec("read", "secrets/*", Action::Deny),
                 spec("edit", "src/*", Action::Allow),
             ],
-            None,
         )
         .unwrap();
         let all: Vec<String> = known_tools().iter().map(|t| t.to_string()).collect();

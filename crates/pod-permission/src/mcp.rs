@@ -797,7 +797,7 @@ mod tests {
             .iter()
             .map(|(tool, pattern, action)| super::super::RuleSpec::new(*tool, *pattern, *action))
             .collect();
-        let rules = Rules::compile(default, specs, None).unwrap();
+        let rules = Rules::compile(default, specs).unwrap();
         super::super::Policy::new(Some(rules), PathBuf::from("/w"))
             .with_protected(Protected::new(vec![super::super::ProtectedPath {
                 path: PathBuf::from("/w/pod.toml"),

@@ -482,7 +482,7 @@ mod tests {
         let managed: Vec<bool> = specs.iter().map(|(_, m)| *m).collect();
         let specs: Vec<RuleSpec> = specs.into_iter().map(|(s, _)| s).collect();
         for default in [Action::Allow, Action::Ask, Action::Deny] {
-            let open = Rules::compile(default, specs.clone(), None).unwrap();
+            let open = Rules::compile(default, specs.clone()).unwrap();
             assert!(!open.network_locked());
             let locked = open.clone().lock_network(&managed);
             assert!(locked.network_locked());
@@ -579,7 +579,6 @@ mod tests {
                 RuleSpec::new("network", "*.ask.test", Action::Ask),
                 RuleSpec::new("network", "x.ask.test", Action::Allow).with_methods(&["POST"]),
             ],
-            None,
         )
         .unwrap();
         let policy = Policy::new(Some(rules), "/ws".into());
@@ -633,7 +632,7 @@ mod tests {
     fn methods_are_checked_when_the_rules_load() {
         use crate::{RuleSpec, Rules};
         use pod_protocol::Action;
-        let load = |spec: RuleSpec| Rules::compile(Action::Deny, vec![spec], None);
+        let load = |spec: RuleSpec| Rules::compile(Action::Deny, vec![spec]);
         let ok = load(
             RuleSpec::new("Network", "a.test", Action::Allow).with_methods(&["get", "GET", "head"]),
         )

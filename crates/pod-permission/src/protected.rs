@@ -131,12 +131,8 @@ mod tests {
     use serde_json::json;
 
     fn protected_policy(dir: &Path) -> Policy {
-        let rules = Rules::compile(
-            Action::Allow,
-            vec![RuleSpec::new("*", "*", Action::Allow)],
-            None,
-        )
-        .unwrap();
+        let rules =
+            Rules::compile(Action::Allow, vec![RuleSpec::new("*", "*", Action::Allow)]).unwrap();
         Policy::new(Some(rules), dir.to_path_buf()).with_protected(Protected::new(vec![
             ProtectedPath {
                 path: dir.join("pod.toml"),
