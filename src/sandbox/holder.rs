@@ -344,6 +344,15 @@ impl Holder {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL),
                 b"pdeathsig",
             );
+            // The pod's handlers, inherited by the fork, would let the call's processes signal
+            // PID 1 (a handled signal reaches an init): none, so none reaches it.
+            let mut dfl: libc::sigaction = std::mem::zeroed();
+            dfl.sa_sigaction = libc::SIG_DFL;
+            for sig in 1..libc::SIGRTMAX() {
+                if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+                    libc::sigaction(sig, &dfl, std::ptr::null_mut());
+                }
+            }
             check(libc::unshare(libc::CLONE_NEWNS), b"unshare (mount)");
             check(
                 libc::mount(

@@ -1482,10 +1482,14 @@ mod tests {
         assert!(!tmp.exists(), "the session's TMPDIR outlived it");
     }
 
+    /// `prepare` itself joins the session's namespaces: a command whose program is not `bwrap`
+    /// (made without `Sandbox::command`) still runs inside, where it cannot write outside.
     #[tokio::test]
-    async fn a_command_not_made_by_the_sandbox_does_not_start_under_namespaces() {
+    async fn a_prepared_command_runs_inside_the_namespaces_whoever_made_it() {
         let ws = tempfile::tempdir().unwrap();
         let ws = ws.path().canonicalize().unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let victim = out.path().join("victim");
         let s = Sandbox::open(
             &SandboxConfig::default(),
             &ws,
@@ -1499,12 +1503,17 @@ mod tests {
             "needs bwrap: {:?}",
             s.info()
         );
-        let mut plain = tokio::process::Command::new("true");
+        assert!(s.holder.is_some(), "the session's namespaces are held");
+        let mut plain = tokio::process::Command::new("sh");
+        plain
+            .arg("-c")
+            .arg(format!("touch {}; echo $$", victim.display()))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
         s.prepare(&mut plain);
-        assert!(plain.status().await.is_err(), "ran outside the namespaces");
-        let mut made = s.command("true");
-        s.prepare(&mut made);
-        assert!(made.status().await.unwrap().success());
+        let done = plain.output().await.unwrap();
+        assert_eq!(String::from_utf8_lossy(&done.stdout).trim(), "2");
+        assert!(!victim.exists(), "wrote outside the namespaces' view");
     }
 
     #[test]
