@@ -14,6 +14,7 @@ pub mod grants;
 mod layers;
 pub mod managed;
 pub mod mcp;
+mod shown;
 pub mod trust;
 
 use std::collections::BTreeMap;
@@ -129,7 +130,7 @@ pub struct Manifest {
 }
 
 /// `[audit]`, resolved.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct AuditConfig {
     /// The log file, absolute.
     pub path: PathBuf,
@@ -156,20 +157,32 @@ pub struct RuleExample {
 }
 
 /// `[sandbox] env`, resolved and layered.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct EnvConfig {
     /// Patterns of the pod's variables to pass (besides the base set).
     pub pass: Vec<String>,
     /// Values to set.
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        serialize_with = "shown::hidden"
+    )]
     pub set: Vec<(String, String)>,
     /// Names the user's configuration passes exactly: they pass even when they look secret.
+    #[serde(skip)]
     pub exact: Vec<String>,
     /// Variables pod itself reads a key from (`[model] api_key_env`): never passed unless
     /// named exactly.
+    #[serde(skip)]
     pub secret: Vec<String>,
 }
 
-/// `[sandbox]`, resolved.
+impl EnvConfig {
+    /// Whether it passes and sets nothing beyond the base set.
+    pub fn is_empty(&self) -> bool {
+        self.pass.is_empty() && self.set.is_empty()
+    }
+}
+
 /// What `[sandbox] required` asks of this machine, weakest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub enum Required {
@@ -206,7 +219,20 @@ impl Required {
     }
 }
 
-#[derive(Debug, Clone, Default)]
+impl serde::Serialize for Required {
+    /// As the file would say it: a bool, or the level's name.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Required::No => s.serialize_bool(false),
+            Required::All => s.serialize_bool(true),
+            Required::Landlock => s.serialize_str("landlock"),
+            Required::Namespaces => s.serialize_str("namespaces"),
+        }
+    }
+}
+
+/// `[sandbox]`, resolved.
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct SandboxConfig {
     pub mode: SandboxMode,
     /// What must hold for the pod to start.
@@ -217,14 +243,16 @@ pub struct SandboxConfig {
     /// `readable`: `Some` hides `$HOME` but for these paths (absolute, `~` expanded).
     pub readable: Option<Vec<PathBuf>>,
     /// Line of the `[sandbox]` header, when the section is present.
+    #[serde(skip)]
     pub line: Option<usize>,
     /// The environment of commands, hooks and MCP servers.
+    #[serde(skip_serializing_if = "EnvConfig::is_empty")]
     pub env: EnvConfig,
     /// `exec_gate`: `None` is on where ptrace works.
     pub exec_gate: Option<bool>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct ModelConfig {
     pub provider: Provider,
     pub model: Option<String>,
@@ -234,12 +262,15 @@ pub struct ModelConfig {
     pub max_tokens: u32,
     pub system: Option<String>,
     pub scenario: Option<PathBuf>,
+    #[serde(rename = "timeout_secs", serialize_with = "shown::secs")]
     pub timeout: Duration,
     pub max_retries: u32,
     pub max_response_bytes: usize,
     pub max_tool_calls: usize,
+    #[serde(rename = "response_timeout_secs", serialize_with = "shown::secs")]
     pub response_timeout: Duration,
     /// Longest a response's stream may go without an event.
+    #[serde(rename = "idle_timeout_secs", serialize_with = "shown::secs")]
     pub idle_timeout: Duration,
     /// Most bytes of conversation sent at each step (older tool results elided beyond).
     pub max_context_bytes: usize,
@@ -247,6 +278,7 @@ pub struct ModelConfig {
     /// be read. False when the `[model]` in force came from a project and names its own
     /// `base_url`: pod never sends the user's key to an endpoint another layer chose, so such a
     /// project names its key itself (`api_key_env` / `api_key_file`).
+    #[serde(skip)]
     pub default_key: bool,
 }
 
@@ -312,20 +344,26 @@ impl HookEvent {
 
 /// A user hook (`[[hooks.pre_tool_call]]`, `[[hooks.post_tool_call]]`,
 /// `[[hooks.session_start]]`, `[[hooks.user_prompt]]` or `[[hooks.permission_denied]]`).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct HookConfig {
+    #[serde(skip)]
     pub event: HookEvent,
     /// Program and arguments; a program written as a relative path is resolved against the
     /// manifest's folder.
     pub command: Vec<String>,
+    #[serde(rename = "timeout_secs", serialize_with = "shown::secs")]
     pub timeout: Duration,
     /// Wildmatch patterns of tool names (case-insensitive); empty means every tool.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<String>,
     /// Line of the hook's `[[hooks.<event>]]` header.
+    #[serde(skip)]
     pub line: usize,
     /// The manifest's folder: the hook runs with it as its working directory.
+    #[serde(skip)]
     pub dir: PathBuf,
     /// The file the hook is written in, when it comes from one.
+    #[serde(skip)]
     pub file: Option<PathBuf>,
 }
 
