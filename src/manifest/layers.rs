@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use super::trust::{Fingerprint, Lookup};
 use super::{
     default_state_root, workspace_key, EnvConfig, Ignored, Manifest, ManifestError, McpConfig,
-    McpServerConfig, McpTransport, Provider, Role, SandboxConfig, SandboxMode, Trust, TrustStore,
-    Vouch,
+    McpServerConfig, McpTransport, PermissionSettings, Provider, Role, SandboxConfig, SandboxMode,
+    Trust, TrustStore, Vouch,
 };
 use crate::permission::{RuleError, RuleSpec, Rules};
 use crate::protocol::{Action, TrustStatus};
@@ -105,10 +105,10 @@ impl Manifest {
             .transpose()?;
         let mut manifest = match (project, user) {
             (Some(mut project), user) => {
-                // A project may start a session in a stricter mode only, trusted or not.
-                if !project.mode.is_stricter() {
-                    project.mode = crate::protocol::Mode::Default;
-                }
+                project.permission_settings = PermissionSettings::merge(
+                    user.as_ref().map(|u| &u.permission_settings),
+                    project.permission_settings,
+                );
                 if !project.trust.is_trusted() {
                     project.extra_protected = project.protected_paths();
                     ignored.extend(restrict(&mut project, user.as_ref())?);
@@ -560,10 +560,6 @@ fn merge(mut project: Manifest, user: Manifest) -> Result<Manifest, ManifestErro
         project.max_parallel = user.max_parallel;
     }
     project.mcp = merge_mcp(&project.mcp, &user.mcp);
-    // A project may start a session in a stricter mode only.
-    if !project.mode.is_stricter() {
-        project.mode = user.mode;
-    }
     project.skill_dirs.extend(user.skill_dirs.iter().cloned());
     project.hooks.extend(user.hooks.iter().cloned());
     project.sandbox = stricter_sandbox(

@@ -17,7 +17,10 @@ use std::path::{Path, PathBuf};
 
 use super::file::McpServerMatch;
 use super::layers::{merge_mcp, stricter, stricter_sandbox};
-use super::{Ignored, Manifest, ManifestError, McpServerConfig, McpTransport, Role, SandboxMode};
+use super::{
+    Ignored, Manifest, ManifestError, McpServerConfig, McpTransport, PermissionSettings, Role,
+    SandboxMode,
+};
 use crate::permission::network::NETWORK;
 use crate::permission::{Pattern, RuleSpec, Rules};
 use crate::protocol::{Action, Mode};
@@ -278,6 +281,10 @@ fn combine(mut first: Manifest, second: Manifest) -> Result<Manifest, ManifestEr
             })?,
         ),
     };
+    first.permission_settings = PermissionSettings::combine(
+        std::mem::take(&mut first.permission_settings),
+        &second.permission_settings,
+    );
     if had(&second, "tools") {
         if had(&first, "tools") {
             first.tools.retain(|t| second.tools.contains(t));
@@ -525,26 +532,18 @@ pub(super) fn apply(mut lower: Manifest, managed: Manifest) -> Result<Manifest, 
         lower.sandbox.required = super::Required::All;
     }
 
-    // Modes: a ceiling.
-    if !locks.allows_mode(lower.mode) {
-        let to = locks
-            .allowed_modes
-            .as_ref()
-            .and_then(|m| m.first().copied())
-            .unwrap_or(Mode::Unattended);
+    let (settings, overridden) = PermissionSettings::under_managed(
+        std::mem::take(&mut lower.permission_settings),
+        &managed.permission_settings,
+        &locks,
+    );
+    lower.permission_settings = settings;
+    for what in overridden {
         overrides.push(Ignored::new(
-            format!(
-                "mode = \"{}\" overridden to \"{}\": not in allowed_modes",
-                lower.mode.as_str(),
-                to.as_str()
-            ),
+            what,
             &first_file(&lower, "permissions"),
             lower.permissions_line,
         ));
-        lower.mode = to;
-    }
-    if managed.mode != Mode::Default && locks.allows_mode(managed.mode) {
-        lower.mode = managed.mode;
     }
 
     // Hooks: managed first; the lower layers' only when not locked.

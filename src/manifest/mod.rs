@@ -14,6 +14,7 @@ pub mod grants;
 mod layers;
 pub mod managed;
 pub mod mcp;
+mod permissions;
 mod shown;
 pub mod trust;
 
@@ -27,6 +28,7 @@ pub use file::{Provider, RequiredLevel, RequiredSetting, SandboxMode};
 pub use layers::{user_config_path, CONFIG_ENV, DEFAULTS, PROJECT_FILE};
 pub use managed::{managed_dir, Managed, MANAGED_DIR, MANAGED_ENV};
 pub use mcp::{McpConfig, McpHeaders, McpServerConfig, McpTransport};
+pub use permissions::PermissionSettings;
 pub use trust::{Ignored, Trust, TrustStore, Vouch};
 
 use crate::builtin::Builtin;
@@ -84,8 +86,8 @@ pub struct Manifest {
     pub permissions: Option<Rules>,
     /// Line of the `[permissions]` header.
     pub permissions_line: Option<usize>,
-    /// `[permissions] mode`: the mode sessions start in.
-    pub mode: crate::protocol::Mode,
+    /// `[permissions]` but its rules (`mode`, ...): [`PermissionSettings`].
+    pub permission_settings: PermissionSettings,
     /// `[permissions] ask_timeout_secs`: how long an ask waits for its answer (`None`: until
     /// it is answered, or the layer is off).
     pub ask_timeout: Option<Duration>,
@@ -529,11 +531,8 @@ impl Manifest {
             })
             .collect::<Result<_, _>>()?;
 
-        let mode = raw
-            .permissions
-            .as_ref()
-            .and_then(|p| p.get_ref().mode)
-            .unwrap_or_default();
+        let permission_settings =
+            PermissionSettings::resolve(raw.permissions.as_ref().map(|p| p.get_ref()));
         let ask_timeout = raw
             .permissions
             .as_ref()
@@ -861,7 +860,7 @@ impl Manifest {
             writable,
             permissions,
             permissions_line,
-            mode,
+            permission_settings,
             ask_timeout,
             skill_dirs,
             hooks,

@@ -16,8 +16,8 @@ use std::time::Duration;
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
-use super::{Manifest, McpTransport};
-use crate::protocol::{Action, Mode};
+use super::{Manifest, McpTransport, PermissionSettings};
+use crate::protocol::Action;
 
 impl Manifest {
     /// Every section in effect, as TOML, each with its origin as a comment on its header.
@@ -71,7 +71,7 @@ impl Manifest {
                     &Permissions {
                         default_action: rules.default_action(),
                         ask_timeout_secs: self.ask_timeout.map(|t| t.as_secs()),
-                        mode: self.mode,
+                        settings: &self.permission_settings,
                     },
                     &origin("permissions"),
                 ));
@@ -238,10 +238,11 @@ struct Scope {
 
 /// `[permissions]` but its rules.
 #[derive(Serialize)]
-struct Permissions {
+struct Permissions<'a> {
     default_action: Action,
     ask_timeout_secs: Option<u64>,
-    mode: Mode,
+    #[serde(flatten)]
+    settings: &'a PermissionSettings,
 }
 
 /// One `[[permissions.rule]]`.
