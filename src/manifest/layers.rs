@@ -9,7 +9,9 @@
 //! servers of both are started (a server both files name is the project's, with the stricter
 //! default of each annotation kind). For the
 //! other sections (`[model]`, `[pod]`, `[scope]`, `[skills]` added to the user's) the
-//! project's section replaces the user's.
+//! project's section replaces the user's. A section with a resolved struct of its own has its
+//! merge beside it (`PermissionSettings::merge`, `SandboxConfig::merge`, `McpConfig::merge`);
+//! `merge` calls each.
 //!
 //! Must not touch: reading one file (`mod.rs` does that, with its errors) or deciding.
 
@@ -17,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use super::trust::{Fingerprint, Lookup};
 use super::{
-    default_state_root, workspace_key, EnvConfig, Ignored, Manifest, ManifestError, McpConfig,
+    default_state_root, workspace_key, Ignored, Manifest, ManifestError, McpConfig,
     McpServerConfig, McpTransport, PermissionSettings, Provider, Role, SandboxConfig, SandboxMode,
     Trust, TrustStore, Vouch,
 };
@@ -302,7 +304,7 @@ fn restrict(
             }
         }
         // Its restricting defaults still hold: for the user's server of that name (which keeps
-        // the user's program; merge_mcp takes the stricter of each default), or for one an
+        // the user's program; McpConfig::merge takes the stricter of each default), or for one an
         // editor offers; the project's own program never starts.
         match user.and_then(|u| {
             u.mcp
@@ -559,12 +561,12 @@ fn merge(mut project: Manifest, user: Manifest) -> Result<Manifest, ManifestErro
         project.tools = user.tools.clone();
         project.max_parallel = user.max_parallel;
     }
-    project.mcp = merge_mcp(&project.mcp, &user.mcp);
+    project.mcp = McpConfig::merge(&user.mcp, &project.mcp);
     project.skill_dirs.extend(user.skill_dirs.iter().cloned());
     project.hooks.extend(user.hooks.iter().cloned());
-    project.sandbox = stricter_sandbox(
-        (had(&project, "sandbox"), &project.sandbox),
+    project.sandbox = SandboxConfig::merge(
         (had(&user, "sandbox"), &user.sandbox),
+        (had(&project, "sandbox"), &project.sandbox),
     );
     // The project's timeout, else the user's (a layer without [permissions] has none).
     project.ask_timeout = project.ask_timeout.or(user.ask_timeout);
@@ -586,117 +588,6 @@ fn merge(mut project: Manifest, user: Manifest) -> Result<Manifest, ManifestErro
     project.examples.extend(user.examples.iter().cloned());
     project.audit = user.audit.clone();
     Ok(project)
-}
-
-/// The servers of both files, in name order. A server both name (in any case, as rules match
-/// names) is started as the project says, with the stricter of the two defaults for each
-/// annotation kind, so a user's `default_action` deny for a server holds in every project.
-pub(super) fn merge_mcp(project: &McpConfig, user: &McpConfig) -> McpConfig {
-    let mut servers = project.servers.clone();
-    for theirs in &user.servers {
-        match servers
-            .iter_mut()
-            .find(|s| s.name.eq_ignore_ascii_case(&theirs.name))
-        {
-            Some(ours) => {
-                let (a, b) = (&mut ours.defaults, &theirs.defaults);
-                for (mine, user) in [
-                    (&mut a.read_only, b.read_only),
-                    (&mut a.additive, b.additive),
-                    (&mut a.destructive, b.destructive),
-                ] {
-                    *mine = match (*mine, user) {
-                        (Some(x), Some(y)) => Some(stricter(x, y)),
-                        (x, y) => x.or(y),
-                    };
-                }
-            }
-            None => servers.push(theirs.clone()),
-        }
-    }
-    servers.sort_by(|a, b| a.name.cmp(&b.name));
-    McpConfig { servers }
-}
-
-/// The stricter value of each sandbox setting. Extra writable folders are the user's when the
-/// user lists any (a project cannot open more of the disk than the user allowed), else the
-/// project's.
-pub(super) fn stricter_sandbox(
-    (project_set, project): (bool, &SandboxConfig),
-    (user_set, user): (bool, &SandboxConfig),
-) -> SandboxConfig {
-    match (project_set, user_set) {
-        (_, false) => project.clone(),
-        (false, true) => user.clone(),
-        (true, true) => SandboxConfig {
-            mode: project.mode.max(user.mode),
-            required: project.required.max(user.required),
-            network: project.network.stricter(user.network),
-            writable: if user.writable.is_empty() {
-                project.writable.clone()
-            } else {
-                user.writable.clone()
-            },
-            readable: stricter_readable(project.readable.as_ref(), user.readable.as_ref()),
-            line: project.line,
-            env: merge_env(&project.env, &user.env),
-            // On wins; the user's own `false` turns it off.
-            exec_gate: match (project.exec_gate, user.exec_gate) {
-                (Some(true), _) | (_, Some(true)) => Some(true),
-                (_, Some(false)) => Some(false),
-                (project, None) => project,
-            },
-        },
-    }
-}
-
-/// `readable` of two layers: either one's list turns the allow-list on (any list shows less of
-/// `$HOME` than none); with both, what both let through (an entry of one beneath an entry of
-/// the other).
-pub(super) fn stricter_readable(
-    a: Option<&Vec<PathBuf>>,
-    b: Option<&Vec<PathBuf>>,
-) -> Option<Vec<PathBuf>> {
-    match (a, b) {
-        (None, None) => None,
-        (Some(x), None) | (None, Some(x)) => Some(x.clone()),
-        (Some(a), Some(b)) => {
-            let mut out: Vec<PathBuf> = Vec::new();
-            for (one, other) in [(a, b), (b, a)] {
-                for p in one {
-                    if other.iter().any(|o| p.starts_with(o)) && !out.contains(p) {
-                        out.push(p.clone());
-                    }
-                }
-            }
-            Some(out)
-        }
-    }
-}
-
-/// The variables both pass and set (the project's value of a name both set), and the user's
-/// exact names, which alone may pass a secret.
-fn merge_env(project: &EnvConfig, user: &EnvConfig) -> EnvConfig {
-    let mut pass = user.pass.clone();
-    pass.extend(
-        project
-            .pass
-            .iter()
-            .filter(|p| !pass.contains(p))
-            .cloned()
-            .collect::<Vec<_>>(),
-    );
-    let mut set = user.set.clone();
-    for (name, value) in &project.set {
-        set.retain(|(n, _)| n != name);
-        set.push((name.clone(), value.clone()));
-    }
-    EnvConfig {
-        pass,
-        set,
-        exact: user.exact.clone(),
-        secret: Vec::new(),
-    }
 }
 
 /// The user's deny rules, then the project's rules, then the user's other rules; the stricter
@@ -833,39 +724,6 @@ tool = "glob"
 pattern = "*"
 action = "allow"
 "#;
-
-#[cfg(test)]
-mod readable_tests {
-    use super::stricter_readable;
-    use std::path::PathBuf;
-
-    fn list(paths: &[&str]) -> Vec<PathBuf> {
-        paths.iter().map(PathBuf::from).collect()
-    }
-
-    #[test]
-    fn readable_of_two_layers_is_what_both_let_through() {
-        assert_eq!(stricter_readable(None, None), None);
-        let user = list(&["/h/.cargo", "/h/.npm"]);
-        assert_eq!(stricter_readable(None, Some(&user)), Some(user.clone()));
-        // A project's list turns the allow-list on even when the user has none.
-        let project = list(&["/h/.aws"]);
-        assert_eq!(
-            stricter_readable(Some(&project), None),
-            Some(project.clone())
-        );
-        // With both, an entry only one names is dropped; one beneath the other's is kept.
-        let project = list(&["/h/.aws", "/h/.cargo/registry", "/h/.npm"]);
-        assert_eq!(
-            stricter_readable(Some(&project), Some(&user)),
-            Some(list(&["/h/.cargo/registry", "/h/.npm"]))
-        );
-        assert_eq!(
-            stricter_readable(Some(&list(&[])), Some(&user)),
-            Some(list(&[]))
-        );
-    }
-}
 
 #[cfg(test)]
 mod timeout_tests {

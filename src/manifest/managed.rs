@@ -16,10 +16,10 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::file::McpServerMatch;
-use super::layers::{merge_mcp, stricter, stricter_sandbox};
+use super::layers::stricter;
 use super::{
-    Ignored, Manifest, ManifestError, McpServerConfig, McpTransport, PermissionSettings, Role,
-    SandboxMode,
+    Ignored, Manifest, ManifestError, McpConfig, McpServerConfig, McpTransport, PermissionSettings,
+    Role, SandboxConfig, SandboxMode,
 };
 use crate::permission::network::NETWORK;
 use crate::permission::{Pattern, RuleSpec, Rules};
@@ -293,11 +293,11 @@ fn combine(mut first: Manifest, second: Manifest) -> Result<Manifest, ManifestEr
         }
         first.max_parallel = first.max_parallel.min(second.max_parallel);
     }
-    first.sandbox = stricter_sandbox(
-        (had(&first, "sandbox"), &first.sandbox),
+    first.sandbox = SandboxConfig::merge(
         (had(&second, "sandbox"), &second.sandbox),
+        (had(&first, "sandbox"), &first.sandbox),
     );
-    first.mcp = merge_mcp(&first.mcp, &second.mcp);
+    first.mcp = McpConfig::merge(&second.mcp, &first.mcp);
     first.hooks.extend(second.hooks.iter().cloned());
     first.examples.extend(second.examples.iter().cloned());
     if second.audit.is_some() {
@@ -513,9 +513,9 @@ pub(super) fn apply(mut lower: Manifest, managed: Manifest) -> Result<Manifest, 
 
     // Sandbox: the stricter of each setting; `require_sandbox` a ceiling.
     let lower_sandbox_file = first_file(&lower, "sandbox");
-    lower.sandbox = stricter_sandbox(
-        (had(&lower, "sandbox"), &lower.sandbox),
+    lower.sandbox = SandboxConfig::merge(
         (had(&managed, "sandbox"), &managed.sandbox),
+        (had(&lower, "sandbox"), &lower.sandbox),
     );
     if locks.require_sandbox {
         if lower.sandbox.mode == SandboxMode::Off {
@@ -580,7 +580,7 @@ pub(super) fn apply(mut lower: Manifest, managed: Manifest) -> Result<Manifest, 
             }
             None => true,
         });
-    lower.mcp = merge_mcp(&managed.mcp, &lower_mcp);
+    lower.mcp = McpConfig::merge(&lower_mcp, &managed.mcp);
 
     if !had(&lower, "model") && had(&managed, "model") {
         lower.model = managed.model.clone();

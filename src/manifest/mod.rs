@@ -15,6 +15,7 @@ mod layers;
 pub mod managed;
 pub mod mcp;
 mod permissions;
+mod sandbox_section;
 mod shown;
 pub mod trust;
 
@@ -29,11 +30,12 @@ pub use layers::{user_config_path, CONFIG_ENV, DEFAULTS, PROJECT_FILE};
 pub use managed::{managed_dir, Managed, MANAGED_DIR, MANAGED_ENV};
 pub use mcp::{McpConfig, McpHeaders, McpServerConfig, McpTransport};
 pub use permissions::PermissionSettings;
+pub use sandbox_section::{EnvConfig, Required, SandboxConfig};
 pub use trust::{Ignored, Trust, TrustStore, Vouch};
 
 use crate::builtin::Builtin;
 use crate::permission::{Policy, Protected, ProtectedPath, RuleSpec, Rules};
-use crate::protocol::{Action, NetworkAccess};
+use crate::protocol::Action;
 
 /// Default model requests per turn.
 pub const DEFAULT_MAX_STEPS: u32 = 50;
@@ -156,102 +158,6 @@ pub struct RuleExample {
     pub matches: Vec<String>,
     /// Inputs it does not.
     pub not_match: Vec<String>,
-}
-
-/// `[sandbox] env`, resolved and layered.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct EnvConfig {
-    /// Patterns of the pod's variables to pass (besides the base set).
-    pub pass: Vec<String>,
-    /// Values to set.
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        serialize_with = "shown::hidden"
-    )]
-    pub set: Vec<(String, String)>,
-    /// Names the user's configuration passes exactly: they pass even when they look secret.
-    #[serde(skip)]
-    pub exact: Vec<String>,
-    /// Variables pod itself reads a key from (`[model] api_key_env`): never passed unless
-    /// named exactly.
-    #[serde(skip)]
-    pub secret: Vec<String>,
-}
-
-impl EnvConfig {
-    /// Whether it passes and sets nothing beyond the base set.
-    pub fn is_empty(&self) -> bool {
-        self.pass.is_empty() && self.set.is_empty()
-    }
-}
-
-/// What `[sandbox] required` asks of this machine, weakest first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
-pub enum Required {
-    /// Nothing: the pod starts with what holds, and says so.
-    #[default]
-    No,
-    /// At least Landlock's write boundary.
-    Landlock,
-    /// Calls in namespaces of their own.
-    Namespaces,
-    /// Everything the configuration asks for (`required = true`).
-    All,
-}
-
-impl Required {
-    /// From the file's setting.
-    pub fn from_setting(setting: Option<RequiredSetting>) -> Required {
-        match setting {
-            None | Some(RequiredSetting::All(false)) => Required::No,
-            Some(RequiredSetting::All(true)) => Required::All,
-            Some(RequiredSetting::Level(RequiredLevel::Landlock)) => Required::Landlock,
-            Some(RequiredSetting::Level(RequiredLevel::Namespaces)) => Required::Namespaces,
-        }
-    }
-
-    /// As the file would say it.
-    pub fn shown(self) -> &'static str {
-        match self {
-            Required::No => "false",
-            Required::Landlock => "\"landlock\"",
-            Required::Namespaces => "\"namespaces\"",
-            Required::All => "true",
-        }
-    }
-}
-
-impl serde::Serialize for Required {
-    /// As the file would say it: a bool, or the level's name.
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Required::No => s.serialize_bool(false),
-            Required::All => s.serialize_bool(true),
-            Required::Landlock => s.serialize_str("landlock"),
-            Required::Namespaces => s.serialize_str("namespaces"),
-        }
-    }
-}
-
-/// `[sandbox]`, resolved.
-#[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct SandboxConfig {
-    pub mode: SandboxMode,
-    /// What must hold for the pod to start.
-    pub required: Required,
-    pub network: NetworkAccess,
-    /// Extra writable folders, absolute and normalized (`~` expanded).
-    pub writable: Vec<PathBuf>,
-    /// `readable`: `Some` hides `$HOME` but for these paths (absolute, `~` expanded).
-    pub readable: Option<Vec<PathBuf>>,
-    /// Line of the `[sandbox]` header, when the section is present.
-    #[serde(skip)]
-    pub line: Option<usize>,
-    /// The environment of commands, hooks and MCP servers.
-    #[serde(skip_serializing_if = "EnvConfig::is_empty")]
-    pub env: EnvConfig,
-    /// `exec_gate`: `None` is on where ptrace works.
-    pub exec_gate: Option<bool>,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]

@@ -305,11 +305,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("sub")).unwrap();
         let text = "[pod]\nname = \"p\"\nmax_steps = 7\n\
-                    [model]\nprovider = \"openai\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:9\"\n\
+                    [model]\nprovider = \"openai\"\nmodel = \"m\"\n\
+                    base_url = \"http://127.0.0.1:9\"\n\
                     system = \"be brief\"\n\
                     [tools]\nenabled = [\"read\", \"bash\"]\nmax_parallel = 5\n\
                     [scope]\nwritable = [\".\", \"sub\"]\n\
-                    [permissions]\ndefault_action = \"ask\"\nask_timeout_secs = 30\nmode = \"read-only\"\n\
+                    [permissions]\ndefault_action = \"ask\"\nask_timeout_secs = 30\n\
+                    mode = \"read-only\"\n\
                     [[permissions.rule]]\ntool = \"bash\"\npattern = \"rm *\"\naction = \"deny\"\n\
                     message = \"no \\\"rm\\\"\"\n\
                     [[permissions.rule]]\ntool = \"network\"\npattern = \"example.com:*\"\n\
@@ -319,7 +321,8 @@ mod tests {
                     [sandbox]\nrequired = \"landlock\"\nnetwork = \"deny\"\nexec_gate = true\n\
                     readable = [\"/opt\"]\n\
                     [sandbox.env]\npass = [\"LANG\"]\nset = { TOKEN = \"s3cret\" }\n\
-                    [mcp.servers.local]\ncommand = \"echo\"\nargs = [\"a\"]\nenv = { KEY = \"s3cret\" }\n\
+                    [mcp.servers.local]\ncommand = \"echo\"\nargs = [\"a\"]\n\
+                    env = { KEY = \"s3cret\" }\n\
                     default_action = { destructive = \"deny\" }\n";
         let m = Manifest::parse(text, &dir.path().join("pod.toml")).unwrap();
         let shown = m.settings_toml();
