@@ -107,7 +107,7 @@ pub struct PodSection {
 }
 
 /// Which model answers.
-#[derive(Debug, Deserialize, Serialize, JsonSchema, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Provider {
     /// The embedded deterministic model (no network).

@@ -162,6 +162,7 @@ pub struct RuleExample {
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ModelConfig {
+    #[serde(serialize_with = "shown::provider")]
     pub provider: Provider,
     pub model: Option<String>,
     pub base_url: Option<String>,

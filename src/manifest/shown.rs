@@ -196,6 +196,12 @@ pub(super) fn secs<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error>
     s.serialize_u64(d.as_secs())
 }
 
+/// A provider by its name in the file. (`Provider` itself is not `Serialize`: schemars would
+/// then write its default into the generated schema.)
+pub(super) fn provider<S: Serializer>(p: &super::Provider, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(p.as_str())
+}
+
 /// Names with their values hidden: a header's value is a credential, and a variable set for
 /// commands or a server may be one.
 pub(super) fn hidden<S: Serializer>(pairs: &[(String, String)], s: S) -> Result<S::Ok, S::Error> {
