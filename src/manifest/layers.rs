@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use super::trust::{Fingerprint, Lookup};
 use super::{
     default_state_root, workspace_key, Ignored, Manifest, ManifestError, McpConfig,
-    McpServerConfig, McpTransport, PermissionSettings, Provider, Role, SandboxConfig, SandboxMode,
-    Trust, TrustStore, Vouch,
+    McpServerConfig, McpTransport, PermissionSettings, Provider, Role, SandboxConfig, Trust,
+    TrustStore, Vouch,
 };
 use crate::permission::{RuleError, RuleSpec, Rules};
 use crate::protocol::{Action, TrustStatus};
@@ -399,37 +399,8 @@ fn restrict(
         project.tools.retain(|t| t != "web_fetch");
     }
     let sandbox_line = project.sandbox.line;
-    if project.sandbox.mode == SandboxMode::Off {
-        ignore(
-            "runs commands, hooks and MCP servers without the sandbox (mode = \"off\")".into(),
-            at(sandbox_line),
-        );
-        project.sandbox.mode = SandboxMode::default();
-    }
-    let extra = std::mem::take(&mut project.sandbox.writable);
-    if !extra.is_empty() {
-        let list: Vec<String> = extra.iter().map(|p| shown(p)).collect();
-        ignore(
-            format!("lets commands write in {}", list.join(", ")),
-            at(sandbox_line),
-        );
-    }
-    let env = std::mem::take(&mut project.sandbox.env);
-    if !env.pass.is_empty() {
-        ignore(
-            format!(
-                "passes {} of pod's environment to commands",
-                env.pass.join(", ")
-            ),
-            at(sandbox_line),
-        );
-    }
-    if !env.set.is_empty() {
-        let names: Vec<&str> = env.set.iter().map(|(k, _)| k.as_str()).collect();
-        ignore(
-            format!("sets {} for commands", names.join(", ")),
-            at(sandbox_line),
-        );
+    for what in project.sandbox.untrusted(&shown) {
+        ignore(what, at(sandbox_line));
     }
     if project.origins.contains_key("scope") {
         let base: Vec<PathBuf> = match user.filter(|u| u.origins.contains_key("scope")) {

@@ -3,11 +3,12 @@
 //!
 //! Owns: [`SandboxConfig`], [`EnvConfig`], [`Required`] and their merge (`SandboxConfig::merge`),
 //! used between the user's and the project's files, two managed files, and the managed layer
-//! over the rest.
+//! over the rest; and what of an untrusted project's `[sandbox]` is ignored
+//! (`SandboxConfig::untrusted`).
 //!
 //! Must not touch: confining anything (`crate::sandbox` plans and enforces what this says).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::{RequiredLevel, RequiredSetting, SandboxMode};
 use crate::protocol::NetworkAccess;
@@ -109,6 +110,36 @@ pub struct SandboxConfig {
 }
 
 impl SandboxConfig {
+    /// An untrusted project's `[sandbox]`: what would widen the user's or the defaults'
+    /// (`mode = "off"`, extra writable folders, variables passed or set) dropped, and said
+    /// (`shown` names a path); what only restricts stays.
+    pub(super) fn untrusted(&mut self, shown: &dyn Fn(&Path) -> String) -> Vec<String> {
+        let mut ignored = Vec::new();
+        if self.mode == SandboxMode::Off {
+            ignored.push(
+                "runs commands, hooks and MCP servers without the sandbox (mode = \"off\")".into(),
+            );
+            self.mode = SandboxMode::default();
+        }
+        let extra = std::mem::take(&mut self.writable);
+        if !extra.is_empty() {
+            let list: Vec<String> = extra.iter().map(|p| shown(p)).collect();
+            ignored.push(format!("lets commands write in {}", list.join(", ")));
+        }
+        let env = std::mem::take(&mut self.env);
+        if !env.pass.is_empty() {
+            ignored.push(format!(
+                "passes {} of pod's environment to commands",
+                env.pass.join(", ")
+            ));
+        }
+        if !env.set.is_empty() {
+            let names: Vec<&str> = env.set.iter().map(|(k, _)| k.as_str()).collect();
+            ignored.push(format!("sets {} for commands", names.join(", ")));
+        }
+        ignored
+    }
+
     /// The user's and the project's `[sandbox]` (each with whether its file has the section):
     /// the stricter value of each key (the managed layer is merged as the user's over the rest,
     /// a later managed file as the user's over an earlier). Extra writable folders are the
