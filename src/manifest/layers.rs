@@ -107,10 +107,6 @@ impl Manifest {
             .transpose()?;
         let mut manifest = match (project, user) {
             (Some(mut project), user) => {
-                project.permission_settings = PermissionSettings::merge(
-                    user.as_ref().map(|u| &u.permission_settings),
-                    project.permission_settings,
-                );
                 if !project.trust.is_trusted() {
                     project.extra_protected = project.protected_paths();
                     ignored.extend(restrict(&mut project, user.as_ref())?);
@@ -120,7 +116,11 @@ impl Manifest {
                     project.origins.contains_key("model") && project.model.base_url.is_some();
                 let mut merged = match user {
                     Some(user) => merge(project, user)?,
-                    None => project,
+                    None => {
+                        project.permission_settings =
+                            PermissionSettings::merge(None, project.permission_settings);
+                        project
+                    }
                 };
                 if project_endpoint {
                     merged.model.default_key = false;
@@ -539,8 +539,10 @@ fn merge(mut project: Manifest, user: Manifest) -> Result<Manifest, ManifestErro
         (had(&user, "sandbox"), &user.sandbox),
         (had(&project, "sandbox"), &project.sandbox),
     );
-    // The project's timeout, else the user's (a layer without [permissions] has none).
-    project.ask_timeout = project.ask_timeout.or(user.ask_timeout);
+    project.permission_settings = PermissionSettings::merge(
+        Some(&user.permission_settings),
+        std::mem::take(&mut project.permission_settings),
+    );
     project.permissions = merge_rules(project.permissions.take(), user.permissions.as_ref())
         .map_err(|(i, e)| ManifestError::Invalid {
             path: project.path.clone(),
@@ -725,6 +727,7 @@ mod timeout_tests {
         let merged = |project: &str, user: &str| {
             merge(layer(project, dir, false), layer(user, dir, true))
                 .expect("merged")
+                .permission_settings
                 .ask_timeout
         };
         let secs = |s| Some(Duration::from_secs(s));

@@ -263,7 +263,6 @@ pub(super) fn load(workspace: &Path) -> Result<Option<Manifest>, ManifestError> 
 /// Two managed files: the later's settings added to the earlier's, the stricter of each lock.
 fn combine(mut first: Manifest, second: Manifest) -> Result<Manifest, ManifestError> {
     let had = |m: &Manifest, section: &str| m.origins.contains_key(section);
-    first.ask_timeout = first.ask_timeout.or(second.ask_timeout);
     first.permissions = match (first.permissions.take(), &second.permissions) {
         (None, None) => None,
         (Some(a), None) => Some(a),
@@ -450,8 +449,6 @@ pub(super) fn apply(mut lower: Manifest, managed: Manifest) -> Result<Manifest, 
         None if locks.domains_only => Some(Action::Allow),
         d => d,
     };
-    // The managed timeout, else the lower one's, while the layer is on.
-    lower.ask_timeout = default.and(managed.ask_timeout.or(lower.ask_timeout));
     lower.permissions = match default {
         None => None,
         Some(default) => {
@@ -536,6 +533,7 @@ pub(super) fn apply(mut lower: Manifest, managed: Manifest) -> Result<Manifest, 
         std::mem::take(&mut lower.permission_settings),
         &managed.permission_settings,
         &locks,
+        lower.permissions.is_some(),
     );
     lower.permission_settings = settings;
     for what in overridden {

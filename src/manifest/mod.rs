@@ -88,11 +88,8 @@ pub struct Manifest {
     pub permissions: Option<Rules>,
     /// Line of the `[permissions]` header.
     pub permissions_line: Option<usize>,
-    /// `[permissions]` but its rules (`mode`, ...): [`PermissionSettings`].
+    /// `[permissions]` but its rules (`mode`, `ask_timeout_secs`): [`PermissionSettings`].
     pub permission_settings: PermissionSettings,
-    /// `[permissions] ask_timeout_secs`: how long an ask waits for its answer (`None`: until
-    /// it is answered, or the layer is off).
-    pub ask_timeout: Option<Duration>,
     /// `[skills].directories`, absolute.
     pub skill_dirs: Vec<PathBuf>,
     pub hooks: Vec<HookConfig>,
@@ -440,11 +437,6 @@ impl Manifest {
 
         let permission_settings =
             PermissionSettings::resolve(raw.permissions.as_ref().map(|p| p.get_ref()));
-        let ask_timeout = raw
-            .permissions
-            .as_ref()
-            .and_then(|p| p.get_ref().ask_timeout_secs)
-            .map(Duration::from_secs);
         let mut examples: Vec<(usize, RuleExample, usize)> = Vec::new();
         let (permissions, permissions_line) = match raw.permissions {
             None => (None, None),
@@ -768,7 +760,6 @@ impl Manifest {
             permissions,
             permissions_line,
             permission_settings,
-            ask_timeout,
             skill_dirs,
             hooks,
             state_dir,

@@ -5,22 +5,38 @@
 //! Owns: [`PermissionSettings`], how a file's section resolves to it, and how two layers of it
 //! merge: the user's and the project's, two managed files, and the managed layer over the rest.
 //!
-//! Must not touch: the rules and the two keys compiled with them (`default_action`,
-//! `ask_timeout_secs`), which `Rules` holds and `layers.rs` and `managed.rs` layer with the
-//! rules; deciding anything.
+//! Must not touch: the rules and `default_action`, which are compiled into `Rules` and layered
+//! with them in `layers.rs` and `managed.rs`; deciding anything.
 
-use serde::Serialize;
+use std::time::Duration;
+
+use serde::{Serialize, Serializer};
 
 use super::file::PermissionsSection;
 use super::managed::Locks;
 use crate::protocol::Mode;
 
-/// `[permissions]` but its rules, `default_action` and `ask_timeout_secs`. The defaults when
-/// no layer has the section.
+/// `[permissions]` but its rules and `default_action`. The defaults when no layer has the
+/// section.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct PermissionSettings {
+    /// `ask_timeout_secs`: how long an ask waits for its answer (`None`: until it is answered).
+    #[serde(
+        rename = "ask_timeout_secs",
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "some_secs"
+    )]
+    pub ask_timeout: Option<Duration>,
     /// `mode`: the mode sessions start in.
     pub mode: Mode,
+}
+
+/// A set timeout as its whole seconds.
+fn some_secs<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_u64(d.as_secs()),
+        None => s.serialize_none(),
+    }
 }
 
 impl PermissionSettings {
@@ -30,18 +46,21 @@ impl PermissionSettings {
             return PermissionSettings::default();
         };
         PermissionSettings {
+            ask_timeout: section.ask_timeout_secs.map(Duration::from_secs),
             mode: section.mode.unwrap_or_default(),
         }
     }
 
     /// The project's settings over the user's (`None`: no user file, the defaults), trusted
-    /// or not. A project may start sessions only in a stricter mode than the user's.
+    /// or not. The project's timeout, else the user's; a project may start sessions only in a
+    /// stricter mode than the user's.
     pub(super) fn merge(
         user: Option<&PermissionSettings>,
         project: PermissionSettings,
     ) -> PermissionSettings {
         let user = user.cloned().unwrap_or_default();
         PermissionSettings {
+            ask_timeout: project.ask_timeout.or(user.ask_timeout),
             mode: if project.mode.is_stricter() {
                 project.mode
             } else {
@@ -50,20 +69,30 @@ impl PermissionSettings {
         }
     }
 
-    /// Two managed files: the first's mode (a later file's is not read).
-    pub(super) fn combine(first: PermissionSettings, _second: &PermissionSettings) -> Self {
-        first
+    /// Two managed files: the first's timeout, else the later's; the first's mode (a later
+    /// file's is not read).
+    pub(super) fn combine(first: PermissionSettings, second: &PermissionSettings) -> Self {
+        PermissionSettings {
+            ask_timeout: first.ask_timeout.or(second.ask_timeout),
+            mode: first.mode,
+        }
     }
 
-    /// The lower layers' settings under the managed layer's and its `locks`, with what of the
-    /// lower's was overridden: `allowed_modes` is a ceiling (a mode outside it becomes its
-    /// first), and a managed mode other than the default, when allowed, is the one sessions
-    /// start in.
+    /// The lower layers' settings under the managed layer's and its `locks` (`layer_on`: the
+    /// merged configuration has rules), with what of the lower's was overridden: the managed
+    /// timeout, else the lower one's, while the layer is on; `allowed_modes` is a ceiling (a
+    /// mode outside it becomes its first), and a managed mode other than the default, when
+    /// allowed, is the one sessions start in.
     pub(super) fn under_managed(
         lower: PermissionSettings,
         managed: &PermissionSettings,
         locks: &Locks,
+        layer_on: bool,
     ) -> (PermissionSettings, Vec<String>) {
+        let ask_timeout = managed
+            .ask_timeout
+            .or(lower.ask_timeout)
+            .filter(|_| layer_on);
         let mut overridden = Vec::new();
         let mut mode = lower.mode;
         if !locks.allows_mode(mode) {
@@ -82,7 +111,7 @@ impl PermissionSettings {
         if managed.mode != Mode::Default && locks.allows_mode(managed.mode) {
             mode = managed.mode;
         }
-        (PermissionSettings { mode }, overridden)
+        (PermissionSettings { ask_timeout, mode }, overridden)
     }
 }
 
@@ -91,7 +120,10 @@ mod tests {
     use super::*;
 
     fn with(mode: Mode) -> PermissionSettings {
-        PermissionSettings { mode }
+        PermissionSettings {
+            mode,
+            ..PermissionSettings::default()
+        }
     }
 
     #[test]
@@ -118,11 +150,15 @@ mod tests {
             ..Locks::default()
         };
         let (settings, overridden) =
-            PermissionSettings::under_managed(with(Mode::Auto), &with(Mode::Default), &locks);
+            PermissionSettings::under_managed(with(Mode::Auto), &with(Mode::Default), &locks, true);
         assert_eq!(settings.mode, Mode::ReadOnly);
         assert_eq!(overridden.len(), 1, "{overridden:?}");
-        let (settings, overridden) =
-            PermissionSettings::under_managed(with(Mode::Default), &with(Mode::ReadOnly), &locks);
+        let (settings, overridden) = PermissionSettings::under_managed(
+            with(Mode::Default),
+            &with(Mode::ReadOnly),
+            &locks,
+            true,
+        );
         assert_eq!((settings.mode, overridden.len()), (Mode::ReadOnly, 0));
     }
 }

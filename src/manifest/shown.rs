@@ -70,7 +70,6 @@ impl Manifest {
                     &["permissions"],
                     &Permissions {
                         default_action: rules.default_action(),
-                        ask_timeout_secs: self.ask_timeout.map(|t| t.as_secs()),
                         settings: &self.permission_settings,
                     },
                     &origin("permissions"),
@@ -246,7 +245,6 @@ struct Scope {
 #[derive(Serialize)]
 struct Permissions<'a> {
     default_action: Action,
-    ask_timeout_secs: Option<u64>,
     #[serde(flatten)]
     settings: &'a PermissionSettings,
 }
