@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 use crate::protocol::{Action, NetworkAccess};
@@ -341,7 +341,9 @@ pub struct EnvSection {
 }
 
 /// How processes started by tool calls and hooks are confined, weakest first.
-#[derive(Debug, Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+#[derive(
+    Debug, Deserialize, Serialize, JsonSchema, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum SandboxMode {
     /// No confinement: processes run with the pod's own rights.

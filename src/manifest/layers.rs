@@ -9,7 +9,9 @@
 //! servers of both are started (a server both files name is the project's, with the stricter
 //! default of each annotation kind). For the
 //! other sections (`[model]`, `[pod]`, `[scope]`, `[skills]` added to the user's) the
-//! project's section replaces the user's.
+//! project's section replaces the user's. A section with a resolved struct of its own has its
+//! merge beside it (`PermissionSettings::merge`, `SandboxConfig::merge`, `McpConfig::merge`);
+//! `merge` calls each.
 //!
 //! Must not touch: reading one file (`mod.rs` does that, with its errors) or deciding.
 
@@ -17,9 +19,9 @@ use std::path::{Path, PathBuf};
 
 use super::trust::{Fingerprint, Lookup};
 use super::{
-    default_state_root, workspace_key, EnvConfig, Ignored, Manifest, ManifestError, McpConfig,
-    McpServerConfig, McpTransport, Provider, Role, SandboxConfig, SandboxMode, Trust, TrustStore,
-    Vouch,
+    default_state_root, workspace_key, Ignored, Manifest, ManifestError, McpConfig,
+    McpServerConfig, McpTransport, PermissionSettings, Provider, Role, SandboxConfig, Trust,
+    TrustStore, Vouch,
 };
 use crate::permission::{RuleError, RuleSpec, Rules};
 use crate::protocol::{Action, TrustStatus};
@@ -105,10 +107,6 @@ impl Manifest {
             .transpose()?;
         let mut manifest = match (project, user) {
             (Some(mut project), user) => {
-                // A project may start a session in a stricter mode only, trusted or not.
-                if !project.mode.is_stricter() {
-                    project.mode = crate::protocol::Mode::Default;
-                }
                 if !project.trust.is_trusted() {
                     project.extra_protected = project.protected_paths();
                     ignored.extend(restrict(&mut project, user.as_ref())?);
@@ -118,7 +116,11 @@ impl Manifest {
                     project.origins.contains_key("model") && project.model.base_url.is_some();
                 let mut merged = match user {
                     Some(user) => merge(project, user)?,
-                    None => project,
+                    None => {
+                        project.permission_settings =
+                            PermissionSettings::merge(None, project.permission_settings);
+                        project
+                    }
                 };
                 if project_endpoint {
                     merged.model.default_key = false;
@@ -302,7 +304,7 @@ fn restrict(
             }
         }
         // Its restricting defaults still hold: for the user's server of that name (which keeps
-        // the user's program; merge_mcp takes the stricter of each default), or for one an
+        // the user's program; McpConfig::merge takes the stricter of each default), or for one an
         // editor offers; the project's own program never starts.
         match user.and_then(|u| {
             u.mcp
@@ -397,37 +399,8 @@ fn restrict(
         project.tools.retain(|t| t != "web_fetch");
     }
     let sandbox_line = project.sandbox.line;
-    if project.sandbox.mode == SandboxMode::Off {
-        ignore(
-            "runs commands, hooks and MCP servers without the sandbox (mode = \"off\")".into(),
-            at(sandbox_line),
-        );
-        project.sandbox.mode = SandboxMode::default();
-    }
-    let extra = std::mem::take(&mut project.sandbox.writable);
-    if !extra.is_empty() {
-        let list: Vec<String> = extra.iter().map(|p| shown(p)).collect();
-        ignore(
-            format!("lets commands write in {}", list.join(", ")),
-            at(sandbox_line),
-        );
-    }
-    let env = std::mem::take(&mut project.sandbox.env);
-    if !env.pass.is_empty() {
-        ignore(
-            format!(
-                "passes {} of pod's environment to commands",
-                env.pass.join(", ")
-            ),
-            at(sandbox_line),
-        );
-    }
-    if !env.set.is_empty() {
-        let names: Vec<&str> = env.set.iter().map(|(k, _)| k.as_str()).collect();
-        ignore(
-            format!("sets {} for commands", names.join(", ")),
-            at(sandbox_line),
-        );
+    for what in project.sandbox.untrusted(&shown) {
+        ignore(what, at(sandbox_line));
     }
     if project.origins.contains_key("scope") {
         let base: Vec<PathBuf> = match user.filter(|u| u.origins.contains_key("scope")) {
@@ -559,19 +532,17 @@ fn merge(mut project: Manifest, user: Manifest) -> Result<Manifest, ManifestErro
         project.tools = user.tools.clone();
         project.max_parallel = user.max_parallel;
     }
-    project.mcp = merge_mcp(&project.mcp, &user.mcp);
-    // A project may start a session in a stricter mode only.
-    if !project.mode.is_stricter() {
-        project.mode = user.mode;
-    }
+    project.mcp = McpConfig::merge(&user.mcp, &project.mcp);
     project.skill_dirs.extend(user.skill_dirs.iter().cloned());
     project.hooks.extend(user.hooks.iter().cloned());
-    project.sandbox = stricter_sandbox(
-        (had(&project, "sandbox"), &project.sandbox),
+    project.sandbox = SandboxConfig::merge(
         (had(&user, "sandbox"), &user.sandbox),
+        (had(&project, "sandbox"), &project.sandbox),
     );
-    // The project's timeout, else the user's (a layer without [permissions] has none).
-    project.ask_timeout = project.ask_timeout.or(user.ask_timeout);
+    project.permission_settings = PermissionSettings::merge(
+        Some(&user.permission_settings),
+        std::mem::take(&mut project.permission_settings),
+    );
     project.permissions = merge_rules(project.permissions.take(), user.permissions.as_ref())
         .map_err(|(i, e)| ManifestError::Invalid {
             path: project.path.clone(),
@@ -590,117 +561,6 @@ fn merge(mut project: Manifest, user: Manifest) -> Result<Manifest, ManifestErro
     project.examples.extend(user.examples.iter().cloned());
     project.audit = user.audit.clone();
     Ok(project)
-}
-
-/// The servers of both files, in name order. A server both name (in any case, as rules match
-/// names) is started as the project says, with the stricter of the two defaults for each
-/// annotation kind, so a user's `default_action` deny for a server holds in every project.
-pub(super) fn merge_mcp(project: &McpConfig, user: &McpConfig) -> McpConfig {
-    let mut servers = project.servers.clone();
-    for theirs in &user.servers {
-        match servers
-            .iter_mut()
-            .find(|s| s.name.eq_ignore_ascii_case(&theirs.name))
-        {
-            Some(ours) => {
-                let (a, b) = (&mut ours.defaults, &theirs.defaults);
-                for (mine, user) in [
-                    (&mut a.read_only, b.read_only),
-                    (&mut a.additive, b.additive),
-                    (&mut a.destructive, b.destructive),
-                ] {
-                    *mine = match (*mine, user) {
-                        (Some(x), Some(y)) => Some(stricter(x, y)),
-                        (x, y) => x.or(y),
-                    };
-                }
-            }
-            None => servers.push(theirs.clone()),
-        }
-    }
-    servers.sort_by(|a, b| a.name.cmp(&b.name));
-    McpConfig { servers }
-}
-
-/// The stricter value of each sandbox setting. Extra writable folders are the user's when the
-/// user lists any (a project cannot open more of the disk than the user allowed), else the
-/// project's.
-pub(super) fn stricter_sandbox(
-    (project_set, project): (bool, &SandboxConfig),
-    (user_set, user): (bool, &SandboxConfig),
-) -> SandboxConfig {
-    match (project_set, user_set) {
-        (_, false) => project.clone(),
-        (false, true) => user.clone(),
-        (true, true) => SandboxConfig {
-            mode: project.mode.max(user.mode),
-            required: project.required.max(user.required),
-            network: project.network.stricter(user.network),
-            writable: if user.writable.is_empty() {
-                project.writable.clone()
-            } else {
-                user.writable.clone()
-            },
-            readable: stricter_readable(project.readable.as_ref(), user.readable.as_ref()),
-            line: project.line,
-            env: merge_env(&project.env, &user.env),
-            // On wins; the user's own `false` turns it off.
-            exec_gate: match (project.exec_gate, user.exec_gate) {
-                (Some(true), _) | (_, Some(true)) => Some(true),
-                (_, Some(false)) => Some(false),
-                (project, None) => project,
-            },
-        },
-    }
-}
-
-/// `readable` of two layers: either one's list turns the allow-list on (any list shows less of
-/// `$HOME` than none); with both, what both let through (an entry of one beneath an entry of
-/// the other).
-pub(super) fn stricter_readable(
-    a: Option<&Vec<PathBuf>>,
-    b: Option<&Vec<PathBuf>>,
-) -> Option<Vec<PathBuf>> {
-    match (a, b) {
-        (None, None) => None,
-        (Some(x), None) | (None, Some(x)) => Some(x.clone()),
-        (Some(a), Some(b)) => {
-            let mut out: Vec<PathBuf> = Vec::new();
-            for (one, other) in [(a, b), (b, a)] {
-                for p in one {
-                    if other.iter().any(|o| p.starts_with(o)) && !out.contains(p) {
-                        out.push(p.clone());
-                    }
-                }
-            }
-            Some(out)
-        }
-    }
-}
-
-/// The variables both pass and set (the project's value of a name both set), and the user's
-/// exact names, which alone may pass a secret.
-fn merge_env(project: &EnvConfig, user: &EnvConfig) -> EnvConfig {
-    let mut pass = user.pass.clone();
-    pass.extend(
-        project
-            .pass
-            .iter()
-            .filter(|p| !pass.contains(p))
-            .cloned()
-            .collect::<Vec<_>>(),
-    );
-    let mut set = user.set.clone();
-    for (name, value) in &project.set {
-        set.retain(|(n, _)| n != name);
-        set.push((name.clone(), value.clone()));
-    }
-    EnvConfig {
-        pass,
-        set,
-        exact: user.exact.clone(),
-        secret: Vec::new(),
-    }
 }
 
 /// The user's deny rules, then the project's rules, then the user's other rules; the stricter
@@ -839,39 +699,6 @@ action = "allow"
 "#;
 
 #[cfg(test)]
-mod readable_tests {
-    use super::stricter_readable;
-    use std::path::PathBuf;
-
-    fn list(paths: &[&str]) -> Vec<PathBuf> {
-        paths.iter().map(PathBuf::from).collect()
-    }
-
-    #[test]
-    fn readable_of_two_layers_is_what_both_let_through() {
-        assert_eq!(stricter_readable(None, None), None);
-        let user = list(&["/h/.cargo", "/h/.npm"]);
-        assert_eq!(stricter_readable(None, Some(&user)), Some(user.clone()));
-        // A project's list turns the allow-list on even when the user has none.
-        let project = list(&["/h/.aws"]);
-        assert_eq!(
-            stricter_readable(Some(&project), None),
-            Some(project.clone())
-        );
-        // With both, an entry only one names is dropped; one beneath the other's is kept.
-        let project = list(&["/h/.aws", "/h/.cargo/registry", "/h/.npm"]);
-        assert_eq!(
-            stricter_readable(Some(&project), Some(&user)),
-            Some(list(&["/h/.cargo/registry", "/h/.npm"]))
-        );
-        assert_eq!(
-            stricter_readable(Some(&list(&[])), Some(&user)),
-            Some(list(&[]))
-        );
-    }
-}
-
-#[cfg(test)]
 mod timeout_tests {
     use super::{merge, Manifest, Role};
     use std::time::Duration;
@@ -900,6 +727,7 @@ mod timeout_tests {
         let merged = |project: &str, user: &str| {
             merge(layer(project, dir, false), layer(user, dir, true))
                 .expect("merged")
+                .permission_settings
                 .ask_timeout
         };
         let secs = |s| Some(Duration::from_secs(s));

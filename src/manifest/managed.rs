@@ -16,8 +16,11 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::file::McpServerMatch;
-use super::layers::{merge_mcp, stricter, stricter_sandbox};
-use super::{Ignored, Manifest, ManifestError, McpServerConfig, McpTransport, Role, SandboxMode};
+use super::layers::stricter;
+use super::{
+    Ignored, Manifest, ManifestError, McpConfig, McpServerConfig, McpTransport, PermissionSettings,
+    Role, SandboxConfig, SandboxMode,
+};
 use crate::permission::network::NETWORK;
 use crate::permission::{Pattern, RuleSpec, Rules};
 use crate::protocol::{Action, Mode};
@@ -260,7 +263,6 @@ pub(super) fn load(workspace: &Path) -> Result<Option<Manifest>, ManifestError> 
 /// Two managed files: the later's settings added to the earlier's, the stricter of each lock.
 fn combine(mut first: Manifest, second: Manifest) -> Result<Manifest, ManifestError> {
     let had = |m: &Manifest, section: &str| m.origins.contains_key(section);
-    first.ask_timeout = first.ask_timeout.or(second.ask_timeout);
     first.permissions = match (first.permissions.take(), &second.permissions) {
         (None, None) => None,
         (Some(a), None) => Some(a),
@@ -278,6 +280,10 @@ fn combine(mut first: Manifest, second: Manifest) -> Result<Manifest, ManifestEr
             })?,
         ),
     };
+    first.permission_settings = PermissionSettings::combine(
+        std::mem::take(&mut first.permission_settings),
+        &second.permission_settings,
+    );
     if had(&second, "tools") {
         if had(&first, "tools") {
             first.tools.retain(|t| second.tools.contains(t));
@@ -286,11 +292,11 @@ fn combine(mut first: Manifest, second: Manifest) -> Result<Manifest, ManifestEr
         }
         first.max_parallel = first.max_parallel.min(second.max_parallel);
     }
-    first.sandbox = stricter_sandbox(
-        (had(&first, "sandbox"), &first.sandbox),
+    first.sandbox = SandboxConfig::merge(
         (had(&second, "sandbox"), &second.sandbox),
+        (had(&first, "sandbox"), &first.sandbox),
     );
-    first.mcp = merge_mcp(&first.mcp, &second.mcp);
+    first.mcp = McpConfig::merge(&second.mcp, &first.mcp);
     first.hooks.extend(second.hooks.iter().cloned());
     first.examples.extend(second.examples.iter().cloned());
     if second.audit.is_some() {
@@ -443,8 +449,6 @@ pub(super) fn apply(mut lower: Manifest, managed: Manifest) -> Result<Manifest, 
         None if locks.domains_only => Some(Action::Allow),
         d => d,
     };
-    // The managed timeout, else the lower one's, while the layer is on.
-    lower.ask_timeout = default.and(managed.ask_timeout.or(lower.ask_timeout));
     lower.permissions = match default {
         None => None,
         Some(default) => {
@@ -506,9 +510,9 @@ pub(super) fn apply(mut lower: Manifest, managed: Manifest) -> Result<Manifest, 
 
     // Sandbox: the stricter of each setting; `require_sandbox` a ceiling.
     let lower_sandbox_file = first_file(&lower, "sandbox");
-    lower.sandbox = stricter_sandbox(
-        (had(&lower, "sandbox"), &lower.sandbox),
+    lower.sandbox = SandboxConfig::merge(
         (had(&managed, "sandbox"), &managed.sandbox),
+        (had(&lower, "sandbox"), &lower.sandbox),
     );
     if locks.require_sandbox {
         if lower.sandbox.mode == SandboxMode::Off {
@@ -525,26 +529,19 @@ pub(super) fn apply(mut lower: Manifest, managed: Manifest) -> Result<Manifest, 
         lower.sandbox.required = super::Required::All;
     }
 
-    // Modes: a ceiling.
-    if !locks.allows_mode(lower.mode) {
-        let to = locks
-            .allowed_modes
-            .as_ref()
-            .and_then(|m| m.first().copied())
-            .unwrap_or(Mode::Unattended);
+    let (settings, overridden) = PermissionSettings::under_managed(
+        std::mem::take(&mut lower.permission_settings),
+        &managed.permission_settings,
+        &locks,
+        lower.permissions.is_some(),
+    );
+    lower.permission_settings = settings;
+    for what in overridden {
         overrides.push(Ignored::new(
-            format!(
-                "mode = \"{}\" overridden to \"{}\": not in allowed_modes",
-                lower.mode.as_str(),
-                to.as_str()
-            ),
+            what,
             &first_file(&lower, "permissions"),
             lower.permissions_line,
         ));
-        lower.mode = to;
-    }
-    if managed.mode != Mode::Default && locks.allows_mode(managed.mode) {
-        lower.mode = managed.mode;
     }
 
     // Hooks: managed first; the lower layers' only when not locked.
@@ -581,7 +578,7 @@ pub(super) fn apply(mut lower: Manifest, managed: Manifest) -> Result<Manifest, 
             }
             None => true,
         });
-    lower.mcp = merge_mcp(&managed.mcp, &lower_mcp);
+    lower.mcp = McpConfig::merge(&lower_mcp, &managed.mcp);
 
     if !had(&lower, "model") && had(&managed, "model") {
         lower.model = managed.model.clone();

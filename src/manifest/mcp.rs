@@ -31,6 +31,36 @@ pub struct McpConfig {
 }
 
 impl McpConfig {
+    /// The servers of both files, in name order. A server both name (in any case, as rules match
+    /// names) is started as the project says, with the stricter of the two defaults for each
+    /// annotation kind, so a user's `default_action` deny for a server holds in every project.
+    pub(super) fn merge(user: &McpConfig, project: &McpConfig) -> McpConfig {
+        let mut servers = project.servers.clone();
+        for theirs in &user.servers {
+            match servers
+                .iter_mut()
+                .find(|s| s.name.eq_ignore_ascii_case(&theirs.name))
+            {
+                Some(ours) => {
+                    let (a, b) = (&mut ours.defaults, &theirs.defaults);
+                    for (mine, user) in [
+                        (&mut a.read_only, b.read_only),
+                        (&mut a.additive, b.additive),
+                        (&mut a.destructive, b.destructive),
+                    ] {
+                        *mine = match (*mine, user) {
+                            (Some(x), Some(y)) => Some(super::layers::stricter(x, y)),
+                            (x, y) => x.or(y),
+                        };
+                    }
+                }
+                None => servers.push(theirs.clone()),
+            }
+        }
+        servers.sort_by(|a, b| a.name.cmp(&b.name));
+        McpConfig { servers }
+    }
+
     /// What the permission layer knows of these servers.
     pub fn rules(&self) -> Vec<McpServerRules> {
         self.servers.iter().map(McpServerConfig::rules).collect()

@@ -14,6 +14,9 @@ pub mod grants;
 mod layers;
 pub mod managed;
 pub mod mcp;
+mod permissions;
+mod sandbox_section;
+mod shown;
 pub mod trust;
 
 use std::collections::BTreeMap;
@@ -26,11 +29,13 @@ pub use file::{Provider, RequiredLevel, RequiredSetting, SandboxMode};
 pub use layers::{user_config_path, CONFIG_ENV, DEFAULTS, PROJECT_FILE};
 pub use managed::{managed_dir, Managed, MANAGED_DIR, MANAGED_ENV};
 pub use mcp::{McpConfig, McpHeaders, McpServerConfig, McpTransport};
+pub use permissions::PermissionSettings;
+pub use sandbox_section::{EnvConfig, Required, SandboxConfig};
 pub use trust::{Ignored, Trust, TrustStore, Vouch};
 
 use crate::builtin::Builtin;
 use crate::permission::{Policy, Protected, ProtectedPath, RuleSpec, Rules};
-use crate::protocol::{Action, NetworkAccess};
+use crate::protocol::Action;
 
 /// Default model requests per turn.
 pub const DEFAULT_MAX_STEPS: u32 = 50;
@@ -83,11 +88,8 @@ pub struct Manifest {
     pub permissions: Option<Rules>,
     /// Line of the `[permissions]` header.
     pub permissions_line: Option<usize>,
-    /// `[permissions] mode`: the mode sessions start in.
-    pub mode: crate::protocol::Mode,
-    /// `[permissions] ask_timeout_secs`: how long an ask waits for its answer (`None`: until
-    /// it is answered, or the layer is off).
-    pub ask_timeout: Option<Duration>,
+    /// `[permissions]` but its rules (`mode`, `ask_timeout_secs`): [`PermissionSettings`].
+    pub permission_settings: PermissionSettings,
     /// `[skills].directories`, absolute.
     pub skill_dirs: Vec<PathBuf>,
     pub hooks: Vec<HookConfig>,
@@ -129,7 +131,7 @@ pub struct Manifest {
 }
 
 /// `[audit]`, resolved.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct AuditConfig {
     /// The log file, absolute.
     pub path: PathBuf,
@@ -155,77 +157,9 @@ pub struct RuleExample {
     pub not_match: Vec<String>,
 }
 
-/// `[sandbox] env`, resolved and layered.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct EnvConfig {
-    /// Patterns of the pod's variables to pass (besides the base set).
-    pub pass: Vec<String>,
-    /// Values to set.
-    pub set: Vec<(String, String)>,
-    /// Names the user's configuration passes exactly: they pass even when they look secret.
-    pub exact: Vec<String>,
-    /// Variables pod itself reads a key from (`[model] api_key_env`): never passed unless
-    /// named exactly.
-    pub secret: Vec<String>,
-}
-
-/// `[sandbox]`, resolved.
-/// What `[sandbox] required` asks of this machine, weakest first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
-pub enum Required {
-    /// Nothing: the pod starts with what holds, and says so.
-    #[default]
-    No,
-    /// At least Landlock's write boundary.
-    Landlock,
-    /// Calls in namespaces of their own.
-    Namespaces,
-    /// Everything the configuration asks for (`required = true`).
-    All,
-}
-
-impl Required {
-    /// From the file's setting.
-    pub fn from_setting(setting: Option<RequiredSetting>) -> Required {
-        match setting {
-            None | Some(RequiredSetting::All(false)) => Required::No,
-            Some(RequiredSetting::All(true)) => Required::All,
-            Some(RequiredSetting::Level(RequiredLevel::Landlock)) => Required::Landlock,
-            Some(RequiredSetting::Level(RequiredLevel::Namespaces)) => Required::Namespaces,
-        }
-    }
-
-    /// As the file would say it.
-    pub fn shown(self) -> &'static str {
-        match self {
-            Required::No => "false",
-            Required::Landlock => "\"landlock\"",
-            Required::Namespaces => "\"namespaces\"",
-            Required::All => "true",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Default)]
-pub struct SandboxConfig {
-    pub mode: SandboxMode,
-    /// What must hold for the pod to start.
-    pub required: Required,
-    pub network: NetworkAccess,
-    /// Extra writable folders, absolute and normalized (`~` expanded).
-    pub writable: Vec<PathBuf>,
-    /// `readable`: `Some` hides `$HOME` but for these paths (absolute, `~` expanded).
-    pub readable: Option<Vec<PathBuf>>,
-    /// Line of the `[sandbox]` header, when the section is present.
-    pub line: Option<usize>,
-    /// The environment of commands, hooks and MCP servers.
-    pub env: EnvConfig,
-    /// `exec_gate`: `None` is on where ptrace works.
-    pub exec_gate: Option<bool>,
-}
-
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct ModelConfig {
+    #[serde(serialize_with = "shown::provider")]
     pub provider: Provider,
     pub model: Option<String>,
     pub base_url: Option<String>,
@@ -234,12 +168,15 @@ pub struct ModelConfig {
     pub max_tokens: u32,
     pub system: Option<String>,
     pub scenario: Option<PathBuf>,
+    #[serde(rename = "timeout_secs", serialize_with = "shown::secs")]
     pub timeout: Duration,
     pub max_retries: u32,
     pub max_response_bytes: usize,
     pub max_tool_calls: usize,
+    #[serde(rename = "response_timeout_secs", serialize_with = "shown::secs")]
     pub response_timeout: Duration,
     /// Longest a response's stream may go without an event.
+    #[serde(rename = "idle_timeout_secs", serialize_with = "shown::secs")]
     pub idle_timeout: Duration,
     /// Most bytes of conversation sent at each step (older tool results elided beyond).
     pub max_context_bytes: usize,
@@ -247,6 +184,7 @@ pub struct ModelConfig {
     /// be read. False when the `[model]` in force came from a project and names its own
     /// `base_url`: pod never sends the user's key to an endpoint another layer chose, so such a
     /// project names its key itself (`api_key_env` / `api_key_file`).
+    #[serde(skip)]
     pub default_key: bool,
 }
 
@@ -312,20 +250,26 @@ impl HookEvent {
 
 /// A user hook (`[[hooks.pre_tool_call]]`, `[[hooks.post_tool_call]]`,
 /// `[[hooks.session_start]]`, `[[hooks.user_prompt]]` or `[[hooks.permission_denied]]`).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct HookConfig {
+    #[serde(skip)]
     pub event: HookEvent,
     /// Program and arguments; a program written as a relative path is resolved against the
     /// manifest's folder.
     pub command: Vec<String>,
+    #[serde(rename = "timeout_secs", serialize_with = "shown::secs")]
     pub timeout: Duration,
     /// Wildmatch patterns of tool names (case-insensitive); empty means every tool.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<String>,
     /// Line of the hook's `[[hooks.<event>]]` header.
+    #[serde(skip)]
     pub line: usize,
     /// The manifest's folder: the hook runs with it as its working directory.
+    #[serde(skip)]
     pub dir: PathBuf,
     /// The file the hook is written in, when it comes from one.
+    #[serde(skip)]
     pub file: Option<PathBuf>,
 }
 
@@ -491,16 +435,8 @@ impl Manifest {
             })
             .collect::<Result<_, _>>()?;
 
-        let mode = raw
-            .permissions
-            .as_ref()
-            .and_then(|p| p.get_ref().mode)
-            .unwrap_or_default();
-        let ask_timeout = raw
-            .permissions
-            .as_ref()
-            .and_then(|p| p.get_ref().ask_timeout_secs)
-            .map(Duration::from_secs);
+        let permission_settings =
+            PermissionSettings::resolve(raw.permissions.as_ref().map(|p| p.get_ref()));
         let mut examples: Vec<(usize, RuleExample, usize)> = Vec::new();
         let (permissions, permissions_line) = match raw.permissions {
             None => (None, None),
@@ -823,8 +759,7 @@ impl Manifest {
             writable,
             permissions,
             permissions_line,
-            mode,
-            ask_timeout,
+            permission_settings,
             skill_dirs,
             hooks,
             state_dir,

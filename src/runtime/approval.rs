@@ -557,7 +557,10 @@ impl AskPolicy {
     /// The policy `manifest` sets.
     pub fn of(manifest: &crate::manifest::Manifest) -> AskPolicy {
         AskPolicy {
-            timeout: manifest.permissions.as_ref().and(manifest.ask_timeout),
+            timeout: manifest
+                .permissions
+                .as_ref()
+                .and(manifest.permission_settings.ask_timeout),
             project_grants: crate::manifest::grants::path(&manifest.workspace).is_some()
                 && !manifest.managed.locks.rules_only,
         }

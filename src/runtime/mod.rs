@@ -486,7 +486,7 @@ impl Pod {
             }
             None => None,
         };
-        if manifest.mode == Mode::Auto {
+        if manifest.permission_settings.mode == Mode::Auto {
             if let Some(missing) = sandbox.unbounded() {
                 return Err(ModeError {
                     mode: Mode::Auto,
@@ -532,7 +532,7 @@ impl Pod {
             mcp: McpServers::none(),
             approver: options.approver,
             editor: options.editor,
-            mode: Mutex::new(manifest.mode),
+            mode: Mutex::new(manifest.permission_settings.mode),
             resumed,
             dropped_grants: dropped.len(),
             session_id: log.id().to_string(),

@@ -1,0 +1,255 @@
+//! `[sandbox]`, resolved, and how two layers of it merge: the stricter value of each key, so
+//! a key added to the section is resolved in `mod.rs` and layered here, once.
+//!
+//! Owns: [`SandboxConfig`], [`EnvConfig`], [`Required`] and their merge (`SandboxConfig::merge`),
+//! used between the user's and the project's files, two managed files, and the managed layer
+//! over the rest; and what of an untrusted project's `[sandbox]` is ignored
+//! (`SandboxConfig::untrusted`).
+//!
+//! Must not touch: confining anything (`crate::sandbox` plans and enforces what this says).
+
+use std::path::{Path, PathBuf};
+
+use super::{RequiredLevel, RequiredSetting, SandboxMode};
+use crate::protocol::NetworkAccess;
+
+/// `[sandbox] env`, resolved and layered.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct EnvConfig {
+    /// Patterns of the pod's variables to pass (besides the base set).
+    pub pass: Vec<String>,
+    /// Values to set.
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        serialize_with = "super::shown::hidden"
+    )]
+    pub set: Vec<(String, String)>,
+    /// Names the user's configuration passes exactly: they pass even when they look secret.
+    #[serde(skip)]
+    pub exact: Vec<String>,
+    /// Variables pod itself reads a key from (`[model] api_key_env`): never passed unless
+    /// named exactly.
+    #[serde(skip)]
+    pub secret: Vec<String>,
+}
+
+impl EnvConfig {
+    /// Whether it passes and sets nothing beyond the base set.
+    pub fn is_empty(&self) -> bool {
+        self.pass.is_empty() && self.set.is_empty()
+    }
+}
+
+/// What `[sandbox] required` asks of this machine, weakest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum Required {
+    /// Nothing: the pod starts with what holds, and says so.
+    #[default]
+    No,
+    /// At least Landlock's write boundary.
+    Landlock,
+    /// Calls in namespaces of their own.
+    Namespaces,
+    /// Everything the configuration asks for (`required = true`).
+    All,
+}
+
+impl Required {
+    /// From the file's setting.
+    pub fn from_setting(setting: Option<RequiredSetting>) -> Required {
+        match setting {
+            None | Some(RequiredSetting::All(false)) => Required::No,
+            Some(RequiredSetting::All(true)) => Required::All,
+            Some(RequiredSetting::Level(RequiredLevel::Landlock)) => Required::Landlock,
+            Some(RequiredSetting::Level(RequiredLevel::Namespaces)) => Required::Namespaces,
+        }
+    }
+
+    /// As the file would say it.
+    pub fn shown(self) -> &'static str {
+        match self {
+            Required::No => "false",
+            Required::Landlock => "\"landlock\"",
+            Required::Namespaces => "\"namespaces\"",
+            Required::All => "true",
+        }
+    }
+}
+
+impl serde::Serialize for Required {
+    /// As the file would say it: a bool, or the level's name.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Required::No => s.serialize_bool(false),
+            Required::All => s.serialize_bool(true),
+            Required::Landlock => s.serialize_str("landlock"),
+            Required::Namespaces => s.serialize_str("namespaces"),
+        }
+    }
+}
+
+/// `[sandbox]`, resolved.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct SandboxConfig {
+    pub mode: SandboxMode,
+    /// What must hold for the pod to start.
+    pub required: Required,
+    pub network: NetworkAccess,
+    /// Extra writable folders, absolute and normalized (`~` expanded).
+    pub writable: Vec<PathBuf>,
+    /// `readable`: `Some` hides `$HOME` but for these paths (absolute, `~` expanded).
+    pub readable: Option<Vec<PathBuf>>,
+    /// Line of the `[sandbox]` header, when the section is present.
+    #[serde(skip)]
+    pub line: Option<usize>,
+    /// The environment of commands, hooks and MCP servers.
+    #[serde(skip_serializing_if = "EnvConfig::is_empty")]
+    pub env: EnvConfig,
+    /// `exec_gate`: `None` is on where ptrace works.
+    pub exec_gate: Option<bool>,
+}
+
+impl SandboxConfig {
+    /// An untrusted project's `[sandbox]`: what would widen the user's or the defaults'
+    /// (`mode = "off"`, extra writable folders, variables passed or set) dropped, and said
+    /// (`shown` names a path); what only restricts stays.
+    pub(super) fn untrusted(&mut self, shown: &dyn Fn(&Path) -> String) -> Vec<String> {
+        let mut ignored = Vec::new();
+        if self.mode == SandboxMode::Off {
+            ignored.push(
+                "runs commands, hooks and MCP servers without the sandbox (mode = \"off\")".into(),
+            );
+            self.mode = SandboxMode::default();
+        }
+        let extra = std::mem::take(&mut self.writable);
+        if !extra.is_empty() {
+            let list: Vec<String> = extra.iter().map(|p| shown(p)).collect();
+            ignored.push(format!("lets commands write in {}", list.join(", ")));
+        }
+        let env = std::mem::take(&mut self.env);
+        if !env.pass.is_empty() {
+            ignored.push(format!(
+                "passes {} of pod's environment to commands",
+                env.pass.join(", ")
+            ));
+        }
+        if !env.set.is_empty() {
+            let names: Vec<&str> = env.set.iter().map(|(k, _)| k.as_str()).collect();
+            ignored.push(format!("sets {} for commands", names.join(", ")));
+        }
+        ignored
+    }
+
+    /// The user's and the project's `[sandbox]` (each with whether its file has the section):
+    /// the stricter value of each key (the managed layer is merged as the user's over the rest,
+    /// a later managed file as the user's over an earlier). Extra writable folders are the
+    /// user's when the user lists any (a project cannot open more of the disk than the user
+    /// allowed), else the project's.
+    pub(super) fn merge(
+        (user_set, user): (bool, &SandboxConfig),
+        (project_set, project): (bool, &SandboxConfig),
+    ) -> SandboxConfig {
+        match (project_set, user_set) {
+            (_, false) => project.clone(),
+            (false, true) => user.clone(),
+            (true, true) => SandboxConfig {
+                mode: project.mode.max(user.mode),
+                required: project.required.max(user.required),
+                network: project.network.stricter(user.network),
+                writable: if user.writable.is_empty() {
+                    project.writable.clone()
+                } else {
+                    user.writable.clone()
+                },
+                readable: stricter_readable(project.readable.as_ref(), user.readable.as_ref()),
+                line: project.line,
+                env: merge_env(&project.env, &user.env),
+                // On wins; the user's own `false` turns it off.
+                exec_gate: match (project.exec_gate, user.exec_gate) {
+                    (Some(true), _) | (_, Some(true)) => Some(true),
+                    (_, Some(false)) => Some(false),
+                    (project, None) => project,
+                },
+            },
+        }
+    }
+}
+
+/// `readable` of two layers: either one's list turns the allow-list on (any list shows less of
+/// `$HOME` than none); with both, what both let through (an entry of one beneath an entry of
+/// the other).
+fn stricter_readable(a: Option<&Vec<PathBuf>>, b: Option<&Vec<PathBuf>>) -> Option<Vec<PathBuf>> {
+    match (a, b) {
+        (None, None) => None,
+        (Some(x), None) | (None, Some(x)) => Some(x.clone()),
+        (Some(a), Some(b)) => {
+            let mut out: Vec<PathBuf> = Vec::new();
+            for (one, other) in [(a, b), (b, a)] {
+                for p in one {
+                    if other.iter().any(|o| p.starts_with(o)) && !out.contains(p) {
+                        out.push(p.clone());
+                    }
+                }
+            }
+            Some(out)
+        }
+    }
+}
+
+/// The variables both pass and set (the project's value of a name both set), and the user's
+/// exact names, which alone may pass a secret.
+fn merge_env(project: &EnvConfig, user: &EnvConfig) -> EnvConfig {
+    let mut pass = user.pass.clone();
+    pass.extend(
+        project
+            .pass
+            .iter()
+            .filter(|p| !pass.contains(p))
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
+    let mut set = user.set.clone();
+    for (name, value) in &project.set {
+        set.retain(|(n, _)| n != name);
+        set.push((name.clone(), value.clone()));
+    }
+    EnvConfig {
+        pass,
+        set,
+        exact: user.exact.clone(),
+        secret: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod readable_tests {
+    use super::stricter_readable;
+    use std::path::PathBuf;
+
+    fn list(paths: &[&str]) -> Vec<PathBuf> {
+        paths.iter().map(PathBuf::from).collect()
+    }
+
+    #[test]
+    fn readable_of_two_layers_is_what_both_let_through() {
+        assert_eq!(stricter_readable(None, None), None);
+        let user = list(&["/h/.cargo", "/h/.npm"]);
+        assert_eq!(stricter_readable(None, Some(&user)), Some(user.clone()));
+        // A project's list turns the allow-list on even when the user has none.
+        let project = list(&["/h/.aws"]);
+        assert_eq!(
+            stricter_readable(Some(&project), None),
+            Some(project.clone())
+        );
+        // With both, an entry only one names is dropped; one beneath the other's is kept.
+        let project = list(&["/h/.aws", "/h/.cargo/registry", "/h/.npm"]);
+        assert_eq!(
+            stricter_readable(Some(&project), Some(&user)),
+            Some(list(&["/h/.cargo/registry", "/h/.npm"]))
+        );
+        assert_eq!(
+            stricter_readable(Some(&list(&[])), Some(&user)),
+            Some(list(&[]))
+        );
+    }
+}
