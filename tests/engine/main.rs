@@ -12,6 +12,7 @@ mod anthropic;
 mod approvals;
 mod fuzz_smoke;
 mod memory;
+mod modes;
 mod openai;
 mod permission;
 mod providers;

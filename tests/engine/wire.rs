@@ -95,6 +95,15 @@ pub struct MemoryPod {
 impl MemoryPod {
     /// Serves `ws`'s manifest; newline-delimited JSON, as `Framing::Lines`.
     pub fn spawn(ws: &Workspace) -> MemoryPod {
+        MemoryPod::serve(ws, None)
+    }
+
+    /// Serves `ws`'s manifest resuming session `id`, as `pod serve --resume ID`.
+    pub fn resume(ws: &Workspace, id: &str) -> MemoryPod {
+        MemoryPod::serve(ws, Some(id.to_string()))
+    }
+
+    fn serve(ws: &Workspace, resume: Option<String>) -> MemoryPod {
         let mut manifest = pod::manifest::Manifest::load(&ws.manifest()).expect("manifest");
         manifest.set_state_dir(ws.state.path());
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -109,7 +118,7 @@ impl MemoryPod {
             server_write,
             manifest,
             None,
-            None,
+            resume,
             pod::server::DEFAULT_MAX_MESSAGE,
         ));
         let (client_read, mut client_write) = tokio::io::split(client);
@@ -172,10 +181,11 @@ impl std::ops::DerefMut for MemoryPod {
 
 impl Drop for MemoryPod {
     fn drop(&mut self) {
-        // Ends every task of the pod (its calls' processes are killed on drop) without waiting
-        // for a blocking one.
+        // Stops the pod as a kill would: every task is dropped at its next await (its calls'
+        // processes are killed on drop), once the poll under way has ended, so nothing it was
+        // writing (a session log line) is left half done for the next pod to read.
         if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
+            runtime.shutdown_timeout(WAIT);
         }
     }
 }
