@@ -438,13 +438,45 @@ mod tests {
         assert_eq!(out.content, "done\nexit code: 0");
     }
 
+    /// A `sleep` argument no other test (or run) uses: `30.<pid><n>` seconds, far longer than
+    /// any of these calls may last, so a call that waited for it is told apart by its time.
+    fn marker(n: u32) -> String {
+        format!("30.{}{n}", std::process::id())
+    }
+
+    /// Live processes whose argv holds `marker` (the call's shell and its `sleep`s; a zombie
+    /// has no argv).
+    fn holders(marker: &str) -> usize {
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|entry| {
+                std::fs::read(entry.path().join("cmdline")).is_ok_and(|argv| {
+                    argv.split(|b| *b == 0)
+                        .any(|arg| String::from_utf8_lossy(arg).contains(marker))
+                })
+            })
+            .count()
+    }
+
+    /// Waits until `done` holds, failing after 10 s; the pause only paces the poll.
+    async fn wait_until(what: &str, done: impl Fn() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !done() {
+            assert!(Instant::now() < deadline, "timed out waiting until {what}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
     #[tokio::test]
     async fn timeout_kills_the_process_group() {
         let dir = tempfile::tempdir().unwrap();
+        let m = marker(1);
         let start = Instant::now();
         let out = Bash
             .run(
-                json!({"command": "echo started; sleep 2; touch late", "timeout_secs": 1}),
+                json!({"command": format!("echo started; sleep {m}; touch late"), "timeout_secs": 1}),
                 &ToolContext::new(dir.path()),
             )
             .await;
@@ -455,8 +487,12 @@ mod tests {
             "{}",
             out.content
         );
-        assert!(start.elapsed() < Duration::from_millis(2500));
-        tokio::time::sleep(Duration::from_secs(3).saturating_sub(start.elapsed())).await;
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the call waited for the sleep"
+        );
+        // Once no process of the call is left, nothing can still make `late`.
+        wait_until("the call's processes are gone", || holders(&m) == 0).await;
         assert!(!dir.path().join("late").exists());
     }
 
@@ -465,21 +501,41 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let c = ToolContext::new(dir.path());
         let token = c.cancel.clone();
+        let (m, m2) = (marker(2), marker(3));
         let start = Instant::now();
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(300)).await;
+        // Cancels once both sleeps run (the call is under way), however long that takes.
+        let (a, b) = (m.clone(), m2.clone());
+        let canceller = tokio::spawn(async move {
+            let sleeping = |m: &str| {
+                std::fs::read_dir("/proc")
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .any(|e| {
+                        std::fs::read(e.path().join("cmdline"))
+                            .is_ok_and(|argv| argv == format!("sleep\0{m}\0").as_bytes())
+                    })
+            };
+            wait_until("both sleeps run", || sleeping(&a) && sleeping(&b)).await;
             token.cancel();
         });
         let out = Bash
             .run(
-                json!({"command": "(sleep 2; touch late) & sleep 2; touch late2"}),
+                json!({"command": format!("(sleep {m}; touch late) & sleep {m2}; touch late2")}),
                 &c,
             )
             .await;
+        canceller.await.unwrap();
         assert!(out.is_error);
         assert!(out.content.contains("cancelled"), "{}", out.content);
-        assert!(start.elapsed() < Duration::from_millis(1900));
-        tokio::time::sleep(Duration::from_secs(3).saturating_sub(start.elapsed())).await;
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the call waited for the sleep"
+        );
+        wait_until("the call's processes are gone", || {
+            holders(&m) == 0 && holders(&m2) == 0
+        })
+        .await;
         assert!(!dir.path().join("late").exists());
         assert!(!dir.path().join("late2").exists());
     }
@@ -487,16 +543,21 @@ mod tests {
     #[tokio::test]
     async fn background_process_does_not_hold_the_call() {
         let dir = tempfile::tempdir().unwrap();
+        let m = marker(4);
         let start = Instant::now();
         let out = Bash
             .run(
-                json!({"command": "(sleep 2; touch late) & echo quick"}),
+                json!({"command": format!("(sleep {m}; touch late) & echo quick")}),
                 &ToolContext::new(dir.path()),
             )
             .await;
         assert_eq!(out.content, "quick\nexit code: 0");
-        assert!(start.elapsed() < Duration::from_millis(1900));
-        tokio::time::sleep(Duration::from_secs(3).saturating_sub(start.elapsed())).await;
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the call waited for the sleep"
+        );
+        // The background process is killed with the call: it never gets to `touch late`.
+        wait_until("the background process is gone", || holders(&m) == 0).await;
         assert!(!dir.path().join("late").exists());
     }
 
