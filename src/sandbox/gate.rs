@@ -31,6 +31,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
@@ -802,7 +803,14 @@ fn read_exec(pid: i32, before: &Tracee, ids: Option<&Identities>) -> Option<Exec
         let file = File::open(format!("/proc/{pid}/exe")).ok()?;
         ids.name_of(&file)
     });
-    let aliases = aliases(&argv, &exe_base, identity.as_deref());
+    let mut aliases = aliases(&argv, &exe_base, identity.as_deref());
+    if is_loader(&exe_base) {
+        for alias in loaded(pid, &argv, ids) {
+            if alias != argv && !aliases.contains(&alias) {
+                aliases.push(alias);
+            }
+        }
+    }
     Some(Exec {
         argv,
         exe,
@@ -810,6 +818,61 @@ fn read_exec(pid: i32, before: &Tracee, ids: Option<&Identities>) -> Option<Exec
         by: before.image.clone(),
         aliases,
     })
+}
+
+/// Whether `exe_base` names the dynamic loader.
+fn is_loader(exe_base: &str) -> bool {
+    exe_base.starts_with("ld-linux")
+        || exe_base.starts_with("ld.so")
+        || exe_base.starts_with("ld-musl")
+        || exe_base.starts_with("ld64.so")
+}
+
+/// What the loader of `pid` may run, by what the file is rather than what its path says: each
+/// argument that is not an option, opened as the process sees it (`/proc/PID/cwd`, `root`),
+/// named by its real path's last part and by its content ([`Identities`]); so `ld.so ./zz`
+/// with `zz` a link to (or a copy of) `rm` is `rm`.
+fn loaded(pid: i32, argv: &[String], ids: Option<&Identities>) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let rest = argv.get(1..).unwrap_or(&[]);
+    for (i, word) in rest.iter().enumerate().take(16) {
+        if word.starts_with('-') || word.is_empty() {
+            continue;
+        }
+        // The process's own descriptors and /proc entries are its, not the pod's.
+        let own = ["/proc/self/", "/proc/thread-self/", "/dev/fd/"]
+            .iter()
+            .find_map(|p| word.strip_prefix(p).map(|rest| (*p, rest)));
+        let path = if let Some((prefix, rest)) = own {
+            if prefix == "/dev/fd/" {
+                format!("/proc/{pid}/fd/{rest}")
+            } else {
+                format!("/proc/{pid}/{rest}")
+            }
+        } else if word.starts_with('/') {
+            format!("/proc/{pid}/root{word}")
+        } else {
+            format!("/proc/{pid}/cwd/{word}")
+        };
+        let Ok(file) = File::open(&path) else {
+            continue;
+        };
+        let after = rest.get(i + 1..).unwrap_or(&[]);
+        let mut named = |name: String| {
+            let mut words = vec![name];
+            words.extend_from_slice(after);
+            if !out.contains(&words) {
+                out.push(words);
+            }
+        };
+        if let Ok(real) = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())) {
+            named(basename(&real.to_string_lossy()));
+        }
+        if let Some(id) = ids.and_then(|ids| ids.name_of(&file)) {
+            named(id);
+        }
+    }
+    out
 }
 
 /// The other argvs of one run (see [`Exec::aliases`]).
@@ -841,11 +904,7 @@ fn aliases(argv: &[String], exe_base: &str, identity: Option<&str>) -> Vec<Vec<S
     }
     // The dynamic loader runs the program named by its first argument that is not an option
     // (every later argument is tried too: its options may take values).
-    let loader = exe_base.starts_with("ld-linux")
-        || exe_base.starts_with("ld.so")
-        || exe_base.starts_with("ld-musl")
-        || exe_base.starts_with("ld64.so");
-    if loader {
+    if is_loader(exe_base) {
         for (i, word) in rest.iter().enumerate().take(16) {
             if !word.starts_with('-') {
                 push(rest[i..].to_vec());

@@ -13,13 +13,15 @@
 //! - **A**, the pod's child: a session of its own (the reaper's), `PR_SET_PDEATHSIG`, every
 //!   descriptor closed but stdio and the namespaces' (so the spawn returns now, and under the
 //!   exec gate a `SIGSTOP` lets the tracer set its options before anything forks); into the
-//!   session's network namespace, then the holder's outer user namespace and its mount, IPC
-//!   and UTS namespaces; `unshare(CLONE_NEWPID)`; forks C and waits for it, then ends as D
+//!   session's network namespace, then the holder's outer user namespace and its mount, IPC,
+//!   UTS and cgroup namespaces; `unshare(CLONE_NEWPID)`; forks C and waits for it, then ends as D
 //!   did (C passes D's wait status back on a pipe: killed by the same signal, or its code).
-//! - **C**, PID 1 of the call's PID namespace: a mount namespace of its own (a copy of the
-//!   session's, owned by the same user namespace, so nothing in it is locked), a fresh `/proc`
-//!   with the same parts covered read-only as `bwrap` covers (read-only as a whole under the
-//!   exec gate); forks D, reaps every orphan, and exits when D does, which ends the PID
+//! - **C**, PID 1 of the call's PID namespace: its signal handlers reset (none reaches it from
+//!   inside); a mount and an IPC namespace of its own (the mount one a copy of the session's,
+//!   owned by the same user namespace, so nothing in it is locked), a fresh `/proc` with the
+//!   same parts covered read-only as `bwrap` covers (read-only as a whole under the exec gate),
+//!   a `devpts` instance and a `/dev/shm` of its own, so no terminal, shared memory or message
+//!   queue of one call reaches another or outlives it; forks D, reaps every orphan, and exits when D does, which ends the PID
 //!   namespace: nothing of the call outlives it, whatever it forked or however its threads
 //!   exited.
 //! - **D**, the call's program: into the holder's inner user namespace (where no further user
@@ -77,6 +79,8 @@ pub struct Holder {
     mnt: OwnedFd,
     ipc: OwnedFd,
     uts: OwnedFd,
+    /// The holder's cgroup namespace, when it made one (`--unshare-cgroup-try`).
+    cgroup: Option<OwnedFd>,
     /// The holder's own network namespace (`network = "deny"` where no session namespace could
     /// be made); `None` when calls use the host's or the session's.
     net: Option<OwnedFd>,
@@ -202,6 +206,9 @@ impl Holder {
             mnt: ns("mnt")?,
             ipc: ns("ipc")?,
             uts: ns("uts")?,
+            cgroup: ns("cgroup")
+                .ok()
+                .filter(|c| !same_namespace(c, "/proc/self/ns/cgroup")),
             net: if own_net { Some(ns("net")?) } else { None },
             session_net: wrap.session_net(),
             proc_read_only,
@@ -287,6 +294,12 @@ impl Holder {
                 libc::setns(self.uts.as_raw_fd(), libc::CLONE_NEWUTS),
                 b"setns (uts)",
             );
+            if let Some(cgroup) = &self.cgroup {
+                check(
+                    libc::setns(cgroup.as_raw_fd(), libc::CLONE_NEWCGROUP),
+                    b"setns (cgroup)",
+                );
+            }
             if let Some(net) = &self.net {
                 check(
                     libc::setns(net.as_raw_fd(), libc::CLONE_NEWNET),
@@ -346,14 +359,36 @@ impl Holder {
             );
             // The pod's handlers, inherited by the fork, would let the call's processes signal
             // PID 1 (a handled signal reaches an init): none, so none reaches it.
-            let mut dfl: libc::sigaction = std::mem::zeroed();
-            dfl.sa_sigaction = libc::SIG_DFL;
-            for sig in 1..libc::SIGRTMAX() {
+            // The raw call: glibc's `sigaction` refuses its own two (32 and 33).
+            let dfl = KernelSigaction::default();
+            for sig in 1..=64 {
                 if sig != libc::SIGKILL && sig != libc::SIGSTOP {
-                    libc::sigaction(sig, &dfl, std::ptr::null_mut());
+                    libc::syscall(
+                        libc::SYS_rt_sigaction,
+                        sig,
+                        &dfl as *const KernelSigaction,
+                        std::ptr::null_mut::<KernelSigaction>(),
+                        8usize,
+                    );
                 }
             }
-            check(libc::unshare(libc::CLONE_NEWNS), b"unshare (mount)");
+            // A died before the death signal was set (C's parent is outside its PID namespace,
+            // so `getppid` cannot tell): the status pipe has no reader then.
+            let mut poll = libc::pollfd {
+                fd: status,
+                events: libc::POLLOUT,
+                revents: 0,
+            };
+            if libc::poll(&mut poll, 1, 0) < 0 || poll.revents & libc::POLLERR != 0 {
+                libc::_exit(126);
+            }
+            // Its own mount namespace (a fresh /proc, /dev/pts and /dev/shm) and IPC namespace:
+            // nothing of one call's terminals, shared memory or message queues reaches another
+            // call of the session, or outlives the call.
+            check(
+                libc::unshare(libc::CLONE_NEWNS | libc::CLONE_NEWIPC),
+                b"unshare (mount, ipc)",
+            );
             check(
                 libc::mount(
                     std::ptr::null(),
@@ -404,6 +439,28 @@ impl Holder {
                     b"mount (/proc covers)",
                 );
             }
+            // A devpts instance of the call's own (`/dev/ptmx` is bwrap's link to `pts/ptmx`):
+            // no other call's terminal is there to open.
+            check(
+                libc::mount(
+                    c"devpts".as_ptr(),
+                    c"/dev/pts".as_ptr(),
+                    c"devpts".as_ptr(),
+                    libc::MS_NOSUID | libc::MS_NOEXEC,
+                    c"newinstance,ptmxmode=0666,mode=620".as_ptr().cast(),
+                ),
+                b"mount (/dev/pts)",
+            );
+            check(
+                libc::mount(
+                    c"tmpfs".as_ptr(),
+                    c"/dev/shm".as_ptr(),
+                    c"tmpfs".as_ptr(),
+                    libc::MS_NOSUID | libc::MS_NODEV,
+                    c"mode=1777".as_ptr().cast(),
+                ),
+                b"mount (/dev/shm)",
+            );
             let d = fork();
             if d < 0 {
                 fail(b"fork");
@@ -484,7 +541,7 @@ impl Holder {
     /// Closes every descriptor but stdio, the namespaces' and `keep` (std's error pipe with
     /// them: the spawn returns once the namespaces are entered).
     fn close_others(&self, keep: Option<&OwnedFd>) {
-        let mut fds: [RawFd; 9] = [-1; 9];
+        let mut fds: [RawFd; 10] = [-1; 10];
         let mut n = 0;
         let net = self.session_net.as_ref().map(|s| s.fds());
         for fd in [
@@ -493,6 +550,7 @@ impl Holder {
             Some(self.mnt.as_raw_fd()),
             Some(self.ipc.as_raw_fd()),
             Some(self.uts.as_raw_fd()),
+            self.cgroup.as_ref().map(|f| f.as_raw_fd()),
             self.net.as_ref().map(|f| f.as_raw_fd()),
             net.map(|n| n.0),
             net.map(|n| n.1),
@@ -517,6 +575,16 @@ impl Holder {
     }
 }
 
+/// The kernel's `struct sigaction` for `rt_sigaction` (handler, flags, restorer, mask).
+#[repr(C)]
+#[derive(Default)]
+struct KernelSigaction {
+    handler: usize,
+    flags: libc::c_ulong,
+    restorer: usize,
+    mask: u64,
+}
+
 /// `NS_GET_PARENT` from `<linux/nsfs.h>`: `_IO(0xb7, 0x2)`.
 const NS_GET_PARENT: libc::c_ulong = 0xb702;
 const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
@@ -533,6 +601,19 @@ struct CapData {
     effective: u32,
     permitted: u32,
     inheritable: u32,
+}
+
+/// Whether the namespace `fd` is the one `path` (a `/proc/self/ns/…` link) names.
+fn same_namespace(fd: &OwnedFd, path: &str) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let ours = std::fs::metadata(path).map(|m| (m.dev(), m.ino()));
+    let Ok(fd) = fd.try_clone() else {
+        return false;
+    };
+    let theirs = std::fs::File::from(fd)
+        .metadata()
+        .map(|m| (m.dev(), m.ino()));
+    matches!((ours, theirs), (Ok(a), Ok(b)) if a == b)
 }
 
 fn set_cloexec(fd: &OwnedFd) {

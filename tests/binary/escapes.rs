@@ -908,10 +908,12 @@ fn gits_other_configuration_files_hold() {
 /// a `bwrap` of its own, and the same holds.
 #[test]
 fn calls_enter_the_sessions_namespaces_and_the_per_call_fall_back_holds_the_same() {
-    let probe = "echo \"pid $$\"; echo \"self $(readlink /proc/self)\"; \
-                 echo \"procs $(ls /proc | grep -c '^[0-9]')\"; \
-                 echo \"init $(tr '\\0' ' ' < /proc/1/cmdline)\"; \
-                 grep ^CapEff /proc/self/status";
+    // A script, so that the kernel, not the analysis (which asks for paths under /proc),
+    // decides what it reads.
+    let probe = "echo \"pid $$\"\n\
+                 echo \"procs $(ls /proc | grep -c '^[0-9]')\"\n\
+                 echo \"init $(tr '\\0' ' ' < /proc/1/cmdline)\"\n\
+                 grep ^CapEff /proc/self/status\n";
     for holder in [true, false] {
         let (_dir, out) = outside();
         let victim = out.join("victim");
@@ -926,13 +928,15 @@ fn calls_enter_the_sessions_namespaces_and_the_per_call_fall_back_holds_the_same
             .into_iter()
             .filter(|p| {
                 let cmdline = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
-                cmdline.ends_with(b"--\0cat\0") && cmdline.starts_with(b"/usr/bin/bwrap\0")
+                cmdline.ends_with(b"--\0cat\0")
+                    && cmdline.starts_with(b"/usr/bin/bwrap\0")
+                    && common::parent_of(*p) == Some(pod.pid())
             })
             .collect();
         assert_eq!(holders.len(), usize::from(holder), "holder {holder}");
+        let seen = &run_script(&mut pod, "probe.sh", "bash", probe, "");
         let write = format!("echo x > {}; touch {}", victim.display(), victim.display());
-        let results = run(&mut pod, &[probe.to_string(), write]);
-        let seen = &results[0];
+        let results = run(&mut pod, &[write]);
         assert!(seen.contains("pid 2\n"), "holder {holder}: {seen}");
         assert!(seen.contains("CapEff:\t0000000000000000"), "{seen}");
         let procs: usize = seen
@@ -947,6 +951,61 @@ fn calls_enter_the_sessions_namespaces_and_the_per_call_fall_back_holds_the_same
             .find_map(|l| l.strip_prefix("init "))
             .unwrap_or_default();
         assert_eq!(init.contains("bwrap"), !holder, "holder {holder}: {seen}");
-        assert!(!victim.exists(), "holder {holder}: {}", results[1]);
+        assert!(!victim.exists(), "holder {holder}: {}", results[0]);
     }
+}
+
+/// The calls of one session share its namespaces but not their terminals or IPC: a parallel
+/// call sees no terminal another call opened, and shared memory and message queues die with
+/// the call that made them.
+#[test]
+fn a_call_reaches_no_other_calls_terminal_or_shared_memory() {
+    let ws = Workspace::with_manifest(&manifest("", ""));
+    let mut pod = start(&ws);
+    // Call 1 holds a terminal open until call 2 has looked; each waits for the other's marker
+    // (polls with a deadline, so no fixed sleep decides anything).
+    let [write1, exec1] = script(
+        "one.sh",
+        "bash",
+        "echo secret > /dev/shm/pod-marker\n\
+         ipcmk -M 4096 >/dev/null && echo made-segment\n\
+         script -qfec 'touch opened; for i in $(seq 400); do [ -e checked ] && break; sleep 0.05; done' /dev/null\n",
+    );
+    let [write2, exec2] = script(
+        "two.sh",
+        "bash",
+        "for i in $(seq 400); do [ -e opened ] && break; sleep 0.05; done\n\
+         echo \"pts: $(ls /dev/pts | tr '\\n' ' ')\"\n\
+         echo \"segments: $(ipcs -m | grep -c '^0x')\"\n\
+         ls /dev/shm\n\
+         touch checked\n",
+    );
+    run(&mut pod, &[write1, write2]);
+    let results = run(&mut pod, &[exec1, exec2]);
+    assert!(results[0].contains("made-segment"), "{}", results[0]);
+    assert!(
+        ws.path("opened").exists(),
+        "call 1 opened no terminal: {}",
+        results[0]
+    );
+    let two = &results[1];
+    assert!(
+        two.contains("pts: ptmx \n"),
+        "another call's terminal: {two}"
+    );
+    assert!(two.contains("segments: 0"), "another call's segment: {two}");
+    assert!(
+        !two.contains("pod-marker"),
+        "another call's /dev/shm: {two}"
+    );
+    // And nothing of call 1 is left for the next call either.
+    let [write3, exec3] = script(
+        "three.sh",
+        "bash",
+        "echo \"segments: $(ipcs -m | grep -c '^0x')\"; ls /dev/shm\n",
+    );
+    run(&mut pod, &[write3]);
+    let three = &run(&mut pod, &[exec3])[0];
+    assert!(three.contains("segments: 0"), "{three}");
+    assert!(!three.contains("pod-marker"), "{three}");
 }

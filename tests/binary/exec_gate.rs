@@ -131,6 +131,13 @@ fn the_gate_alone_stops_rm_whoever_runs_it() {
         "sh script.sh; touch marker".to_string(),
         "chmod +x script.sh && ./script.sh; touch marker".to_string(),
         "/lib64/ld-linux-x86-64.so.2 /bin/rm -rf victim; touch marker".to_string(),
+        // The loader running rm under another name: a link, or a descriptor.
+        "ln -sf /bin/rm ./zz && /lib64/ld-linux-x86-64.so.2 ./zz -rf victim; touch marker"
+            .to_string(),
+        "exec 3</bin/rm; /lib64/ld-linux-x86-64.so.2 /proc/self/fd/3 -rf victim; touch marker"
+            .to_string(),
+        "cp /bin/rm ./other && /lib64/ld-linux-x86-64.so.2 ./other -rf victim; touch marker"
+            .to_string(),
         "cp /bin/rm ./copy && ./copy -rf victim; touch marker".to_string(),
         "ln -s /bin/rm ./link && ./link -rf victim; touch marker".to_string(),
         "(exec -a cleaner /bin/rm -rf victim); touch marker".to_string(),
