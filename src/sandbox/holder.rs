@@ -92,8 +92,6 @@ pub struct Holder {
     cap_last: i32,
     /// The holder's stdin: when the pod drops it (or dies), `cat` sees EOF and the holder ends.
     _stdin: std::fs::File,
-    /// The holder's pid, for `pod check` and tests.
-    pid: i32,
 }
 
 impl Holder {
@@ -124,7 +122,7 @@ impl Holder {
         }
         // The thread that starts the holder waits for it: `--die-with-parent` ties the holder to
         // the thread that forked it, so that thread lives exactly as long as the holder.
-        let (tx, rx) = std::sync::mpsc::sync_channel::<std::io::Result<(i32, Option<_>)>>(1);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<std::io::Result<Option<_>>>(1);
         std::thread::Builder::new()
             .name("pod-sandbox-holder".into())
             .spawn(move || {
@@ -138,12 +136,12 @@ impl Holder {
                     }
                 };
                 let pid = i32::try_from(child.id()).unwrap_or(0);
-                let _ = tx.send(Ok((pid, child.stderr.take())));
+                let _ = tx.send(Ok(child.stderr.take()));
                 let _ = child.wait();
                 reaper::forget_pid(pid);
             })
             .map_err(HolderError::Start)?;
-        let (pid, stderr) = rx
+        let stderr = rx
             .recv()
             .map_err(|_| HolderError::NotReady("the holder's thread ended".into()))?
             .map_err(HolderError::Start)?;
@@ -214,13 +212,7 @@ impl Holder {
             proc_read_only,
             cap_last,
             _stdin: stdin,
-            pid,
         })
-    }
-
-    /// The holder's pid (the outer `bwrap`).
-    pub fn pid(&self) -> i32 {
-        self.pid
     }
 
     /// The `pre_exec` step that puts a forked child into the session's namespaces (see the

@@ -211,6 +211,7 @@ pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
             std::time::Instant::now() < deadline,
             "timed out waiting until {what}"
         );
+        // Paces the poll; the condition above decides.
         std::thread::sleep(Duration::from_millis(10));
     }
 }
