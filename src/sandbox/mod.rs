@@ -21,6 +21,7 @@ pub mod gate;
 pub mod holder;
 pub mod namespaces;
 pub mod netns;
+pub mod planted;
 pub mod reaper;
 pub mod seccomp;
 
@@ -422,8 +423,8 @@ pub struct Sandbox {
     /// The session's network namespace, when calls run in one ([`Sandbox::proxy_listener`]).
     session_net: Option<Arc<netns::SessionNet>>,
     /// Files that did not exist when the session opened and that no call may leave behind
-    /// ([`Sandbox::remove_planted`]).
-    sentinels: Vec<PathBuf>,
+    /// ([`Sandbox::set_aside_planted`]).
+    sentinels: Vec<planted::Sentinel>,
 }
 
 impl Sandbox {
@@ -605,8 +606,8 @@ impl Sandbox {
                 info.network = NetworkAccess::Allow;
             }
         }
-        // A repository's missing `commondir` cannot be masked (an empty one breaks git): one a
-        // call makes is removed when the call ends.
+        // A repository's missing `commondir` (an empty one breaks git) and the re-read names a
+        // writable folder lacks cannot be masked: one a call makes is set aside when it ends.
         if repositories.is_empty() {
             repositories = writable
                 .iter()
@@ -614,11 +615,12 @@ impl Sandbox {
                 .filter(|g| g.is_dir())
                 .collect();
         }
-        let sentinels: Vec<PathBuf> = repositories
+        let folders: Vec<PathBuf> = writable
             .iter()
-            .map(|g| g.join("commondir"))
-            .filter(|c| c.symlink_metadata().is_err())
+            .filter(|w| !w.starts_with(tmpdir.path()))
+            .cloned()
             .collect();
+        let sentinels = planted::Sentinel::missing_in(&folders, &repositories);
         writable.extend(domain::DEVICES.iter().map(PathBuf::from));
         Ok(Sandbox {
             info,
@@ -692,41 +694,18 @@ impl Sandbox {
         self.session_net.as_ref().and_then(|n| n.take_listener())
     }
 
-    /// Removes what a call left of the files that must stay missing (a repository's
-    /// `.git/commondir`, which would make the user's own git read its configuration and hooks
-    /// from a folder the call wrote): each path removed, with what it held (so nothing is lost
-    /// from the record). Run when a call ends.
-    pub fn remove_planted(&self) -> Vec<(PathBuf, String)> {
-        let mut out = Vec::new();
-        for p in &self.sentinels {
-            let Ok(meta) = p.symlink_metadata() else {
-                continue;
-            };
-            let held = if meta.is_file() {
-                let bytes = std::fs::read(p).unwrap_or_default();
-                String::from_utf8_lossy(&bytes[..bytes.len().min(4096)])
-                    .trim()
-                    .to_string()
-            } else {
-                std::fs::read_link(p)
-                    .map(|t| format!("a link to {}", t.display()))
-                    .unwrap_or_else(|_| "a folder".to_string())
-            };
-            let removed = if meta.is_dir() {
-                std::fs::remove_dir_all(p)
-            } else {
-                std::fs::remove_file(p)
-            };
-            match removed {
-                Ok(()) => out.push((p.clone(), held)),
-                Err(e) => tracing::error!(
-                    "sandbox: cannot remove {} that a call made: {e}; remove it before running \
-                     git here",
-                    p.display()
-                ),
-            }
-        }
-        out
+    /// What of the files that must stay missing is missing now: taken as a call starts, for
+    /// [`Sandbox::set_aside_planted`] when it ends.
+    pub fn watch_planted(&self) -> planted::Watch {
+        planted::watch(&self.sentinels)
+    }
+
+    /// Sets aside what a call left of the files that must stay missing (a repository's
+    /// `.git/commondir`, a writable folder's `.envrc`, `.vscode`, `.mcp.json`, …: read later by
+    /// tools outside the sandbox): each renamed beside itself, so nothing is lost. Run when a
+    /// call ends, with the [`Sandbox::watch_planted`] taken as it started.
+    pub fn set_aside_planted(&self, watch: &planted::Watch) -> Vec<planted::Planted> {
+        planted::set_aside(&self.sentinels, watch)
     }
 
     /// The session's `$TMPDIR`, when there is one.

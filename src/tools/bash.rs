@@ -202,6 +202,7 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
         .env("GIT_PAGER", "cat");
     // The Command holds the write ends; it is dropped (moved) here so EOF comes when the
     // processes end.
+    let watch = ctx.sandbox.watch_planted();
     let spawned = match judge {
         Some(judge) => GatedProcess::spawn(cmd, judge).map(Spawned::Gated),
         None => {
@@ -289,16 +290,8 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
         text.push('\n');
     }
     text.push_str(&sandbox_note(&ctx.sandbox, &text));
-    for (planted, held) in ctx.sandbox.remove_planted() {
-        tracing::warn!(
-            "sandbox: removed {} which the call made (it held {held:?})",
-            planted.display()
-        );
-        text.push_str(&format!(
-            "[sandbox: pod removed {}, which this call made: it would have made git read its \
-             configuration and hooks from `{held}`]\n",
-            planted.display()
-        ));
+    for planted in ctx.sandbox.set_aside_planted(&watch) {
+        text.push_str(&planted_note(&planted));
     }
     if let Some(summary) = admission.as_ref().and_then(|a| a.summary()) {
         text.push_str(&summary);
@@ -359,6 +352,37 @@ fn gate_note(stopped: &[Stopped]) -> String {
     }
     note.push_str("the command's other processes were ended");
     note
+}
+
+/// What the result says of a file set aside at the call's end ([`crate::sandbox::planted`]).
+fn planted_note(p: &crate::sandbox::planted::Planted) -> String {
+    let what = if p.held.starts_with("a ") {
+        p.held.clone()
+    } else {
+        format!("holding `{}`", p.held)
+    };
+    match &p.moved_to {
+        Some(to) => {
+            tracing::warn!(
+                "sandbox: set aside {} ({what}), made while a call ran, as {}",
+                p.path.display(),
+                to.display()
+            );
+            format!(
+                "[sandbox: {} appeared while this call ran ({what}); {}, so pod set it aside \
+                 as {}]\n",
+                p.path.display(),
+                p.reader,
+                to.display()
+            )
+        }
+        None => format!(
+            "[sandbox: {} appeared while this call ran ({what}); {}, and pod could not set it \
+             aside: remove it before using that tool here]\n",
+            p.path.display(),
+            p.reader
+        ),
+    }
 }
 
 /// Lines naming what the sandbox refused, as far as `output` tells (empty when nothing).
