@@ -107,9 +107,21 @@ pub struct SandboxConfig {
     pub env: EnvConfig,
     /// `exec_gate`: `None` is on where ptrace works.
     pub exec_gate: Option<bool>,
+    /// `max_processes`: `None` is [`DEFAULT_MAX_PROCESSES`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_processes: Option<u32>,
 }
 
+/// `[sandbox] max_processes` when no layer sets it: more than a parallel build's processes and
+/// threads on a large machine (the pids cgroup counts threads too), far fewer than a fork bomb.
+pub const DEFAULT_MAX_PROCESSES: u32 = 4096;
+
 impl SandboxConfig {
+    /// The most processes and threads one call may have at once.
+    pub fn max_processes(&self) -> u32 {
+        self.max_processes.unwrap_or(DEFAULT_MAX_PROCESSES)
+    }
+
     /// An untrusted project's `[sandbox]`: what would widen the user's or the defaults'
     /// (`mode = "off"`, extra writable folders, variables passed or set) dropped, and said
     /// (`shown` names a path); what only restricts stays.
@@ -136,6 +148,13 @@ impl SandboxConfig {
         if !env.set.is_empty() {
             let names: Vec<&str> = env.set.iter().map(|(k, _)| k.as_str()).collect();
             ignored.push(format!("sets {} for commands", names.join(", ")));
+        }
+        if let Some(n) = self.max_processes.filter(|n| *n > DEFAULT_MAX_PROCESSES) {
+            ignored.push(format!(
+                "lets a call run up to {n} processes (max_processes; the default is \
+                 {DEFAULT_MAX_PROCESSES})"
+            ));
+            self.max_processes = None;
         }
         ignored
     }
@@ -170,8 +189,17 @@ impl SandboxConfig {
                     (_, Some(false)) => Some(false),
                     (project, None) => project,
                 },
+                max_processes: smaller(project.max_processes, user.max_processes),
             },
         }
+    }
+}
+
+/// `max_processes` of two layers: the smaller of those set.
+fn smaller(a: Option<u32>, b: Option<u32>) -> Option<u32> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 

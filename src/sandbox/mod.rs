@@ -15,6 +15,7 @@
 //! process can do), the manifest's parsing, the output format of tools. The pod's own process is
 //! never sandboxed: `file_write` and `edit` are bounded by `scope`, not here.
 
+pub mod cgroup;
 pub mod domain;
 pub mod env;
 pub mod gate;
@@ -32,6 +33,7 @@ use crate::manifest::{Required, SandboxConfig, SandboxMode};
 use crate::permission::path;
 use crate::protocol::{EnvironmentInfo, NetworkAccess, SandboxInfo, SandboxKind};
 
+pub use cgroup::CallLimit;
 pub use env::ChildEnv;
 pub use reaper::CallProcess;
 
@@ -135,6 +137,9 @@ pub struct Plan {
     pub gaps: Vec<String>,
     /// `[sandbox] required` is not met: the pod refuses to start.
     pub refuses: bool,
+    /// Where the per-call process limit's cgroups will be made; `None` when it is not held
+    /// (a gap says why) or the sandbox is off.
+    pub pids: Option<cgroup::Parent>,
 }
 
 /// What falling back from namespaces to Landlock loses, in words.
@@ -165,7 +170,44 @@ pub fn plan(config: &SandboxConfig) -> Plan {
     } else {
         Err(String::new())
     };
-    plan_for(config, kernel_abi(), namespaces, session_net)
+    let mut plan = plan_for(config, kernel_abi(), namespaces, session_net);
+    if config.mode != SandboxMode::Off {
+        add_pids(&mut plan, config, cgroup::probe());
+    }
+    plan
+}
+
+/// The guarantee of the per-call process limit, or the gap saying why it is not held. An
+/// explicit `max_processes` not held refuses `required = true`; the default does not.
+fn add_pids(plan: &mut Plan, config: &SandboxConfig, probed: Result<cgroup::Parent, String>) {
+    match probed {
+        Ok(parent) => {
+            plan.info
+                .guarantees
+                .push(pids_guarantee(config.max_processes()));
+            plan.pids = Some(parent);
+        }
+        Err(why) => {
+            plan.gaps.push(pids_gap(config.max_processes(), &why));
+            if config.max_processes.is_some() && config.required == Required::All {
+                plan.refuses = true;
+            }
+        }
+    }
+}
+
+fn pids_guarantee(limit: u32) -> String {
+    format!(
+        "at most {limit} processes and threads per call ([sandbox] max_processes, a pids cgroup \
+         per call): a fork past it fails with EAGAIN"
+    )
+}
+
+fn pids_gap(limit: u32, why: &str) -> String {
+    format!(
+        "no per-call process limit ([sandbox] max_processes = {limit}): no pids cgroup is \
+         writable here ({why})"
+    )
 }
 
 fn plan_for(
@@ -189,6 +231,7 @@ fn plan_for(
             session_net: false,
             gaps: Vec::new(),
             refuses: config.required > Required::No,
+            pids: None,
         };
     }
     let mut gaps = Vec::new();
@@ -266,6 +309,7 @@ fn plan_for(
                     session_net,
                     gaps,
                     refuses: false,
+                    pids: None,
                 };
             }
             Err(why) => gaps.push(format!(
@@ -357,6 +401,7 @@ fn plan_for(
         session_net: false,
         gaps,
         refuses,
+        pids: None,
     }
 }
 
@@ -424,6 +469,8 @@ pub struct Sandbox {
     /// Files that did not exist when the session opened and that no call may leave behind
     /// ([`Sandbox::remove_planted`]).
     sentinels: Vec<PathBuf>,
+    /// The session's pids cgroup, in which each call gets one with its limit ([`cgroup`]).
+    pids: Option<Arc<cgroup::Session>>,
 }
 
 impl Sandbox {
@@ -451,6 +498,7 @@ impl Sandbox {
             env: ChildEnv::new(&crate::manifest::EnvConfig::default()),
             session_net: None,
             sentinels: Vec::new(),
+            pids: None,
         }
     }
 
@@ -590,6 +638,19 @@ impl Sandbox {
         };
         let mut info = plan.info;
         info.exec_gate = exec_gate;
+        let limit = config.max_processes();
+        let pids = match &plan.pids {
+            Some(parent) => match cgroup::Session::create(parent, limit) {
+                Ok(session) => Some(Arc::new(session)),
+                Err(why) => {
+                    let held = pids_guarantee(limit);
+                    info.guarantees.retain(|g| *g != held);
+                    tracing::warn!("sandbox: {}", pids_gap(limit, &why));
+                    None
+                }
+            },
+            None => None,
+        };
         if exec_gate {
             info.guarantees.push(if wrap.is_some() {
                 "exec gate: every exec of a bash call decided on its real argv; /proc read-only"
@@ -638,6 +699,7 @@ impl Sandbox {
             env: ChildEnv::new(&config.env),
             session_net,
             sentinels,
+            pids,
         })
     }
 
@@ -753,14 +815,19 @@ impl Sandbox {
     /// descriptors `bwrap` reads; under Landlock, `no_new_privs`, the domain and the seccomp
     /// filter. For `std::process::Command::pre_exec` or tokio's; [`Sandbox::prepare`] installs
     /// it, with `$TMPDIR`. A failure fails the spawn: nothing runs outside the sandbox.
+    /// No process limit: [`Sandbox::prepare`] adds the call's cgroup.
     pub fn pre_exec(&self) -> impl FnMut() -> std::io::Result<()> + Send + Sync + 'static {
-        self.pre_exec_traced(false)
+        self.pre_exec_traced(false, None)
     }
 
-    /// [`Sandbox::pre_exec`]; `traced`: the child already asked to be traced by the exec gate.
+    /// [`Sandbox::pre_exec`]; `traced`: the child already asked to be traced by the exec gate;
+    /// `procs`: the `cgroup.procs` of the call's cgroup, which the child moves itself into
+    /// first, before it forks anything or enters a namespace (the session's mount namespace
+    /// has no `/sys/fs/cgroup`), so that everything the call starts is counted.
     fn pre_exec_traced(
         &self,
         traced: bool,
+        procs: Option<std::ffi::CString>,
     ) -> impl FnMut() -> std::io::Result<()> + Send + Sync + 'static {
         let ruleset = self.ruleset.clone();
         let wrap = self.wrap.clone().filter(|_| self.holder.is_none());
@@ -770,6 +837,9 @@ impl Sandbox {
             _ => None,
         };
         move || {
+            if let Some(procs) = &procs {
+                cgroup::join(procs)?;
+            }
             reaper::child_setup()?;
             if let Some(enter) = &mut enter {
                 // Returns in the call's program only, inside the session's namespaces, with
@@ -804,18 +874,21 @@ impl Sandbox {
     /// Gives `cmd` (made by [`Sandbox::command`]) the session's environment (nothing else of
     /// the pod's) and `$TMPDIR`, and installs [`Sandbox::pre_exec`]. Call it first, then set the
     /// caller's own variables; spawn with [`CallProcess::spawn`] so that its processes die
-    /// with the call.
+    /// with the call. Hold the [`CallLimit`] it returns until the call's processes are gone:
+    /// the process moves itself into the call's cgroup (`[sandbox] max_processes`), which goes
+    /// when the limit is dropped or [`CallLimit::remove`]d.
     ///
     /// Fails closed: under namespaces, a command that was not made by [`Sandbox::command`]
-    /// (its program is not `bwrap`) fails to spawn rather than run outside the namespaces.
-    pub fn prepare(&self, cmd: &mut tokio::process::Command) {
-        self.prepare_std(cmd.as_std_mut(), false);
+    /// (its program is not `bwrap`) fails to spawn rather than run outside the namespaces; so
+    /// does one whose cgroup cannot be made where the limit is held.
+    pub fn prepare(&self, cmd: &mut tokio::process::Command) -> CallLimit {
+        self.prepare_std(cmd.as_std_mut(), false)
     }
 
     /// [`Sandbox::prepare`] for a `std::process::Command`. `gated`: the command is for
     /// [`gate::GatedProcess::spawn`] (the exec gate's attach seam): its first `pre_exec` step
     /// asks to be traced, before the domain is entered; the gate adds its seccomp filters last.
-    pub fn prepare_std(&self, cmd: &mut std::process::Command, gated: bool) {
+    pub fn prepare_std(&self, cmd: &mut std::process::Command, gated: bool) -> CallLimit {
         use std::os::unix::process::CommandExt;
         if gated {
             gate::trace_me(cmd);
@@ -839,12 +912,27 @@ impl Sandbox {
             unsafe {
                 cmd.pre_exec(|| Err(std::io::Error::from_raw_os_error(libc::EPERM)));
             }
-            return;
+            return CallLimit::none();
         }
+        let cgroup = match self.pids.as_deref().map(cgroup::Session::call) {
+            None => None,
+            Some(Ok(c)) => Some(c),
+            Some(Err(e)) => {
+                tracing::error!("sandbox: {e}; refusing to start the call without its limit");
+                let errno = e.raw_os_error().unwrap_or(libc::EAGAIN);
+                // SAFETY: the hook makes no system call and allocates nothing.
+                unsafe {
+                    cmd.pre_exec(move || Err(std::io::Error::from_raw_os_error(errno)));
+                }
+                return CallLimit::none();
+            }
+        };
+        let procs = cgroup.as_ref().map(|c| c.procs().to_owned());
         // SAFETY: the hook makes only async-signal-safe system calls and allocates nothing.
         unsafe {
-            cmd.pre_exec(self.pre_exec_traced(gated));
+            cmd.pre_exec(self.pre_exec_traced(gated, procs));
         }
+        CallLimit { cgroup }
     }
 
     /// The paths in `output` that a process was refused writing because of the sandbox, as far
@@ -1510,7 +1598,7 @@ mod tests {
             .arg(format!("touch {}; echo $$", victim.display()))
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null());
-        s.prepare(&mut plain);
+        let _limit = s.prepare(&mut plain);
         let done = plain.output().await.unwrap();
         assert_eq!(String::from_utf8_lossy(&done.stdout).trim(), "2");
         assert!(!victim.exists(), "wrote outside the namespaces' view");
