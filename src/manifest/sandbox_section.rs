@@ -281,3 +281,55 @@ mod readable_tests {
         );
     }
 }
+
+#[cfg(test)]
+mod max_processes_tests {
+    use super::{SandboxConfig, DEFAULT_MAX_PROCESSES};
+
+    fn with(n: Option<u32>) -> SandboxConfig {
+        SandboxConfig {
+            max_processes: n,
+            ..SandboxConfig::default()
+        }
+    }
+
+    fn merged(user: Option<u32>, project: Option<u32>) -> u32 {
+        SandboxConfig::merge((true, &with(user)), (true, &with(project))).max_processes()
+    }
+
+    #[test]
+    fn the_smaller_of_two_layers_wins_and_the_default_is_generous() {
+        assert_eq!(with(None).max_processes(), DEFAULT_MAX_PROCESSES);
+        assert_eq!(merged(Some(100), Some(50)), 50);
+        assert_eq!(merged(Some(50), Some(100)), 50);
+        assert_eq!(merged(None, Some(80)), 80);
+        assert_eq!(merged(Some(80), None), 80);
+        assert_eq!(merged(None, None), DEFAULT_MAX_PROCESSES);
+        // A project above the user's value does not raise it (a managed file merges as the
+        // user's over the rest: its value is a ceiling).
+        assert_eq!(merged(Some(64), Some(100_000)), 64);
+        // Only one file has the section: its value.
+        assert_eq!(
+            SandboxConfig::merge((false, &with(None)), (true, &with(Some(30)))).max_processes(),
+            30
+        );
+    }
+
+    #[test]
+    fn an_untrusted_project_may_only_lower_it() {
+        let mut lower = with(Some(100));
+        assert!(lower.untrusted(&|p| p.display().to_string()).is_empty());
+        assert_eq!(lower.max_processes, Some(100));
+        let mut higher = with(Some(DEFAULT_MAX_PROCESSES + 1));
+        let ignored = higher.untrusted(&|p| p.display().to_string());
+        assert_eq!(higher.max_processes, None);
+        assert!(
+            ignored.iter().any(|i| i.contains("max_processes")),
+            "{ignored:?}"
+        );
+        assert_eq!(
+            SandboxConfig::merge((true, &with(None)), (true, &higher)).max_processes(),
+            DEFAULT_MAX_PROCESSES
+        );
+    }
+}

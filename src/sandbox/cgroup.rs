@@ -116,7 +116,12 @@ fn cgroup_dir(point: &Path, root: &str, path: &str) -> Option<PathBuf> {
     } else {
         path.strip_prefix(root)?
     };
-    Some(point.join(rest.trim_start_matches('/')))
+    let rest = rest.trim_start_matches('/');
+    Some(if rest.is_empty() {
+        point.to_path_buf()
+    } else {
+        point.join(rest)
+    })
 }
 
 fn writable(p: &Path) -> bool {
@@ -514,6 +519,10 @@ mod tests {
             Some(PathBuf::from("/sys/fs/cgroup/memory/x"))
         );
         assert_eq!(cgroup_dir(&point, &root, "/other"), None);
+        assert_eq!(
+            cgroup_dir(Path::new("/sys/fs/cgroup/pids"), "/", "/"),
+            Some(PathBuf::from("/sys/fs/cgroup/pids"))
+        );
         assert_eq!(unescape("/a\\040b"), "/a b");
     }
 }

@@ -7,7 +7,8 @@
 //! can enforce and what is reported about it ([`plan`], [`SandboxInfo`]), putting a child into
 //! the domain before `exec` ([`Sandbox::prepare`], [`Sandbox::pre_exec`]), the lifetime of the
 //! processes a call starts ([`reaper`]), and reading a denial out of a command's output
-//! ([`Sandbox::blocked_writes`]). The exec gate ([`gate`]) lives beside it: whether it is on is
+//! ([`Sandbox::blocked_writes`]), and each call's process limit ([`cgroup`]: the session's pids
+//! cgroup, a call's made by [`Sandbox::prepare`] and entered first in `pre_exec`). The exec gate ([`gate`]) lives beside it: whether it is on is
 //! the sandbox's to say ([`Sandbox::gate_on`], `initialize.sandbox.execGate`); the attach seam
 //! is [`Sandbox::prepare_std`] with `gated`, then [`gate::GatedProcess::spawn`].
 //!
@@ -137,9 +138,10 @@ pub struct Plan {
     pub gaps: Vec<String>,
     /// `[sandbox] required` is not met: the pod refuses to start.
     pub refuses: bool,
-    /// Where the per-call process limit's cgroups will be made; `None` when it is not held
-    /// (a gap says why) or the sandbox is off.
-    pub pids: Option<cgroup::Parent>,
+    /// Where the per-call process limit's cgroups will be made, or why it is not held (an
+    /// explicit `max_processes` not held is a gap too; the default is not, as with the exec
+    /// gate's default: most machines let only root make cgroups).
+    pub pids: Result<cgroup::Parent, String>,
 }
 
 /// What falling back from namespaces to Landlock loses, in words.
@@ -177,23 +179,24 @@ pub fn plan(config: &SandboxConfig) -> Plan {
     plan
 }
 
-/// The guarantee of the per-call process limit, or the gap saying why it is not held. An
-/// explicit `max_processes` not held refuses `required = true`; the default does not.
+/// The guarantee of the per-call process limit, or why it is not held: an explicit
+/// `max_processes` not held is a gap (and refuses `required = true`); the default is reported
+/// (`pod check`'s `processes:` line, a warning at open) but no gap, as the exec gate's default.
 fn add_pids(plan: &mut Plan, config: &SandboxConfig, probed: Result<cgroup::Parent, String>) {
-    match probed {
-        Ok(parent) => {
-            plan.info
-                .guarantees
-                .push(pids_guarantee(config.max_processes()));
-            plan.pids = Some(parent);
-        }
-        Err(why) => {
-            plan.gaps.push(pids_gap(config.max_processes(), &why));
-            if config.max_processes.is_some() && config.required == Required::All {
+    match &probed {
+        Ok(_) => plan
+            .info
+            .guarantees
+            .push(pids_guarantee(config.max_processes())),
+        Err(why) if config.max_processes.is_some() => {
+            plan.gaps.push(pids_gap(config.max_processes(), why));
+            if config.required == Required::All {
                 plan.refuses = true;
             }
         }
+        Err(_) => {}
     }
+    plan.pids = probed;
 }
 
 fn pids_guarantee(limit: u32) -> String {
@@ -203,7 +206,8 @@ fn pids_guarantee(limit: u32) -> String {
     )
 }
 
-fn pids_gap(limit: u32, why: &str) -> String {
+/// Why `[sandbox] max_processes` is not held, in words.
+pub fn pids_gap(limit: u32, why: &str) -> String {
     format!(
         "no per-call process limit ([sandbox] max_processes = {limit}): no pids cgroup is \
          writable here ({why})"
@@ -231,7 +235,7 @@ fn plan_for(
             session_net: false,
             gaps: Vec::new(),
             refuses: config.required > Required::No,
-            pids: None,
+            pids: Err("the sandbox is off".to_string()),
         };
     }
     let mut gaps = Vec::new();
@@ -309,7 +313,7 @@ fn plan_for(
                     session_net,
                     gaps,
                     refuses: false,
-                    pids: None,
+                    pids: Err(String::new()),
                 };
             }
             Err(why) => gaps.push(format!(
@@ -401,7 +405,7 @@ fn plan_for(
         session_net: false,
         gaps,
         refuses,
-        pids: None,
+        pids: Err(String::new()),
     }
 }
 
@@ -640,7 +644,7 @@ impl Sandbox {
         info.exec_gate = exec_gate;
         let limit = config.max_processes();
         let pids = match &plan.pids {
-            Some(parent) => match cgroup::Session::create(parent, limit) {
+            Ok(parent) => match cgroup::Session::create(parent, limit) {
                 Ok(session) => Some(Arc::new(session)),
                 Err(why) => {
                     let held = pids_guarantee(limit);
@@ -649,7 +653,13 @@ impl Sandbox {
                     None
                 }
             },
-            None => None,
+            Err(why) => {
+                // An explicit setting's gap was logged with the others.
+                if config.max_processes.is_none() {
+                    tracing::warn!("sandbox: {}", pids_gap(limit, why));
+                }
+                None
+            }
         };
         if exec_gate {
             info.guarantees.push(if wrap.is_some() {
