@@ -1460,6 +1460,46 @@ mod tests {
     }
 
     #[test]
+    fn the_process_limit_is_a_guarantee_where_held_and_an_explicit_one_a_gap_where_not() {
+        let bwrap = || Ok(PathBuf::from("/usr/bin/bwrap"));
+        let parent = || {
+            Ok(cgroup::Parent {
+                dir: PathBuf::from("/sys/fs/cgroup/pids"),
+                version: cgroup::Version::V1,
+            })
+        };
+        let mut c = config(SandboxMode::Namespaces, NetworkAccess::Allow, Required::All);
+        let mut p = plan_for(&c, 7, bwrap(), Ok(()));
+        add_pids(&mut p, &c, parent());
+        assert!(p
+            .info
+            .guarantees
+            .iter()
+            .any(|g| g.starts_with("at most 4096 processes")));
+        assert!(p.pids.is_ok() && p.gaps.is_empty() && !p.refuses, "{p:?}");
+        // The default not held: reported (`pids`), no gap, no refusal.
+        let mut p = plan_for(&c, 7, bwrap(), Ok(()));
+        add_pids(&mut p, &c, Err("not writable".into()));
+        assert!(!p
+            .info
+            .guarantees
+            .iter()
+            .any(|g| g.contains("max_processes")));
+        assert!(p.gaps.is_empty() && !p.refuses, "{p:?}");
+        assert_eq!(p.pids, Err("not writable".to_string()));
+        // An explicit one not held: a gap naming it, and `required = true` refuses.
+        c.max_processes = Some(50);
+        let mut p = plan_for(&c, 7, bwrap(), Ok(()));
+        add_pids(&mut p, &c, Err("not writable".into()));
+        assert!(p.gaps[0].contains("max_processes = 50") && p.gaps[0].contains("not writable"));
+        assert!(p.refuses);
+        c.required = Required::Namespaces;
+        let mut p = plan_for(&c, 7, bwrap(), Ok(()));
+        add_pids(&mut p, &c, Err("not writable".into()));
+        assert!(!p.refuses && p.gaps.len() == 1, "{p:?}");
+    }
+
+    #[test]
     fn the_plan_follows_the_kernel() {
         let c = config(SandboxMode::Landlock, NetworkAccess::Deny, Required::No);
         let p = plan_for(&c, 7, no_ns(), no_net());
