@@ -73,7 +73,7 @@ fn mount_of(
     fstype: &str,
     opts: impl Fn(&str) -> bool,
 ) -> Option<(PathBuf, String)> {
-    for line in mountinfo.lines() {
+    mountinfo.lines().find_map(|line| {
         let (left, right) = line.split_once(" - ")?;
         let fields: Vec<&str> = left.split(' ').collect();
         let right: Vec<&str> = right.split(' ').collect();
@@ -82,8 +82,8 @@ fn mount_of(
             let point = PathBuf::from(unescape(fields.get(4)?));
             return Some((point, root));
         }
-    }
-    None
+        None
+    })
 }
 
 /// mountinfo's octal escapes (`\040` for a space).
@@ -500,6 +500,7 @@ mod tests {
     use super::*;
 
     const MOUNTINFO: &str = "\
+a line without the separator\n\
 29 1 0:26 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n\
 35 28 0:31 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n\
 36 28 0:32 /docker/abc /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n";
