@@ -1052,7 +1052,8 @@ fn call_cgroups(pid: u32) -> Vec<PathBuf> {
 }
 
 /// `[sandbox] max_processes` holds a fork bomb (bounded: 200 sleepers) to the limit, for the
-/// session's namespaces and the per-call `bwrap` fall-back: fewer than the limit started (the
+/// session's namespaces, the per-call `bwrap` fall-back and `mode = "landlock"`: fewer than
+/// the limit started (the
 /// call's own first processes count), the result names the limit, nothing of the call lives on,
 /// its cgroup is gone, and the next call runs.
 #[test]
@@ -1066,8 +1067,15 @@ fn a_fork_bomb_stops_at_max_processes() {
                   $ok++;\n\
                 }\n\
                 print \"spawned $ok\\n\";\n";
-    for holder in [true, false] {
-        let ws = Workspace::with_manifest(&manifest("", "[sandbox]\nmax_processes = 50\n"));
+    for (holder, mode) in [
+        (true, "namespaces"),
+        (false, "namespaces"),
+        (true, "landlock"),
+    ] {
+        let ws = Workspace::with_manifest(&manifest(
+            "",
+            &format!("[sandbox]\nmode = \"{mode}\"\nmax_processes = 50\n"),
+        ));
         let env: &[(&str, &str)] = if holder {
             &[]
         } else {
@@ -1075,6 +1083,7 @@ fn a_fork_bomb_stops_at_max_processes() {
         };
         let mut pod = PodProcess::spawn_env(&ws, Framing::Lines, &[], env);
         let init = pod.initialize(false);
+        assert_eq!(init["sandbox"]["kind"], mode, "{}", init["sandbox"]);
         let held = init["sandbox"]["guarantees"].to_string();
         if !held.contains("max_processes") {
             println!(
@@ -1084,17 +1093,29 @@ fn a_fork_bomb_stops_at_max_processes() {
             return;
         }
         assert!(held.contains("at most 50 processes"), "{held}");
-        assert_eq!(session_cgroups(pod.pid()).len(), 1, "holder {holder}");
-        let marker = format!("30.{}{}", std::process::id(), u8::from(holder));
+        assert_eq!(
+            session_cgroups(pod.pid()).len(),
+            1,
+            "{mode}, holder {holder}"
+        );
+        let marker = format!(
+            "30.{}{}{}",
+            std::process::id(),
+            u8::from(holder),
+            mode.len()
+        );
         let out = run_script(&mut pod, "bomb.pl", "perl", body, &marker);
         let spawned: usize = out
             .lines()
             .find_map(|l| l.strip_prefix("spawned "))
             .and_then(|n| n.trim().parse().ok())
             .unwrap_or(usize::MAX);
-        assert!(spawned < 50, "holder {holder}: {out}");
-        assert!(spawned > 0, "holder {holder}: {out}");
-        assert!(out.contains("max_processes = 50"), "holder {holder}: {out}");
+        assert!(spawned < 50, "{mode}, holder {holder}: {out}");
+        assert!(spawned > 0, "{mode}, holder {holder}: {out}");
+        assert!(
+            out.contains("max_processes = 50"),
+            "{mode}, holder {holder}: {out}"
+        );
         wait_for("every sleeper of the call to die", || {
             sleepers(&marker) == 0
         });
@@ -1102,7 +1123,11 @@ fn a_fork_bomb_stops_at_max_processes() {
             call_cgroups(pod.pid()).is_empty()
         });
         let after = run(&mut pod, &["echo after".to_string()]);
-        assert!(after[0].contains("after"), "holder {holder}: {}", after[0]);
+        assert!(
+            after[0].contains("after"),
+            "{mode}, holder {holder}: {}",
+            after[0]
+        );
         assert!(!after[0].contains("max_processes"), "{}", after[0]);
         let pid = pod.pid();
         pod.call("shutdown", json!({}));
