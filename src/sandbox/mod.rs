@@ -8,9 +8,10 @@
 //! the domain before `exec` ([`Sandbox::prepare`], [`Sandbox::pre_exec`]), the lifetime of the
 //! processes a call starts ([`reaper`]), and reading a denial out of a command's output
 //! ([`Sandbox::blocked_writes`]), and each call's process limit ([`cgroup`]: the session's pids
-//! cgroup, a call's made by [`Sandbox::prepare`] and entered first in `pre_exec`). The exec gate ([`gate`]) lives beside it: whether it is on is
-//! the sandbox's to say ([`Sandbox::gate_on`], `initialize.sandbox.execGate`); the attach seam
-//! is [`Sandbox::prepare_std`] with `gated`, then [`gate::GatedProcess::spawn`].
+//! cgroup, a call's made by [`Sandbox::prepare`] and entered first in `pre_exec`). The exec
+//! gate ([`gate`]) lives beside it: whether it is on is the sandbox's to say
+//! ([`Sandbox::gate_on`], `initialize.sandbox.execGate`); the attach seam is
+//! [`Sandbox::prepare_std`] with `gated`, then [`gate::GatedProcess::spawn`].
 //!
 //! Must not touch: decisions (rules decide what may start; the sandbox only bounds what a started
 //! process can do), the manifest's parsing, the output format of tools. The pod's own process is
@@ -646,6 +647,12 @@ impl Sandbox {
         let pids = match &plan.pids {
             Ok(parent) => match cgroup::Session::create(parent, limit) {
                 Ok(session) => Some(Arc::new(session)),
+                Err(why) if config.max_processes.is_some() && config.required == Required::All => {
+                    return Err(SandboxError::Unenforceable {
+                        required: config.required.shown(),
+                        reasons: vec![pids_gap(limit, &why)],
+                    });
+                }
                 Err(why) => {
                     let held = pids_guarantee(limit);
                     info.guarantees.retain(|g| *g != held);
