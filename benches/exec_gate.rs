@@ -83,7 +83,7 @@ fn in_namespaces(
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    sandbox.prepare_std(&mut cmd, judge.is_some());
+    let _limit = sandbox.prepare_std(&mut cmd, judge.is_some());
     match judge {
         Some(judge) => {
             let mut p = GatedProcess::spawn(cmd, judge.clone()).expect("gated spawn");

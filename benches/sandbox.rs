@@ -96,32 +96,32 @@ async fn once(variant: Variant, s: &Sandboxes, script: &str) -> Duration {
         }
         Variant::Session => {
             let mut cmd = command(None, script);
-            s.off.prepare(&mut cmd);
+            let _limit = s.off.prepare(&mut cmd);
             status(cmd).await;
         }
         Variant::Domain => {
             let mut cmd = command(None, script);
-            s.landlock.prepare(&mut cmd);
+            let _limit = s.landlock.prepare(&mut cmd);
             status(cmd).await;
         }
         Variant::Namespaces => {
             let mut cmd = command(Some(&s.namespaces), script);
-            s.namespaces.prepare(&mut cmd);
+            let _limit = s.namespaces.prepare(&mut cmd);
             status(cmd).await;
         }
         Variant::HostNet => {
             let mut cmd = command(Some(&s.host_net), script);
-            s.host_net.prepare(&mut cmd);
+            let _limit = s.host_net.prepare(&mut cmd);
             status(cmd).await;
         }
         Variant::PerCall => {
             let mut cmd = command(Some(&s.per_call), script);
-            s.per_call.prepare(&mut cmd);
+            let _limit = s.per_call.prepare(&mut cmd);
             status(cmd).await;
         }
         Variant::Call => {
             let mut cmd = command(Some(&s.namespaces), script);
-            s.namespaces.prepare(&mut cmd);
+            let _limit = s.namespaces.prepare(&mut cmd);
             let mut call = CallProcess::spawn(&mut cmd).expect("spawn");
             let status = call.wait().await.expect("wait");
             assert!(status.success());

@@ -367,7 +367,19 @@ pub fn sandbox_text(manifest: &Manifest) -> String {
         _ => "allowed",
     };
     out.push_str(&format!("  network: {network}\n"));
-    out.push_str("  processes: every process a call starts is killed when the call ends\n");
+    out.push_str(&format!(
+        "  processes: every process a call starts is killed when the call ends; {}\n",
+        match &plan.pids {
+            Ok(_) => format!(
+                "at most {} at once per call (a pids cgroup)",
+                config.max_processes()
+            ),
+            Err(why) => format!(
+                "NOT limited: {}",
+                crate::sandbox::pids_gap(config.max_processes(), why)
+            ),
+        }
+    ));
     out.push_str(&format!("  exec gate: {}\n", gate_text(config, &plan)));
     for held in &plan.info.guarantees {
         out.push_str(&format!("  held: {held}\n"));

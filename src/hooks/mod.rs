@@ -390,7 +390,8 @@ impl UserHook {
         };
         let mut command = self.sandbox.command(program);
         // First: it replaces the environment with the session's.
-        self.sandbox.prepare(&mut command);
+        // Dropped after the process (declared before it): the hook's cgroup goes last.
+        let _limit = self.sandbox.prepare(&mut command);
         command
             .args(args)
             .stdin(Stdio::piped())

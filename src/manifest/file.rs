@@ -328,6 +328,13 @@ pub struct SandboxSection {
     /// and decided on its real argv (the exec gate, docs/permissions.md); the pod refuses to
     /// start where ptrace is unavailable. false: off. Default: on where ptrace works.
     pub exec_gate: Option<bool>,
+    /// The most processes and threads one call (a command, a hook, an MCP server) may have at
+    /// once, counted by a pids cgroup: a fork past it fails with EAGAIN. Default 4096. Layered:
+    /// the smaller of the user's and the project's; the managed layer's is a ceiling; an
+    /// untrusted project may only lower it. Held where a pids cgroup is writable (`pod check`
+    /// says).
+    #[schemars(range(min = 1))]
+    pub max_processes: Option<u32>,
 }
 
 /// `[sandbox] env`.

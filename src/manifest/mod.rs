@@ -30,7 +30,7 @@ pub use layers::{user_config_path, CONFIG_ENV, DEFAULTS, PROJECT_FILE};
 pub use managed::{managed_dir, Managed, MANAGED_DIR, MANAGED_ENV};
 pub use mcp::{McpConfig, McpHeaders, McpServerConfig, McpTransport};
 pub use permissions::PermissionSettings;
-pub use sandbox_section::{EnvConfig, Required, SandboxConfig};
+pub use sandbox_section::{EnvConfig, Required, SandboxConfig, DEFAULT_MAX_PROCESSES};
 pub use trust::{Ignored, Trust, TrustStore, Vouch};
 
 use crate::builtin::Builtin;
@@ -614,6 +614,17 @@ impl Manifest {
                     .transpose()?,
                 line: header_offset(text, "sandbox").map(line_of),
                 exec_gate: section.exec_gate,
+                max_processes: match section.max_processes {
+                    Some(0) => {
+                        return Err(at(
+                            key_offset(text, "sandbox", "max_processes"),
+                            "sandbox.max_processes: must be at least 1 (a call's first process \
+                             counts)"
+                                .to_string(),
+                        ))
+                    }
+                    n => n,
+                },
                 env: section
                     .env
                     .map(|env| {

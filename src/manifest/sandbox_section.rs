@@ -107,9 +107,21 @@ pub struct SandboxConfig {
     pub env: EnvConfig,
     /// `exec_gate`: `None` is on where ptrace works.
     pub exec_gate: Option<bool>,
+    /// `max_processes`: `None` is [`DEFAULT_MAX_PROCESSES`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_processes: Option<u32>,
 }
 
+/// `[sandbox] max_processes` when no layer sets it: more than a parallel build's processes and
+/// threads on a large machine (the pids cgroup counts threads too), far fewer than a fork bomb.
+pub const DEFAULT_MAX_PROCESSES: u32 = 4096;
+
 impl SandboxConfig {
+    /// The most processes and threads one call may have at once.
+    pub fn max_processes(&self) -> u32 {
+        self.max_processes.unwrap_or(DEFAULT_MAX_PROCESSES)
+    }
+
     /// An untrusted project's `[sandbox]`: what would widen the user's or the defaults'
     /// (`mode = "off"`, extra writable folders, variables passed or set) dropped, and said
     /// (`shown` names a path); what only restricts stays.
@@ -136,6 +148,13 @@ impl SandboxConfig {
         if !env.set.is_empty() {
             let names: Vec<&str> = env.set.iter().map(|(k, _)| k.as_str()).collect();
             ignored.push(format!("sets {} for commands", names.join(", ")));
+        }
+        if let Some(n) = self.max_processes.filter(|n| *n > DEFAULT_MAX_PROCESSES) {
+            ignored.push(format!(
+                "lets a call run up to {n} processes (max_processes; the default is \
+                 {DEFAULT_MAX_PROCESSES})"
+            ));
+            self.max_processes = None;
         }
         ignored
     }
@@ -170,8 +189,17 @@ impl SandboxConfig {
                     (_, Some(false)) => Some(false),
                     (project, None) => project,
                 },
+                max_processes: smaller(project.max_processes, user.max_processes),
             },
         }
+    }
+}
+
+/// `max_processes` of two layers: the smaller of those set.
+fn smaller(a: Option<u32>, b: Option<u32>) -> Option<u32> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 
@@ -250,6 +278,58 @@ mod readable_tests {
         assert_eq!(
             stricter_readable(Some(&list(&[])), Some(&user)),
             Some(list(&[]))
+        );
+    }
+}
+
+#[cfg(test)]
+mod max_processes_tests {
+    use super::{SandboxConfig, DEFAULT_MAX_PROCESSES};
+
+    fn with(n: Option<u32>) -> SandboxConfig {
+        SandboxConfig {
+            max_processes: n,
+            ..SandboxConfig::default()
+        }
+    }
+
+    fn merged(user: Option<u32>, project: Option<u32>) -> u32 {
+        SandboxConfig::merge((true, &with(user)), (true, &with(project))).max_processes()
+    }
+
+    #[test]
+    fn the_smaller_of_two_layers_wins_and_the_default_is_generous() {
+        assert_eq!(with(None).max_processes(), DEFAULT_MAX_PROCESSES);
+        assert_eq!(merged(Some(100), Some(50)), 50);
+        assert_eq!(merged(Some(50), Some(100)), 50);
+        assert_eq!(merged(None, Some(80)), 80);
+        assert_eq!(merged(Some(80), None), 80);
+        assert_eq!(merged(None, None), DEFAULT_MAX_PROCESSES);
+        // A project above the user's value does not raise it (a managed file merges as the
+        // user's over the rest: its value is a ceiling).
+        assert_eq!(merged(Some(64), Some(100_000)), 64);
+        // Only one file has the section: its value.
+        assert_eq!(
+            SandboxConfig::merge((false, &with(None)), (true, &with(Some(30)))).max_processes(),
+            30
+        );
+    }
+
+    #[test]
+    fn an_untrusted_project_may_only_lower_it() {
+        let mut lower = with(Some(100));
+        assert!(lower.untrusted(&|p| p.display().to_string()).is_empty());
+        assert_eq!(lower.max_processes, Some(100));
+        let mut higher = with(Some(DEFAULT_MAX_PROCESSES + 1));
+        let ignored = higher.untrusted(&|p| p.display().to_string());
+        assert_eq!(higher.max_processes, None);
+        assert!(
+            ignored.iter().any(|i| i.contains("max_processes")),
+            "{ignored:?}"
+        );
+        assert_eq!(
+            SandboxConfig::merge((true, &with(None)), (true, &higher)).max_processes(),
+            DEFAULT_MAX_PROCESSES
         );
     }
 }

@@ -338,7 +338,7 @@ async fn connect(
     };
     let mut cmd = sandbox.command(command);
     // First: it replaces the environment with the session's; the server's own `env` goes on top.
-    sandbox.prepare(&mut cmd);
+    let limit = sandbox.prepare(&mut cmd);
     cmd.args(args)
         .envs(env.iter().map(|(k, v)| (k, v)))
         .current_dir(cwd)
@@ -348,6 +348,8 @@ async fn connect(
         .kill_on_drop(true);
     let mut process =
         CallProcess::spawn(&mut cmd).map_err(|e| (format!("cannot start {command}: {e}"), None))?;
+    // The server's cgroup lives as long as its process.
+    process.hold(limit);
     let pipes = process
         .child()
         .map(|c| (c.stdin.take(), c.stdout.take(), c.stderr.take()));

@@ -10,7 +10,9 @@
 //! docs/performance.md section 8). Joining costs a few `setns` and two forks.
 //!
 //! One call, in the forked child before `exec` ([`Holder::enter`]):
-//! - **A**, the pod's child: a session of its own (the reaper's), `PR_SET_PDEATHSIG`, every
+//! - **A**, the pod's child, already in the call's pids cgroup when there is one (the
+//!   `pre_exec` step before this one moves it, while the host's `/sys/fs/cgroup` is still in
+//!   view): a session of its own (the reaper's), `PR_SET_PDEATHSIG`, every
 //!   descriptor closed but stdio and the namespaces' (so the spawn returns now, and under the
 //!   exec gate a `SIGSTOP` lets the tracer set its options before anything forks); into the
 //!   session's network namespace, then the holder's outer user namespace and its mount, IPC,

@@ -7,14 +7,17 @@
 //! can enforce and what is reported about it ([`plan`], [`SandboxInfo`]), putting a child into
 //! the domain before `exec` ([`Sandbox::prepare`], [`Sandbox::pre_exec`]), the lifetime of the
 //! processes a call starts ([`reaper`]), and reading a denial out of a command's output
-//! ([`Sandbox::blocked_writes`]). The exec gate ([`gate`]) lives beside it: whether it is on is
-//! the sandbox's to say ([`Sandbox::gate_on`], `initialize.sandbox.execGate`); the attach seam
-//! is [`Sandbox::prepare_std`] with `gated`, then [`gate::GatedProcess::spawn`].
+//! ([`Sandbox::blocked_writes`]), and each call's process limit ([`cgroup`]: the session's pids
+//! cgroup, a call's made by [`Sandbox::prepare`] and entered first in `pre_exec`). The exec
+//! gate ([`gate`]) lives beside it: whether it is on is the sandbox's to say
+//! ([`Sandbox::gate_on`], `initialize.sandbox.execGate`); the attach seam is
+//! [`Sandbox::prepare_std`] with `gated`, then [`gate::GatedProcess::spawn`].
 //!
 //! Must not touch: decisions (rules decide what may start; the sandbox only bounds what a started
 //! process can do), the manifest's parsing, the output format of tools. The pod's own process is
 //! never sandboxed: `file_write` and `edit` are bounded by `scope`, not here.
 
+pub mod cgroup;
 pub mod domain;
 pub mod env;
 pub mod gate;
@@ -33,6 +36,7 @@ use crate::manifest::{Required, SandboxConfig, SandboxMode};
 use crate::permission::path;
 use crate::protocol::{EnvironmentInfo, NetworkAccess, SandboxInfo, SandboxKind};
 
+pub use cgroup::CallLimit;
 pub use env::ChildEnv;
 pub use reaper::CallProcess;
 
@@ -136,6 +140,10 @@ pub struct Plan {
     pub gaps: Vec<String>,
     /// `[sandbox] required` is not met: the pod refuses to start.
     pub refuses: bool,
+    /// Where the per-call process limit's cgroups will be made, or why it is not held (an
+    /// explicit `max_processes` not held is a gap too; the default is not, as with the exec
+    /// gate's default: most machines let only root make cgroups).
+    pub pids: Result<cgroup::Parent, String>,
 }
 
 /// What falling back from namespaces to Landlock loses, in words.
@@ -166,7 +174,46 @@ pub fn plan(config: &SandboxConfig) -> Plan {
     } else {
         Err(String::new())
     };
-    plan_for(config, kernel_abi(), namespaces, session_net)
+    let mut plan = plan_for(config, kernel_abi(), namespaces, session_net);
+    if config.mode != SandboxMode::Off {
+        add_pids(&mut plan, config, cgroup::probe());
+    }
+    plan
+}
+
+/// The guarantee of the per-call process limit, or why it is not held: an explicit
+/// `max_processes` not held is a gap (and refuses `required = true`); the default is reported
+/// (`pod check`'s `processes:` line, a warning at open) but no gap, as the exec gate's default.
+fn add_pids(plan: &mut Plan, config: &SandboxConfig, probed: Result<cgroup::Parent, String>) {
+    match &probed {
+        Ok(_) => plan
+            .info
+            .guarantees
+            .push(pids_guarantee(config.max_processes())),
+        Err(why) if config.max_processes.is_some() => {
+            plan.gaps.push(pids_gap(config.max_processes(), why));
+            if config.required == Required::All {
+                plan.refuses = true;
+            }
+        }
+        Err(_) => {}
+    }
+    plan.pids = probed;
+}
+
+fn pids_guarantee(limit: u32) -> String {
+    format!(
+        "at most {limit} processes and threads per call ([sandbox] max_processes, a pids cgroup \
+         per call): a fork past it fails with EAGAIN"
+    )
+}
+
+/// Why `[sandbox] max_processes` is not held, in words.
+pub fn pids_gap(limit: u32, why: &str) -> String {
+    format!(
+        "no per-call process limit ([sandbox] max_processes = {limit}): no pids cgroup is \
+         writable here ({why})"
+    )
 }
 
 fn plan_for(
@@ -190,6 +237,7 @@ fn plan_for(
             session_net: false,
             gaps: Vec::new(),
             refuses: config.required > Required::No,
+            pids: Err("the sandbox is off".to_string()),
         };
     }
     let mut gaps = Vec::new();
@@ -267,6 +315,7 @@ fn plan_for(
                     session_net,
                     gaps,
                     refuses: false,
+                    pids: Err(String::new()),
                 };
             }
             Err(why) => gaps.push(format!(
@@ -358,6 +407,7 @@ fn plan_for(
         session_net: false,
         gaps,
         refuses,
+        pids: Err(String::new()),
     }
 }
 
@@ -425,6 +475,8 @@ pub struct Sandbox {
     /// Files that did not exist when the session opened and that no call may leave behind
     /// ([`Sandbox::set_aside_planted`]).
     sentinels: Vec<planted::Sentinel>,
+    /// The session's pids cgroup, in which each call gets one with its limit ([`cgroup`]).
+    pids: Option<Arc<cgroup::Session>>,
 }
 
 impl Sandbox {
@@ -452,6 +504,7 @@ impl Sandbox {
             env: ChildEnv::new(&crate::manifest::EnvConfig::default()),
             session_net: None,
             sentinels: Vec::new(),
+            pids: None,
         }
     }
 
@@ -591,6 +644,31 @@ impl Sandbox {
         };
         let mut info = plan.info;
         info.exec_gate = exec_gate;
+        let limit = config.max_processes();
+        let pids = match &plan.pids {
+            Ok(parent) => match cgroup::Session::create(parent, limit) {
+                Ok(session) => Some(Arc::new(session)),
+                Err(why) if config.max_processes.is_some() && config.required == Required::All => {
+                    return Err(SandboxError::Unenforceable {
+                        required: config.required.shown(),
+                        reasons: vec![pids_gap(limit, &why)],
+                    });
+                }
+                Err(why) => {
+                    let held = pids_guarantee(limit);
+                    info.guarantees.retain(|g| *g != held);
+                    tracing::warn!("sandbox: {}", pids_gap(limit, &why));
+                    None
+                }
+            },
+            Err(why) => {
+                // An explicit setting's gap was logged with the others.
+                if config.max_processes.is_none() {
+                    tracing::warn!("sandbox: {}", pids_gap(limit, why));
+                }
+                None
+            }
+        };
         if exec_gate {
             info.guarantees.push(if wrap.is_some() {
                 "exec gate: every exec of a bash call decided on its real argv; /proc read-only"
@@ -640,6 +718,7 @@ impl Sandbox {
             env: ChildEnv::new(&config.env),
             session_net,
             sentinels,
+            pids,
         })
     }
 
@@ -732,14 +811,19 @@ impl Sandbox {
     /// descriptors `bwrap` reads; under Landlock, `no_new_privs`, the domain and the seccomp
     /// filter. For `std::process::Command::pre_exec` or tokio's; [`Sandbox::prepare`] installs
     /// it, with `$TMPDIR`. A failure fails the spawn: nothing runs outside the sandbox.
+    /// No process limit: [`Sandbox::prepare`] adds the call's cgroup.
     pub fn pre_exec(&self) -> impl FnMut() -> std::io::Result<()> + Send + Sync + 'static {
-        self.pre_exec_traced(false)
+        self.pre_exec_traced(false, None)
     }
 
-    /// [`Sandbox::pre_exec`]; `traced`: the child already asked to be traced by the exec gate.
+    /// [`Sandbox::pre_exec`]; `traced`: the child already asked to be traced by the exec gate;
+    /// `procs`: the `cgroup.procs` of the call's cgroup, which the child moves itself into
+    /// first, before it forks anything or enters a namespace (the session's mount namespace
+    /// has no `/sys/fs/cgroup`), so that everything the call starts is counted.
     fn pre_exec_traced(
         &self,
         traced: bool,
+        procs: Option<std::ffi::CString>,
     ) -> impl FnMut() -> std::io::Result<()> + Send + Sync + 'static {
         let ruleset = self.ruleset.clone();
         let wrap = self.wrap.clone().filter(|_| self.holder.is_none());
@@ -749,6 +833,9 @@ impl Sandbox {
             _ => None,
         };
         move || {
+            if let Some(procs) = &procs {
+                cgroup::join(procs)?;
+            }
             reaper::child_setup()?;
             if let Some(enter) = &mut enter {
                 // Returns in the call's program only, inside the session's namespaces, with
@@ -783,18 +870,21 @@ impl Sandbox {
     /// Gives `cmd` (made by [`Sandbox::command`]) the session's environment (nothing else of
     /// the pod's) and `$TMPDIR`, and installs [`Sandbox::pre_exec`]. Call it first, then set the
     /// caller's own variables; spawn with [`CallProcess::spawn`] so that its processes die
-    /// with the call.
+    /// with the call. Hold the [`CallLimit`] it returns until the call's processes are gone:
+    /// the process moves itself into the call's cgroup (`[sandbox] max_processes`), which goes
+    /// when the limit is dropped or [`CallLimit::remove`]d.
     ///
     /// Fails closed: under namespaces, a command that was not made by [`Sandbox::command`]
-    /// (its program is not `bwrap`) fails to spawn rather than run outside the namespaces.
-    pub fn prepare(&self, cmd: &mut tokio::process::Command) {
-        self.prepare_std(cmd.as_std_mut(), false);
+    /// (its program is not `bwrap`) fails to spawn rather than run outside the namespaces; so
+    /// does one whose cgroup cannot be made where the limit is held.
+    pub fn prepare(&self, cmd: &mut tokio::process::Command) -> CallLimit {
+        self.prepare_std(cmd.as_std_mut(), false)
     }
 
     /// [`Sandbox::prepare`] for a `std::process::Command`. `gated`: the command is for
     /// [`gate::GatedProcess::spawn`] (the exec gate's attach seam): its first `pre_exec` step
     /// asks to be traced, before the domain is entered; the gate adds its seccomp filters last.
-    pub fn prepare_std(&self, cmd: &mut std::process::Command, gated: bool) {
+    pub fn prepare_std(&self, cmd: &mut std::process::Command, gated: bool) -> CallLimit {
         use std::os::unix::process::CommandExt;
         if gated {
             gate::trace_me(cmd);
@@ -818,12 +908,27 @@ impl Sandbox {
             unsafe {
                 cmd.pre_exec(|| Err(std::io::Error::from_raw_os_error(libc::EPERM)));
             }
-            return;
+            return CallLimit::none();
         }
+        let cgroup = match self.pids.as_deref().map(cgroup::Session::call) {
+            None => None,
+            Some(Ok(c)) => Some(c),
+            Some(Err(e)) => {
+                tracing::error!("sandbox: {e}; refusing to start the call without its limit");
+                let errno = e.raw_os_error().unwrap_or(libc::EAGAIN);
+                // SAFETY: the hook makes no system call and allocates nothing.
+                unsafe {
+                    cmd.pre_exec(move || Err(std::io::Error::from_raw_os_error(errno)));
+                }
+                return CallLimit::none();
+            }
+        };
+        let procs = cgroup.as_ref().map(|c| c.procs().to_owned());
         // SAFETY: the hook makes only async-signal-safe system calls and allocates nothing.
         unsafe {
-            cmd.pre_exec(self.pre_exec_traced(gated));
+            cmd.pre_exec(self.pre_exec_traced(gated, procs));
         }
+        CallLimit { cgroup }
     }
 
     /// The paths in `output` that a process was refused writing because of the sandbox, as far
@@ -1341,6 +1446,46 @@ mod tests {
     }
 
     #[test]
+    fn the_process_limit_is_a_guarantee_where_held_and_an_explicit_one_a_gap_where_not() {
+        let bwrap = || Ok(PathBuf::from("/usr/bin/bwrap"));
+        let parent = || {
+            Ok(cgroup::Parent {
+                dir: PathBuf::from("/sys/fs/cgroup/pids"),
+                version: cgroup::Version::V1,
+            })
+        };
+        let mut c = config(SandboxMode::Namespaces, NetworkAccess::Allow, Required::All);
+        let mut p = plan_for(&c, 7, bwrap(), Ok(()));
+        add_pids(&mut p, &c, parent());
+        assert!(p
+            .info
+            .guarantees
+            .iter()
+            .any(|g| g.starts_with("at most 4096 processes")));
+        assert!(p.pids.is_ok() && p.gaps.is_empty() && !p.refuses, "{p:?}");
+        // The default not held: reported (`pids`), no gap, no refusal.
+        let mut p = plan_for(&c, 7, bwrap(), Ok(()));
+        add_pids(&mut p, &c, Err("not writable".into()));
+        assert!(!p
+            .info
+            .guarantees
+            .iter()
+            .any(|g| g.contains("max_processes")));
+        assert!(p.gaps.is_empty() && !p.refuses, "{p:?}");
+        assert_eq!(p.pids, Err("not writable".to_string()));
+        // An explicit one not held: a gap naming it, and `required = true` refuses.
+        c.max_processes = Some(50);
+        let mut p = plan_for(&c, 7, bwrap(), Ok(()));
+        add_pids(&mut p, &c, Err("not writable".into()));
+        assert!(p.gaps[0].contains("max_processes = 50") && p.gaps[0].contains("not writable"));
+        assert!(p.refuses);
+        c.required = Required::Namespaces;
+        let mut p = plan_for(&c, 7, bwrap(), Ok(()));
+        add_pids(&mut p, &c, Err("not writable".into()));
+        assert!(!p.refuses && p.gaps.len() == 1, "{p:?}");
+    }
+
+    #[test]
     fn the_plan_follows_the_kernel() {
         let c = config(SandboxMode::Landlock, NetworkAccess::Deny, Required::No);
         let p = plan_for(&c, 7, no_ns(), no_net());
@@ -1489,7 +1634,7 @@ mod tests {
             .arg(format!("touch {}; echo $$", victim.display()))
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null());
-        s.prepare(&mut plain);
+        let _limit = s.prepare(&mut plain);
         let done = plain.output().await.unwrap();
         assert_eq!(String::from_utf8_lossy(&done.stdout).trim(), "2");
         assert!(!victim.exists(), "wrote outside the namespaces' view");

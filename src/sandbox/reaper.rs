@@ -89,6 +89,8 @@ pub struct CallProcess {
     pid: i32,
     reaped: bool,
     finished: bool,
+    /// The call's cgroup ([`CallProcess::hold`]), removed after its processes.
+    limit: Option<Box<super::CallLimit>>,
 }
 
 impl CallProcess {
@@ -106,7 +108,15 @@ impl CallProcess {
             pid,
             reaped: false,
             finished: false,
+            limit: None,
         })
+    }
+
+    /// Keeps the call's limit (from [`super::Sandbox::prepare`]) for as long as the process
+    /// runs: its cgroup is removed once [`CallProcess::finish`] has ended every process of the
+    /// call, or when this is dropped.
+    pub fn hold(&mut self, limit: super::CallLimit) {
+        self.limit = Some(Box::new(limit));
     }
 
     pub fn pid(&self) -> i32 {
@@ -162,6 +172,9 @@ impl CallProcess {
         forget(self.pid);
         if is_subreaper() {
             let _ = tokio::task::spawn_blocking(sweep).await;
+        }
+        if let Some(limit) = self.limit.take() {
+            (*limit).remove().await;
         }
         status
     }

@@ -182,7 +182,8 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
     let judge = ctx.exec_gate.clone().filter(|_| ctx.sandbox.gate_on());
     let mut cmd = ctx.sandbox.command("bash").into_std();
     // First: it replaces the environment with the session's.
-    ctx.sandbox.prepare_std(&mut cmd, judge.is_some());
+    // Held until every process of the call is gone: the call's cgroup (its process limit).
+    let limit = ctx.sandbox.prepare_std(&mut cmd, judge.is_some());
     // Under `network = "proxy"`: the call's way out, and what it reached (the admission ends
     // with the call, and so do its connections).
     let admission = ctx
@@ -283,6 +284,8 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
     if let Some(st) = last {
         status = Some(st);
     }
+    let reached = limit.reached();
+    limit.remove().await;
 
     let empty = out.is_empty();
     let mut text = out.finish();
@@ -290,6 +293,13 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
         text.push('\n');
     }
     text.push_str(&sandbox_note(&ctx.sandbox, &text));
+    if let Some(n) = reached {
+        text.push_str(&format!(
+            "[sandbox: the call reached its limit of {n} processes and threads ([sandbox] \
+             max_processes = {n}); a fork past it failed with EAGAIN (\"Resource temporarily \
+             unavailable\")]\n"
+        ));
+    }
     for planted in ctx.sandbox.set_aside_planted(&watch) {
         text.push_str(&planted_note(&planted));
     }

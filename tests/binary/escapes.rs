@@ -1053,3 +1053,132 @@ fn a_call_reaches_no_other_calls_terminal_or_shared_memory() {
     assert!(three.contains("segments: 0"), "{three}");
     assert!(!three.contains("pod-marker"), "{three}");
 }
+
+/// The session's pids cgroup of the pod `pid` (`pod-<pid>-<n>` beside the pod's own), found as
+/// the pod finds it: its cgroup in the v2 hierarchy when `pids` is there, else in v1's.
+fn session_cgroups(pid: u32) -> Vec<PathBuf> {
+    let cgroups = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
+    let mut parents = Vec::new();
+    for line in cgroups.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = match (parts.next(), parts.next(), parts.next()) {
+            (Some(a), Some(b), Some(c)) => (a, b, c),
+            _ => continue,
+        };
+        let rel = path.trim_start_matches('/');
+        if controllers.is_empty() {
+            for root in ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"] {
+                parents.push(Path::new(root).join(rel));
+            }
+        } else if controllers.split(',').any(|c| c == "pids") {
+            parents.push(Path::new("/sys/fs/cgroup/pids").join(rel));
+        }
+    }
+    let prefix = format!("pod-{pid}-");
+    parents
+        .iter()
+        .filter_map(|p| std::fs::read_dir(p).ok())
+        .flat_map(|d| d.flatten())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// The calls' cgroups in the pod's session cgroups.
+fn call_cgroups(pid: u32) -> Vec<PathBuf> {
+    session_cgroups(pid)
+        .iter()
+        .filter_map(|s| std::fs::read_dir(s).ok())
+        .flat_map(|d| d.flatten())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// `[sandbox] max_processes` holds a fork bomb (bounded: 200 sleepers) to the limit, for the
+/// session's namespaces, the per-call `bwrap` fall-back and `mode = "landlock"`: fewer than
+/// the limit started (the
+/// call's own first processes count), the result names the limit, nothing of the call lives on,
+/// its cgroup is gone, and the next call runs.
+#[test]
+fn a_fork_bomb_stops_at_max_processes() {
+    // perl's fork fails at once on EAGAIN (bash retries for 15 s).
+    let body = "my $ok = 0;\n\
+                for (1..200) {\n\
+                  my $p = fork;\n\
+                  next unless defined $p;\n\
+                  if ($p == 0) { exec 'sleep', $ARGV[0]; exit 1 }\n\
+                  $ok++;\n\
+                }\n\
+                print \"spawned $ok\\n\";\n";
+    for (holder, mode) in [
+        (true, "namespaces"),
+        (false, "namespaces"),
+        (true, "landlock"),
+    ] {
+        let ws = Workspace::with_manifest(&manifest(
+            "",
+            &format!("[sandbox]\nmode = \"{mode}\"\nmax_processes = 50\n"),
+        ));
+        let env: &[(&str, &str)] = if holder {
+            &[]
+        } else {
+            &[("POD_TEST_NO_HOLDER", "1")]
+        };
+        let mut pod = PodProcess::spawn_env(&ws, Framing::Lines, &[], env);
+        let init = pod.initialize(false);
+        assert_eq!(init["sandbox"]["kind"], mode, "{}", init["sandbox"]);
+        let held = init["sandbox"]["guarantees"].to_string();
+        if !held.contains("max_processes") {
+            println!(
+                "skipped: no pids cgroup is writable here, so the limit is not held: {}",
+                init["sandbox"]
+            );
+            return;
+        }
+        assert!(held.contains("at most 50 processes"), "{held}");
+        assert_eq!(
+            session_cgroups(pod.pid()).len(),
+            1,
+            "{mode}, holder {holder}"
+        );
+        let marker = format!(
+            "30.{}{}{}",
+            std::process::id(),
+            u8::from(holder),
+            mode.len()
+        );
+        let out = run_script(&mut pod, "bomb.pl", "perl", body, &marker);
+        let spawned: usize = out
+            .lines()
+            .find_map(|l| l.strip_prefix("spawned "))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(usize::MAX);
+        assert!(spawned < 50, "{mode}, holder {holder}: {out}");
+        assert!(spawned > 0, "{mode}, holder {holder}: {out}");
+        assert!(
+            out.contains("max_processes = 50"),
+            "{mode}, holder {holder}: {out}"
+        );
+        wait_for("every sleeper of the call to die", || {
+            sleepers(&marker) == 0
+        });
+        wait_for("the call's cgroup to be removed", || {
+            call_cgroups(pod.pid()).is_empty()
+        });
+        let after = run(&mut pod, &["echo after".to_string()]);
+        assert!(
+            after[0].contains("after"),
+            "{mode}, holder {holder}: {}",
+            after[0]
+        );
+        assert!(!after[0].contains("max_processes"), "{}", after[0]);
+        let pid = pod.pid();
+        pod.call("shutdown", json!({}));
+        pod.close_stdin();
+        pod.wait_exit(Duration::from_secs(10));
+        wait_for("the session's cgroup to be removed", || {
+            session_cgroups(pid).is_empty()
+        });
+    }
+}

@@ -551,7 +551,7 @@ fn sandbox_section_mistakes_name_the_place_and_suggest() {
     );
     assert_eq!(
         load_error("[sandbox]\nnetwrk = \"deny\"\n"),
-        "2:1: [sandbox]: unknown field `netwrk`, expected one of `mode`, `required`, `network`, `writable`, `readable`, `env`, `exec_gate` (did you mean \"network\"?)"
+        "2:1: [sandbox]: unknown field `netwrk`, expected one of `mode`, `required`, `network`, `writable`, `readable`, `env`, `exec_gate`, `max_processes` (did you mean \"network\"?)"
     );
     assert_eq!(
         load_error("[sandbox]\nnetwork = \"none\"\n"),
@@ -572,6 +572,10 @@ fn sandbox_section_mistakes_name_the_place_and_suggest() {
     assert_eq!(
         load_error("[sandbox]\nrequired = \"yes\"\n"),
         "2:12: sandbox.required: invalid value: string \"yes\", expected true, false, \"namespaces\" or \"landlock\""
+    );
+    assert_eq!(
+        load_error("[sandbox]\nmax_processes = 0\n"),
+        "2:1: sandbox.max_processes: must be at least 1 (a call's first process counts)"
     );
 }
 
