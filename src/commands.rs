@@ -311,6 +311,7 @@ pub fn sandbox_text(manifest: &Manifest) -> String {
     };
     let mut out = format!("sandbox: {kind}, {abi}: {state}\n");
     let mut writable: Vec<String> = manifest
+        .scope
         .writable
         .iter()
         .chain(&config.writable)
@@ -478,6 +479,7 @@ pub fn check_findings(manifest: &Manifest) -> Vec<lint::Finding> {
     }
     let sandboxed = manifest.sandbox.mode != crate::manifest::SandboxMode::Off;
     for missing in manifest
+        .scope
         .writable
         .iter()
         .chain(&manifest.sandbox.writable)

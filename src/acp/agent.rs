@@ -541,8 +541,8 @@ impl Agent {
             let mode = old.pod.mode();
             old.retire().await;
             let mut manifest = now.clone();
-            manifest.state_dir = old.pod.manifest().state_dir.clone();
-            manifest.state_root = old.pod.manifest().state_root.clone();
+            manifest.pod.state_dir = old.pod.manifest().pod.state_dir.clone();
+            manifest.pod.state_root = old.pod.manifest().pod.state_root.clone();
             let reopened = Session::open(
                 manifest,
                 Some(old.id.clone()),

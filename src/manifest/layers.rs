@@ -10,8 +10,8 @@
 //! default of each annotation kind). For the
 //! other sections (`[model]`, `[pod]`, `[scope]`, `[skills]` added to the user's) the
 //! project's section replaces the user's. A section with a resolved struct of its own has its
-//! merge beside it (`PermissionSettings::merge`, `SandboxConfig::merge`, `McpConfig::merge`);
-//! `merge` calls each.
+//! merge beside it (`PermissionSettings::merge`, `SandboxConfig::merge`, `McpConfig::merge`,
+//! `PodSettings::merge`, `ToolsConfig::merge`, `ScopeConfig::merge`); `merge` calls each.
 //!
 //! Must not touch: reading one file (`mod.rs` does that, with its errors) or deciding.
 
@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use super::trust::{Fingerprint, Lookup};
 use super::{
     default_state_root, workspace_key, Ignored, Manifest, ManifestError, McpConfig,
-    McpServerConfig, McpTransport, PermissionSettings, Provider, Role, SandboxConfig, Trust,
-    TrustStore, Vouch,
+    McpServerConfig, McpTransport, PermissionSettings, PodSettings, Provider, Role, SandboxConfig,
+    ScopeConfig, ToolsConfig, Trust, TrustStore, Vouch,
 };
 use crate::permission::{RuleError, RuleSpec, Rules};
 use crate::protocol::{Action, TrustStatus};
@@ -367,13 +367,13 @@ fn restrict(
     }
     if let Some(&line) = project.lines.get("pod.state_dir") {
         ignore(
-            format!("keeps session logs in {}", shown(&project.state_dir)),
+            format!("keeps session logs in {}", shown(&project.pod.state_dir)),
             at(Some(line)),
         );
         match user.filter(|u| u.lines.contains_key("pod.state_dir")) {
             Some(u) => {
-                project.state_dir = u.state_dir.clone();
-                project.state_root = u.state_root.clone();
+                project.pod.state_dir = u.pod.state_dir.clone();
+                project.pod.state_root = u.pod.state_root.clone();
             }
             None => {
                 let root = default_state_root().map_err(|problem| ManifestError::Invalid {
@@ -382,21 +382,21 @@ fn restrict(
                     column: 1,
                     message: problem.to_string(),
                 })?;
-                project.state_dir = root.join(workspace_key(&project.workspace));
-                project.state_root = root;
+                project.pod.state_dir = root.join(workspace_key(&project.workspace));
+                project.pod.state_root = root;
             }
         }
     }
     // web_fetch sends requests from pod's own process, which no sandbox bounds: only the
     // user enables it for an untrusted project.
-    if project.tools.iter().any(|t| t == "web_fetch")
-        && !user.is_some_and(|u| u.tools.iter().any(|t| t == "web_fetch"))
+    if project.tools.enabled.iter().any(|t| t == "web_fetch")
+        && !user.is_some_and(|u| u.tools.enabled.iter().any(|t| t == "web_fetch"))
     {
         ignore(
             "enables web_fetch, which sends requests from pod's own process".into(),
             at(project.lines.get("tools").copied()),
         );
-        project.tools.retain(|t| t != "web_fetch");
+        project.tools.enabled.retain(|t| t != "web_fetch");
     }
     let sandbox_line = project.sandbox.line;
     for what in project.sandbox.untrusted(&shown) {
@@ -404,19 +404,20 @@ fn restrict(
     }
     if project.origins.contains_key("scope") {
         let base: Vec<PathBuf> = match user.filter(|u| u.origins.contains_key("scope")) {
-            Some(u) => u.writable.clone(),
+            Some(u) => u.scope.writable.clone(),
             None => vec![project.workspace.clone()],
         };
-        let (kept, widening): (Vec<PathBuf>, Vec<PathBuf>) = std::mem::take(&mut project.writable)
-            .into_iter()
-            .partition(|w| base.iter().any(|b| w.starts_with(b)));
+        let (kept, widening): (Vec<PathBuf>, Vec<PathBuf>) =
+            std::mem::take(&mut project.scope.writable)
+                .into_iter()
+                .partition(|w| base.iter().any(|b| w.starts_with(b)));
         for w in widening {
             ignore(
                 format!("lets file_write, edit and commands write in {}", shown(&w)),
                 at(project.lines.get("scope").copied()),
             );
         }
-        project.writable = kept;
+        project.scope.writable = kept;
     }
     let base_default = user
         .and_then(|u| u.permissions.as_ref())
@@ -514,24 +515,19 @@ fn merge(mut project: Manifest, user: Manifest) -> Result<Manifest, ManifestErro
     if !had(&project, "model") && had(&user, "model") {
         project.model = user.model.clone();
     }
-    if !had(&project, "pod") && had(&user, "pod") {
-        project.name = user.name.clone();
-        project.max_steps = user.max_steps;
-        project.max_session_bytes = user.max_session_bytes;
-        project.state_dir = user.state_dir.clone();
-        project.state_root = user.state_root.clone();
-    }
-    if !had(&project, "scope") && had(&user, "scope") {
-        project.writable = user.writable.clone();
-    }
+    project.pod = PodSettings::merge(
+        (had(&user, "pod"), &user.pod),
+        (had(&project, "pod"), project.pod.clone()),
+    );
+    project.scope = ScopeConfig::merge(
+        (had(&user, "scope"), &user.scope),
+        (had(&project, "scope"), project.scope.clone()),
+    );
     // Restrictions add up.
-    if had(&project, "tools") && had(&user, "tools") {
-        project.tools.retain(|t| user.tools.contains(t));
-        project.max_parallel = project.max_parallel.min(user.max_parallel);
-    } else if had(&user, "tools") {
-        project.tools = user.tools.clone();
-        project.max_parallel = user.max_parallel;
-    }
+    project.tools = ToolsConfig::merge(
+        (had(&user, "tools"), &user.tools),
+        (had(&project, "tools"), project.tools.clone()),
+    );
     project.mcp = McpConfig::merge(&user.mcp, &project.mcp);
     project.skill_dirs.extend(user.skill_dirs.iter().cloned());
     project.hooks.extend(user.hooks.iter().cloned());

@@ -19,7 +19,7 @@ use super::file::McpServerMatch;
 use super::layers::stricter;
 use super::{
     Ignored, Manifest, ManifestError, McpConfig, McpServerConfig, McpTransport, PermissionSettings,
-    Role, SandboxConfig, SandboxMode,
+    Role, SandboxConfig, SandboxMode, ScopeConfig, ToolsConfig,
 };
 use crate::permission::network::NETWORK;
 use crate::permission::{Pattern, RuleSpec, Rules};
@@ -284,14 +284,14 @@ fn combine(mut first: Manifest, second: Manifest) -> Result<Manifest, ManifestEr
         std::mem::take(&mut first.permission_settings),
         &second.permission_settings,
     );
-    if had(&second, "tools") {
-        if had(&first, "tools") {
-            first.tools.retain(|t| second.tools.contains(t));
-        } else {
-            first.tools = second.tools.clone();
-        }
-        first.max_parallel = first.max_parallel.min(second.max_parallel);
-    }
+    first.tools = ToolsConfig::combine(
+        (had(&first, "tools"), first.tools.clone()),
+        (had(&second, "tools"), &second.tools),
+    );
+    first.scope = ScopeConfig::combine(
+        (had(&first, "scope"), first.scope.clone()),
+        (had(&second, "scope"), &second.scope),
+    );
     first.sandbox = SandboxConfig::merge(
         (had(&second, "sandbox"), &second.sandbox),
         (had(&first, "sandbox"), &first.sandbox),
@@ -468,45 +468,29 @@ pub(super) fn apply(mut lower: Manifest, managed: Manifest) -> Result<Manifest, 
     };
 
     // Scope: only tighten (what both the lower and the managed `[scope]` let be written).
-    if had(&managed, "scope") {
-        let scope_file = first_file(&lower, "scope");
-        // The intersection: a lower folder inside a managed one, or a managed folder inside a
-        // lower one.
-        let lower_writable = std::mem::take(&mut lower.writable);
-        let mut kept: Vec<PathBuf> = Vec::new();
-        for w in &lower_writable {
-            for m in &managed.writable {
-                let inner = if w.starts_with(m) { w } else { m };
-                if (w.starts_with(m) || m.starts_with(w)) && !kept.contains(inner) {
-                    kept.push(inner.clone());
-                }
-            }
-        }
-        let outside = lower_writable.into_iter().filter(|w| {
-            !managed
-                .writable
-                .iter()
-                .any(|m| w.starts_with(m) || m.starts_with(w))
-        });
-        for w in outside {
-            overrides.push(Ignored::new(
-                format!(
-                    "scope.writable {} refused: outside the managed [scope]",
-                    w.display()
-                ),
-                &scope_file,
-                lower.lines.get("scope").copied(),
-            ));
-        }
-        lower.writable = kept;
+    let scope_file = first_file(&lower, "scope");
+    let (scope, outside) = ScopeConfig::under_managed(
+        lower.scope.clone(),
+        (had(&managed, "scope"), &managed.scope),
+    );
+    lower.scope = scope;
+    for w in outside {
+        overrides.push(Ignored::new(
+            format!(
+                "scope.writable {} refused: outside the managed [scope]",
+                w.display()
+            ),
+            &scope_file,
+            lower.lines.get("scope").copied(),
+        ));
     }
     lower.skill_dirs.extend(managed.skill_dirs.iter().cloned());
 
     // Tools: only tighten.
-    if had(&managed, "tools") {
-        lower.tools.retain(|t| managed.tools.contains(t));
-        lower.max_parallel = lower.max_parallel.min(managed.max_parallel);
-    }
+    lower.tools = ToolsConfig::under_managed(
+        lower.tools.clone(),
+        (had(&managed, "tools"), &managed.tools),
+    );
 
     // Sandbox: the stricter of each setting; `require_sandbox` a ceiling.
     let lower_sandbox_file = first_file(&lower, "sandbox");

@@ -16,6 +16,7 @@ pub mod managed;
 pub mod mcp;
 mod permissions;
 mod sandbox_section;
+mod sections;
 mod shown;
 pub mod trust;
 
@@ -31,6 +32,7 @@ pub use managed::{managed_dir, Managed, MANAGED_DIR, MANAGED_ENV};
 pub use mcp::{McpConfig, McpHeaders, McpServerConfig, McpTransport};
 pub use permissions::PermissionSettings;
 pub use sandbox_section::{EnvConfig, Required, SandboxConfig, DEFAULT_MAX_PROCESSES};
+pub use sections::{PodSettings, ScopeConfig, ToolsConfig};
 pub use trust::{Ignored, Trust, TrustStore, Vouch};
 
 use crate::builtin::Builtin;
@@ -71,19 +73,15 @@ pub struct Manifest {
     pub path: PathBuf,
     /// The manifest's folder: relative paths in the manifest start here.
     pub dir: PathBuf,
-    pub name: String,
-    /// The tool root (canonical).
+    /// The tool root (canonical): `[pod] workspace`, the project's alone.
     pub workspace: PathBuf,
-    pub max_steps: u32,
-    /// `[pod] max_session_bytes`: the log's budget.
-    pub max_session_bytes: u64,
+    /// `[pod]` but `workspace`: [`PodSettings`].
+    pub pod: PodSettings,
     pub model: ModelConfig,
-    /// Enabled tools, in manifest order.
-    pub tools: Vec<String>,
-    /// `[tools] max_parallel`: most tool calls running at once.
-    pub max_parallel: usize,
-    /// `[scope].writable`, absolute and normalized.
-    pub writable: Vec<PathBuf>,
+    /// `[tools]`: [`ToolsConfig`].
+    pub tools: ToolsConfig,
+    /// `[scope]`: [`ScopeConfig`].
+    pub scope: ScopeConfig,
     /// `[permissions]`, compiled; `None` when the section is absent (the layer is off).
     pub permissions: Option<Rules>,
     /// Line of the `[permissions]` header.
@@ -93,12 +91,6 @@ pub struct Manifest {
     /// `[skills].directories`, absolute.
     pub skill_dirs: Vec<PathBuf>,
     pub hooks: Vec<HookConfig>,
-    /// The folder holding this pod's session logs (`sessions/`): `[pod].state_dir`, or the
-    /// per-user default keyed by workspace (`default_state_dir`).
-    pub state_dir: PathBuf,
-    /// The state folder writes are kept out of: `state_dir` when it was set, else the per-user
-    /// `pod` state folder holding every workspace's sessions.
-    pub state_root: PathBuf,
     /// `[sandbox]`.
     pub sandbox: SandboxConfig,
     /// `[mcp]`: the MCP servers to start.
@@ -759,22 +751,26 @@ impl Manifest {
         let trust = Trust::vouched(&dir);
         Ok(Manifest {
             path: path.to_path_buf(),
-            name: pod.name.unwrap_or_else(|| "pod".into()),
             dir,
             workspace,
-            max_steps: pod.max_steps.unwrap_or(DEFAULT_MAX_STEPS),
-            max_session_bytes: pod.max_session_bytes.unwrap_or(DEFAULT_MAX_SESSION_BYTES),
+            pod: PodSettings {
+                name: pod.name.unwrap_or_else(|| "pod".into()),
+                max_steps: pod.max_steps.unwrap_or(DEFAULT_MAX_STEPS),
+                max_session_bytes: pod.max_session_bytes.unwrap_or(DEFAULT_MAX_SESSION_BYTES),
+                state_dir,
+                state_root,
+            },
             model,
-            tools,
-            max_parallel,
-            writable,
+            tools: ToolsConfig {
+                enabled: tools,
+                max_parallel,
+            },
+            scope: ScopeConfig { writable },
             permissions,
             permissions_line,
             permission_settings,
             skill_dirs,
             hooks,
-            state_dir,
-            state_root,
             sandbox,
             mcp,
             files: vec![path.to_path_buf()],
@@ -804,13 +800,13 @@ impl Manifest {
     pub fn set_state_dir(&mut self, folder: &Path) {
         let folder = std::path::absolute(folder).unwrap_or_else(|_| folder.to_path_buf());
         let folder = crate::permission::path::normalize(&folder);
-        self.state_dir = folder.clone();
-        self.state_root = folder;
+        self.pod.state_dir = folder.clone();
+        self.pod.state_root = folder;
     }
 
     /// The folder of this pod's session logs.
     pub fn sessions_dir(&self) -> PathBuf {
-        self.state_dir.join("sessions")
+        self.pod.state_dir.join("sessions")
     }
 
     /// The permission policy this manifest declares, protecting [`Manifest::protected_paths`].
@@ -871,7 +867,7 @@ impl Manifest {
         for dir in &self.skill_dirs {
             out.push(entry(dir.clone(), "a skill folder"));
         }
-        out.push(entry(self.state_root.clone(), "pod's state folder"));
+        out.push(entry(self.pod.state_root.clone(), "pod's state folder"));
         if let Ok(store) = TrustStore::default_location() {
             out.push(entry(store.path().to_path_buf(), "pod's trust store"));
         }
@@ -898,7 +894,7 @@ impl Manifest {
         };
         let mut findings = crate::permission::lint::lint(
             rules,
-            &self.tools,
+            &self.tools.enabled,
             &self.workspace,
             self.permissions_line,
         );

@@ -3,9 +3,10 @@
 //!
 //! Owns: the shown form of each setting (the file's key names, durations in whole seconds,
 //! credentials and values set for commands hidden) and the origin comments. A resolved struct
-//! that derives `Serialize` (`ModelConfig`, `SandboxConfig`, `HookConfig`, `AuditConfig`) is
-//! shown as it is, so a key added to it is shown without a change here; the sections whose
-//! settings are fields of [`Manifest`] itself are named here once, in the file's words.
+//! that derives `Serialize` (`PodSettings`, `ModelConfig`, `ToolsConfig`, `ScopeConfig` with
+//! its folders as the workspace shows them, `SandboxConfig`, `HookConfig`, `AuditConfig`) is
+//! shown as it is, so a key added to it is shown without a change here; the rest (the rules,
+//! `[skills]`, `[mcp.servers]`) are named here once, in the file's words.
 //!
 //! Must not touch: layering (`layers.rs`, `managed.rs`), the file format (`file.rs`), or the
 //! lines about the layers as a whole (sources, trust, the managed layer: `commands.rs`).
@@ -33,32 +34,16 @@ impl Manifest {
                 _ => "built-in default".to_string(),
             }
         };
-        let mut out = Vec::new();
-        out.push(table(
-            &["pod"],
-            &Pod {
-                name: &self.name,
-                max_steps: self.max_steps,
-                max_session_bytes: self.max_session_bytes,
-                state_dir: &self.state_dir,
-            },
-            &origin("pod"),
-        ));
-        out.push(table(&["model"], &self.model, &origin("model")));
-        out.push(table(
-            &["tools"],
-            &Tools {
-                enabled: &self.tools,
-                max_parallel: self.max_parallel,
-            },
-            &origin("tools"),
-        ));
-        let writable: Vec<String> = self
-            .writable
-            .iter()
-            .map(|w| crate::permission::path::display(w, &self.workspace))
-            .collect();
-        out.push(table(&["scope"], &Scope { writable }, &origin("scope")));
+        let mut out = vec![
+            table(&["pod"], &self.pod, &origin("pod")),
+            table(&["model"], &self.model, &origin("model")),
+            table(&["tools"], &self.tools, &origin("tools")),
+            table(
+                &["scope"],
+                &self.scope.shown_in(&self.workspace),
+                &origin("scope"),
+            ),
+        ];
         match &self.permissions {
             None => out.push(format!(
                 "# [permissions]: none, so the permission layer is off and every tool call runs \
@@ -217,28 +202,6 @@ fn hidden_some<S: Serializer>(
     s: S,
 ) -> Result<S::Ok, S::Error> {
     hidden(pairs.unwrap_or_default(), s)
-}
-
-/// `[pod]`.
-#[derive(Serialize)]
-struct Pod<'a> {
-    name: &'a str,
-    max_steps: u32,
-    max_session_bytes: u64,
-    state_dir: &'a Path,
-}
-
-/// `[tools]`.
-#[derive(Serialize)]
-struct Tools<'a> {
-    enabled: &'a [String],
-    max_parallel: usize,
-}
-
-/// `[scope]`, its folders as the workspace shows them.
-#[derive(Serialize)]
-struct Scope {
-    writable: Vec<String>,
 }
 
 /// `[permissions]` but its rules.

@@ -353,7 +353,7 @@ impl Pod {
     ) -> Result<Pod, PodError> {
         let model = model::from_config(&manifest.model)?;
         let skills = Skills::load(&manifest.skill_dirs)?;
-        let toolbox = Toolbox::builtin(&manifest.tools);
+        let toolbox = Toolbox::builtin(&manifest.tools.enabled);
         let sessions = manifest.sessions_dir();
         let (log, items, resumed) = match &options.resume {
             Some(id) => {
@@ -451,11 +451,11 @@ impl Pod {
         let sandbox = Arc::new(Sandbox::open_guarded(
             &manifest.sandbox,
             &manifest.workspace,
-            &manifest.writable,
+            &manifest.scope.writable,
             log.id(),
             crate::sandbox::Guard {
                 protected: &protected,
-                state_root: Some(&manifest.state_root),
+                state_root: Some(&manifest.pod.state_root),
                 policy: Some(&policy),
             },
             proxy.as_ref().map(|p| p.port()),
@@ -507,7 +507,7 @@ impl Pod {
             files: Arc::new(FileRules::new(policy.clone())),
             policy,
             scope: {
-                let scope = Scope::new(&manifest.workspace, &manifest.writable);
+                let scope = Scope::new(&manifest.workspace, &manifest.scope.writable);
                 match (&manifest.sandbox.readable, std::env::var_os("HOME")) {
                     (Some(readable), Some(home)) if !home.is_empty() => {
                         scope.hiding(std::path::Path::new(&home), readable)
@@ -525,7 +525,7 @@ impl Pod {
             prompt_hooks,
             denied_hooks,
             system: manifest.model.system.clone(),
-            denied_slots: Arc::new(tokio::sync::Semaphore::new(manifest.max_parallel)),
+            denied_slots: Arc::new(tokio::sync::Semaphore::new(manifest.tools.max_parallel)),
             sandbox,
             net,
             proxy,
@@ -545,7 +545,7 @@ impl Pod {
                 call_ids,
             }),
             exclusive: tokio::sync::Mutex::new(()),
-            slots: tokio::sync::Semaphore::new(manifest.max_parallel),
+            slots: tokio::sync::Semaphore::new(manifest.tools.max_parallel),
             audit,
             client: Mutex::new(None),
             manifest,

@@ -249,7 +249,7 @@ impl Pod {
             });
             self.state().messages.push(Message::User { text });
         }
-        for _ in 0..self.manifest.max_steps {
+        for _ in 0..self.manifest.pod.max_steps {
             if turn.cancel.is_cancelled() {
                 return (StopReason::Cancelled, None, usage);
             }
@@ -391,7 +391,7 @@ impl Pod {
     fn over_budget(&self) -> Option<String> {
         let mut state = self.state();
         let logged = state.log.bytes();
-        let limit = self.manifest.max_session_bytes;
+        let limit = self.manifest.pod.max_session_bytes;
         if logged > limit {
             return Some(format!(
                 "the session's log is {logged} bytes, more than [pod] max_session_bytes \

@@ -244,8 +244,8 @@ impl Connection {
     async fn reopen(&self, opened: &Opened, source: &Source) -> Result<Opened, MethodError> {
         let old = opened.pod.manifest();
         let mut manifest = source.load().map_err(MethodError::Internal)?;
-        manifest.state_dir = old.state_dir.clone();
-        manifest.state_root = old.state_root.clone();
+        manifest.pod.state_dir = old.pod.state_dir.clone();
+        manifest.pod.state_root = old.pod.state_root.clone();
         let approver = match &opened.approvals {
             Some(a) => Approver::Client(a.clone()),
             None => Approver::FailClosed,

@@ -107,7 +107,7 @@ fn describe(pod: &Pod) -> InitializeResult {
         protocol_version: PROTOCOL_VERSION,
         pod_info: PeerInfo {
             // `[pod] name` (default "pod"): lets a client tell its pods apart.
-            name: pod.manifest().name.clone(),
+            name: pod.manifest().pod.name.clone(),
             version: env!("CARGO_PKG_VERSION").into(),
         },
         session: SessionInfo {

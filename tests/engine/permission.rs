@@ -454,7 +454,7 @@ fn paths_resolve_relative_to_the_manifest_folder() {
     let m = Manifest::load(&path).unwrap();
     assert_eq!(m.workspace, root.join("work"));
     assert_eq!(m.skill_dirs, vec![root.join("conf/skills")]);
-    assert_eq!(m.writable, vec![root.join("work")]);
+    assert_eq!(m.scope.writable, vec![root.join("work")]);
     assert!(Path::new(&m.path).ends_with("conf/pod.toml"));
 }
 
