@@ -80,58 +80,108 @@ pub fn watch(sentinels: &[Sentinel]) -> Watch {
     )
 }
 
-/// Sets aside each sentinel `watch` saw missing that exists now.
+/// Sets aside each sentinel `watch` saw missing that exists now. Each is reached through its
+/// folder opened with no symlink on the way (`RESOLVE_NO_SYMLINKS`: the folders are resolved at
+/// open, so a call that swapped one for a link gets nothing renamed where it points), and is
+/// itself never followed.
 pub fn set_aside(sentinels: &[Sentinel], watch: &Watch) -> Vec<Planted> {
     let mut out = Vec::new();
     for s in watch.0.iter().filter_map(|&i| sentinels.get(i)) {
-        let Ok(meta) = s.path.symlink_metadata() else {
+        let (Some(dir), Some(name)) = (s.path.parent(), s.path.file_name()) else {
             continue;
         };
-        let held = if meta.file_type().is_symlink() {
-            std::fs::read_link(&s.path)
-                .map(|t| format!("a link to {}", t.display()))
-                .unwrap_or_else(|_| "a link".to_string())
-        } else if meta.is_dir() {
-            "a folder".to_string()
-        } else {
-            let bytes = std::fs::read(&s.path).unwrap_or_default();
-            String::from_utf8_lossy(&bytes[..bytes.len().min(200)])
-                .trim()
-                .to_string()
+        let folder = rustix::fs::openat2(
+            rustix::fs::CWD,
+            dir,
+            rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+            rustix::fs::ResolveFlags::NO_SYMLINKS | rustix::fs::ResolveFlags::NO_MAGICLINKS,
+        );
+        let folder = match folder {
+            Ok(f) => f,
+            // The folder itself is gone: nothing in it to set aside.
+            Err(rustix::io::Errno::NOENT) => continue,
+            // Swapped for a link (or unreadable): said when the name is there through it.
+            Err(e) => {
+                if exists(&s.path) {
+                    out.push(unmoved(s, format!("its folder cannot be opened: {e}")));
+                }
+                continue;
+            }
         };
-        let moved_to = move_aside(&s.path);
-        if moved_to.is_none() {
-            tracing::error!(
-                "sandbox: cannot set aside {}, which a call made ({}); remove it yourself",
-                s.path.display(),
-                s.reader
-            );
+        let Ok(stat) = rustix::fs::statat(&folder, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+        else {
+            continue;
+        };
+        let kind = rustix::fs::FileType::from_raw_mode(stat.st_mode);
+        let held = match kind {
+            rustix::fs::FileType::Symlink => rustix::fs::readlinkat(&folder, name, Vec::new())
+                .map(|t| format!("a link to {}", t.to_string_lossy()))
+                .unwrap_or_else(|_| "a link".to_string()),
+            rustix::fs::FileType::Directory => "a folder".to_string(),
+            rustix::fs::FileType::RegularFile => start_of(&folder, name),
+            _ => "a special file".to_string(),
+        };
+        match move_aside(&folder, name) {
+            Some(new) => out.push(Planted {
+                path: s.path.clone(),
+                moved_to: Some(dir.join(new)),
+                held,
+                reader: s.reader,
+            }),
+            None => out.push(unmoved(s, held)),
         }
-        out.push(Planted {
-            path: s.path.clone(),
-            moved_to,
-            held,
-            reader: s.reader,
-        });
     }
     out
 }
 
-/// Renames `path` beside itself, never over an existing name.
-fn move_aside(path: &Path) -> Option<PathBuf> {
-    let name = path.file_name()?.to_string_lossy().into_owned();
-    let dir = path.parent()?;
+fn unmoved(s: &Sentinel, held: String) -> Planted {
+    tracing::error!(
+        "sandbox: cannot set aside {}, which a call made ({}); remove it yourself",
+        s.path.display(),
+        s.reader
+    );
+    Planted {
+        path: s.path.clone(),
+        moved_to: None,
+        held,
+        reader: s.reader,
+    }
+}
+
+/// The first 200 bytes of a regular file, opened without following a link or blocking.
+fn start_of(folder: &std::os::fd::OwnedFd, name: &std::ffi::OsStr) -> String {
+    use std::io::Read;
+    let Ok(fd) = rustix::fs::openat(
+        folder,
+        name,
+        rustix::fs::OFlags::RDONLY
+            | rustix::fs::OFlags::NOFOLLOW
+            | rustix::fs::OFlags::NONBLOCK
+            | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    ) else {
+        return String::new();
+    };
+    let mut bytes = Vec::new();
+    let _ = std::fs::File::from(fd).take(200).read_to_end(&mut bytes);
+    String::from_utf8_lossy(&bytes).trim().to_string()
+}
+
+/// Renames `name` in `folder` beside itself, never over an existing name; the new name.
+fn move_aside(folder: &std::os::fd::OwnedFd, name: &std::ffi::OsStr) -> Option<String> {
+    let name = name.to_string_lossy();
     for n in 0..100u32 {
         let new = if n == 0 {
-            dir.join(format!("{name}.pod-planted"))
+            format!("{name}.pod-planted")
         } else {
-            dir.join(format!("{name}.pod-planted-{n}"))
+            format!("{name}.pod-planted-{n}")
         };
         match rustix::fs::renameat_with(
-            rustix::fs::CWD,
-            path,
-            rustix::fs::CWD,
-            &new,
+            folder,
+            name.as_ref(),
+            folder,
+            new.as_str(),
             rustix::fs::RenameFlags::NOREPLACE,
         ) {
             Ok(()) => return Some(new),
@@ -183,5 +233,27 @@ mod tests {
             std::fs::read_to_string(root.join(".mcp.json")).expect("kept"),
             "{}"
         );
+    }
+
+    #[test]
+    fn a_folder_swapped_for_a_link_gets_nothing_renamed_where_it_points() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical");
+        let build = root.join("build");
+        let elsewhere = root.join("elsewhere");
+        std::fs::create_dir(&build).expect("mkdir");
+        std::fs::create_dir(&elsewhere).expect("mkdir");
+        let sentinels = Sentinel::missing_in(std::slice::from_ref(&build), &[]);
+        let w = watch(&sentinels);
+        // The call replaces its folder with a link to one holding the user's `.vscode`.
+        std::fs::create_dir(elsewhere.join(".vscode")).expect("mkdir");
+        std::fs::remove_dir(&build).expect("rmdir");
+        std::os::unix::fs::symlink(&elsewhere, &build).expect("link");
+        let planted = set_aside(&sentinels, &w);
+        assert!(elsewhere.join(".vscode").is_dir(), "{planted:?}");
+        assert!(!elsewhere.join(".vscode.pod-planted").exists());
+        // What could not be reached is said, not passed over.
+        assert_eq!(planted.len(), 1, "{planted:?}");
+        assert!(planted[0].moved_to.is_none() && planted[0].path == build.join(".vscode"));
     }
 }

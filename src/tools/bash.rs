@@ -366,7 +366,7 @@ fn gate_note(stopped: &[Stopped]) -> String {
 
 /// What the result says of a file set aside at the call's end ([`crate::sandbox::planted`]).
 fn planted_note(p: &crate::sandbox::planted::Planted) -> String {
-    let what = if p.held.starts_with("a ") {
+    let what = if p.held.starts_with("a ") || p.held.starts_with("its ") {
         p.held.clone()
     } else {
         format!("holding `{}`", p.held)
