@@ -79,3 +79,72 @@ async fn an_ask_answered_over_the_memory_pair_runs_the_call_and_a_denial_does_no
     drop(client);
     assert_eq!(served.await.expect("served"), 0);
 }
+
+/// The example tool of issue 24's measure (`word_count`): enabled by name, its path decided by
+/// `read` rules as well as its own, so a `read "*.env" deny` keeps the secret's size from the
+/// model while another file is counted.
+#[tokio::test]
+async fn word_count_counts_a_file_and_a_read_deny_holds_for_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().canonicalize().expect("canonical");
+    std::fs::write(ws.join("notes.txt"), "one two\nthree\n").expect("write");
+    std::fs::write(ws.join("key.env"), "SECRET=1\n").expect("write");
+    let text = "[pod]\nname = \"memory\"\n[model]\nprovider = \"offline\"\n\
+                [tools]\nenabled = [\"word_count\"]\n[permissions]\ndefault_action = \"allow\"\n\
+                [[permissions.rule]]\ntool = \"read\"\npattern = \"*.env\"\naction = \"deny\"\n\
+                [sandbox]\nmode = \"off\"\n";
+    let path = ws.join("pod.toml");
+    std::fs::write(&path, text).expect("write");
+    let mut m = Manifest::parse(text, &path).expect("manifest");
+    m.set_state_dir(&ws.join("state"));
+    let (client, served) = pod::server::memory(m);
+    let mut stream = events(&client).await.expect("subscribe");
+    call::<method::Initialize>(
+        &client,
+        &InitializeParams {
+            protocol_version: 1,
+            client_info: None,
+            capabilities: ClientCapabilities { approval: None },
+        },
+    )
+    .await
+    .expect("initialize");
+    let input = vec![InputItem::Text {
+        text: "@word_count {\"path\": \"notes.txt\"}\n@word_count {\"path\": \"key.env\"}".into(),
+    }];
+    let params = RunParams { input };
+    let run = call::<method::Run>(&client, &params);
+    let results = async {
+        let mut results = Vec::new();
+        while let Some(Ok(event)) = stream.next().await {
+            if let Event::ToolResult(result) = event {
+                results.push(result);
+                if results.len() == 2 {
+                    break;
+                }
+            }
+        }
+        results
+    };
+    let (run, results) = tokio::join!(run, results);
+    assert_eq!(run.expect("run").stop_reason, StopReason::EndTurn);
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert_eq!(
+        (results[0].is_error, results[0].content.as_str()),
+        (false, "2 3 14 notes.txt")
+    );
+    assert!(results[1].is_error, "{:?}", results[1]);
+    assert!(
+        !results[1].content.contains("9 key.env"),
+        "{:?}",
+        results[1]
+    );
+    assert!(
+        results[1].content.contains("read \"*.env\" deny"),
+        "{:?}",
+        results[1]
+    );
+    drop(stream);
+    drop(client);
+    assert_eq!(served.await.expect("served"), 0);
+}

@@ -19,6 +19,7 @@ pub enum Builtin {
     Glob,
     WebFetch,
     Plan,
+    WordCount,
 }
 
 /// How a tool's input turns into subjects (the table in docs/permissions.md).
@@ -59,6 +60,7 @@ impl Builtin {
         Builtin::Glob,
         Builtin::WebFetch,
         Builtin::Plan,
+        Builtin::WordCount,
     ];
 
     /// The tools a manifest without `[tools] enabled` gets: all but `web_fetch`, which reaches
@@ -67,7 +69,7 @@ impl Builtin {
     pub fn default_enabled() -> Vec<&'static str> {
         Builtin::ALL
             .iter()
-            .filter(|b| !matches!(b, Builtin::WebFetch | Builtin::Plan))
+            .filter(|b| !matches!(b, Builtin::WebFetch | Builtin::Plan | Builtin::WordCount))
             .map(|b| b.name())
             .collect()
     }
@@ -83,6 +85,7 @@ impl Builtin {
             Builtin::Glob => "glob",
             Builtin::WebFetch => "web_fetch",
             Builtin::Plan => "plan",
+            Builtin::WordCount => "word_count",
         }
     }
 
@@ -99,7 +102,9 @@ impl Builtin {
     pub fn subject_kind(self) -> SubjectKind {
         match self {
             Builtin::Bash => SubjectKind::Shell,
-            Builtin::Read | Builtin::FileWrite | Builtin::Edit => SubjectKind::Path,
+            Builtin::Read | Builtin::FileWrite | Builtin::Edit | Builtin::WordCount => {
+                SubjectKind::Path
+            }
             Builtin::Grep | Builtin::Glob => SubjectKind::SearchRoot,
             Builtin::WebFetch => SubjectKind::Url,
             Builtin::Plan => SubjectKind::Nothing,
@@ -112,7 +117,7 @@ impl Builtin {
     pub fn governed_by(self) -> &'static [Builtin] {
         match self {
             Builtin::Edit => &[Builtin::FileWrite, Builtin::Read],
-            Builtin::Grep | Builtin::Glob => &[Builtin::Read],
+            Builtin::Grep | Builtin::Glob | Builtin::WordCount => &[Builtin::Read],
             Builtin::Bash
             | Builtin::Read
             | Builtin::FileWrite
