@@ -36,7 +36,6 @@ pub mod grep;
 pub mod plan;
 pub mod read;
 pub mod web_fetch;
-pub mod word_count;
 
 /// What a tool run produced: text for the model, and whether it is an error.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -312,7 +311,6 @@ pub fn builtin(name: &str) -> Option<Arc<dyn Tool>> {
         Builtin::Glob => Arc::new(glob::Glob),
         Builtin::WebFetch => Arc::new(web_fetch::WebFetch),
         Builtin::Plan => Arc::new(plan::Plan),
-        Builtin::WordCount => Arc::new(word_count::WordCount),
     };
     Some(tool)
 }
@@ -332,7 +330,6 @@ mod tests {
             ("glob", ToolKind::Search, true),
             ("web_fetch", ToolKind::Fetch, false),
             ("plan", ToolKind::Other, true),
-            ("word_count", ToolKind::Read, true),
         ];
         for (name, kind, read_only) in kinds {
             let tool = builtin(name).unwrap();

@@ -19,7 +19,6 @@ pub enum Builtin {
     Glob,
     WebFetch,
     Plan,
-    WordCount,
 }
 
 /// How a tool's input turns into subjects (the table in docs/permissions.md).
@@ -60,7 +59,6 @@ impl Builtin {
         Builtin::Glob,
         Builtin::WebFetch,
         Builtin::Plan,
-        Builtin::WordCount,
     ];
 
     /// The tools a manifest without `[tools] enabled` gets: all but `web_fetch`, which reaches
@@ -69,7 +67,7 @@ impl Builtin {
     pub fn default_enabled() -> Vec<&'static str> {
         Builtin::ALL
             .iter()
-            .filter(|b| !matches!(b, Builtin::WebFetch | Builtin::Plan | Builtin::WordCount))
+            .filter(|b| !matches!(b, Builtin::WebFetch | Builtin::Plan))
             .map(|b| b.name())
             .collect()
     }
@@ -85,7 +83,6 @@ impl Builtin {
             Builtin::Glob => "glob",
             Builtin::WebFetch => "web_fetch",
             Builtin::Plan => "plan",
-            Builtin::WordCount => "word_count",
         }
     }
 
@@ -102,9 +99,7 @@ impl Builtin {
     pub fn subject_kind(self) -> SubjectKind {
         match self {
             Builtin::Bash => SubjectKind::Shell,
-            Builtin::Read | Builtin::FileWrite | Builtin::Edit | Builtin::WordCount => {
-                SubjectKind::Path
-            }
+            Builtin::Read | Builtin::FileWrite | Builtin::Edit => SubjectKind::Path,
             Builtin::Grep | Builtin::Glob => SubjectKind::SearchRoot,
             Builtin::WebFetch => SubjectKind::Url,
             Builtin::Plan => SubjectKind::Nothing,
@@ -117,7 +112,7 @@ impl Builtin {
     pub fn governed_by(self) -> &'static [Builtin] {
         match self {
             Builtin::Edit => &[Builtin::FileWrite, Builtin::Read],
-            Builtin::Grep | Builtin::Glob | Builtin::WordCount => &[Builtin::Read],
+            Builtin::Grep | Builtin::Glob => &[Builtin::Read],
             Builtin::Bash
             | Builtin::Read
             | Builtin::FileWrite
