@@ -14,8 +14,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-/// How long any single wait may take before the test fails.
+/// How long a wait may go without a message from the pod before the test fails.
 pub const WAIT: Duration = Duration::from_secs(10);
+/// How long one wait may take however much the pod says meanwhile: a session of many calls
+/// (`tests/binary/prompts.rs`) takes longer than [`WAIT`] on a loaded machine, but never this.
+pub const LONGEST: Duration = Duration::from_secs(300);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Framing {
@@ -161,18 +164,22 @@ impl Conversation {
         self.replies.remove(at)
     }
 
-    /// Pumps messages until `done` says yes; panics after `WAIT`.
+    /// Pumps messages until `done` says yes; panics after [`WAIT`] without a message (a pod
+    /// that went silent), or after [`LONGEST`] in all.
     fn pump_until<T>(&mut self, what: &str, mut done: impl FnMut(&mut Self) -> Option<T>) -> T {
-        let deadline = Instant::now() + WAIT;
+        let end = Instant::now() + LONGEST;
         loop {
             if let Some(t) = done(self) {
                 return t;
             }
-            let left = deadline.saturating_duration_since(Instant::now());
+            let left = end.saturating_duration_since(Instant::now()).min(WAIT);
             match self.receive(left) {
                 Some(m) => self.file(m),
                 None => panic!(
-                    "timed out waiting for {what}; events so far: {:#?}",
+                    "timed out waiting for {what} (no message for {} s, or {} s in all); events \
+                     so far: {:#?}",
+                    WAIT.as_secs(),
+                    LONGEST.as_secs(),
                     self.events
                 ),
             }
