@@ -524,10 +524,7 @@ fn merge(mut project: Manifest, user: Manifest) -> Result<Manifest, ManifestErro
         (had(&project, "scope"), project.scope.clone()),
     );
     // Restrictions add up.
-    project.tools = ToolsConfig::merge(
-        (had(&user, "tools"), &user.tools),
-        (had(&project, "tools"), project.tools.clone()),
-    );
+    project.tools = ToolsConfig::merge(&user.tools, project.tools.clone());
     project.mcp = McpConfig::merge(&user.mcp, &project.mcp);
     project.skill_dirs.extend(user.skill_dirs.iter().cloned());
     project.hooks.extend(user.hooks.iter().cloned());

@@ -284,10 +284,7 @@ fn combine(mut first: Manifest, second: Manifest) -> Result<Manifest, ManifestEr
         std::mem::take(&mut first.permission_settings),
         &second.permission_settings,
     );
-    first.tools = ToolsConfig::combine(
-        (had(&first, "tools"), first.tools.clone()),
-        (had(&second, "tools"), &second.tools),
-    );
+    first.tools = ToolsConfig::combine(first.tools.clone(), &second.tools);
     first.scope = ScopeConfig::combine(
         (had(&first, "scope"), first.scope.clone()),
         (had(&second, "scope"), &second.scope),
@@ -487,10 +484,7 @@ pub(super) fn apply(mut lower: Manifest, managed: Manifest) -> Result<Manifest, 
     lower.skill_dirs.extend(managed.skill_dirs.iter().cloned());
 
     // Tools: only tighten.
-    lower.tools = ToolsConfig::under_managed(
-        lower.tools.clone(),
-        (had(&managed, "tools"), &managed.tools),
-    );
+    lower.tools = ToolsConfig::under_managed(lower.tools.clone(), &managed.tools);
 
     // Sandbox: the stricter of each setting; `require_sandbox` a ceiling.
     let lower_sandbox_file = first_file(&lower, "sandbox");

@@ -382,6 +382,10 @@ impl Manifest {
             _ => Ok(()),
         };
         at_least_one("tools", "max_parallel", max_parallel.map(u64::from))?;
+        let tools_named = sections::ToolsKeys {
+            enabled: enabled.is_some(),
+            max_parallel: max_parallel.is_some(),
+        };
         let max_parallel = max_parallel.map_or_else(default_max_parallel, |n| n as usize);
         let tools = match enabled {
             None => Builtin::default_enabled()
@@ -764,6 +768,7 @@ impl Manifest {
             tools: ToolsConfig {
                 enabled: tools,
                 max_parallel,
+                named: tools_named,
             },
             scope: ScopeConfig { writable },
             permissions,

@@ -55,56 +55,60 @@ pub struct ToolsConfig {
     pub enabled: Vec<String>,
     /// `max_parallel`: most tool calls running at once.
     pub max_parallel: usize,
+    /// Which keys a file named (this one, or a layer merged into it): a key no file named is
+    /// its default and restricts nothing when layers meet.
+    #[serde(skip)]
+    pub(super) named: ToolsKeys,
+}
+
+/// The keys of `[tools]` a file named.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct ToolsKeys {
+    pub(super) enabled: bool,
+    pub(super) max_parallel: bool,
 }
 
 impl ToolsConfig {
-    /// The user's and the project's `[tools]` (each with whether its file has the section):
-    /// restrictions add up. With both, only the tools both enable and the smaller
-    /// `max_parallel`; else the one file's section, or the defaults.
-    pub(super) fn merge(
-        (user_set, user): (bool, &ToolsConfig),
-        (project_set, mut project): (bool, ToolsConfig),
-    ) -> ToolsConfig {
-        match (project_set, user_set) {
-            (true, true) => {
-                project.enabled.retain(|t| user.enabled.contains(t));
-                project.max_parallel = project.max_parallel.min(user.max_parallel);
-                project
-            }
-            (false, true) => user.clone(),
-            (_, false) => project,
-        }
+    /// The user's and the project's `[tools]`: restrictions add up, key by key. Only the
+    /// tools both enable (in the project's order) and the smaller `max_parallel`, where both
+    /// name the key; else the one that names it, or the default.
+    pub(super) fn merge(user: &ToolsConfig, project: ToolsConfig) -> ToolsConfig {
+        project.narrowed_by(user)
     }
 
-    /// Two managed files (each with whether it has the section): when the later has
-    /// `[tools]`, only the tools both enable (or the later's, when the first has none) and
-    /// the smaller `max_parallel` (the first's default counts when it has none).
-    pub(super) fn combine(
-        (first_set, mut first): (bool, ToolsConfig),
-        (second_set, second): (bool, &ToolsConfig),
-    ) -> ToolsConfig {
-        if second_set {
-            if first_set {
-                first.enabled.retain(|t| second.enabled.contains(t));
-            } else {
-                first.enabled = second.enabled.clone();
-            }
-            first.max_parallel = first.max_parallel.min(second.max_parallel);
-        }
-        first
+    /// Two managed files: the same rule, so a `pod.d/` file narrows what an earlier one says
+    /// and a key it does not name changes nothing.
+    pub(super) fn combine(first: ToolsConfig, second: &ToolsConfig) -> ToolsConfig {
+        first.narrowed_by(second)
     }
 
-    /// The lower layers' `[tools]` under the managed layer's (when `managed_set`): only the
-    /// tools the managed layer enables, and the smaller `max_parallel`.
-    pub(super) fn under_managed(
-        mut lower: ToolsConfig,
-        (managed_set, managed): (bool, &ToolsConfig),
-    ) -> ToolsConfig {
-        if managed_set {
+    /// The lower layers' `[tools]` under the managed layer's: only the tools the managed layer
+    /// enables, and the smaller `max_parallel`, for each key the managed layer names.
+    pub(super) fn under_managed(mut lower: ToolsConfig, managed: &ToolsConfig) -> ToolsConfig {
+        if managed.named.enabled {
             lower.enabled.retain(|t| managed.enabled.contains(t));
+        }
+        if managed.named.max_parallel {
             lower.max_parallel = lower.max_parallel.min(managed.max_parallel);
         }
         lower
+    }
+
+    /// `self` restricted by `other`, key by key (see [`ToolsConfig::merge`]).
+    fn narrowed_by(mut self, other: &ToolsConfig) -> ToolsConfig {
+        match (self.named.enabled, other.named.enabled) {
+            (true, true) => self.enabled.retain(|t| other.enabled.contains(t)),
+            (false, true) => self.enabled = other.enabled.clone(),
+            (_, false) => {}
+        }
+        match (self.named.max_parallel, other.named.max_parallel) {
+            (true, true) => self.max_parallel = self.max_parallel.min(other.max_parallel),
+            (false, true) => self.max_parallel = other.max_parallel,
+            (_, false) => {}
+        }
+        self.named.enabled |= other.named.enabled;
+        self.named.max_parallel |= other.named.max_parallel;
+        self
     }
 }
 
@@ -189,6 +193,61 @@ impl ScopeConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn tools(enabled: Option<&[&str]>, max_parallel: Option<usize>) -> ToolsConfig {
+        ToolsConfig {
+            enabled: enabled
+                .unwrap_or(&["bash", "read"])
+                .iter()
+                .map(|t| t.to_string())
+                .collect(),
+            max_parallel: max_parallel.unwrap_or(4),
+            named: ToolsKeys {
+                enabled: enabled.is_some(),
+                max_parallel: max_parallel.is_some(),
+            },
+        }
+    }
+
+    #[test]
+    fn a_tools_key_no_file_names_restricts_nothing() {
+        // The user enables web_fetch and allows 16 at once; a project naming only one key
+        // leaves the other as the user has it.
+        let user = tools(Some(&["bash", "read", "web_fetch"]), Some(16));
+        let got = ToolsConfig::merge(&user, tools(None, Some(2)));
+        assert_eq!(
+            (got.enabled.clone(), got.max_parallel),
+            (user.enabled.clone(), 2)
+        );
+        let got = ToolsConfig::merge(&user, tools(Some(&["web_fetch", "bash", "glob"]), None));
+        assert_eq!(got.enabled, ["web_fetch", "bash"]);
+        assert_eq!(got.max_parallel, 16);
+        // Both name both keys: the tools both enable and the smaller limit.
+        let got = ToolsConfig::merge(&user, tools(Some(&["read"]), Some(32)));
+        assert_eq!(
+            (got.enabled, got.max_parallel),
+            (vec!["read".to_string()], 16)
+        );
+        // Two managed files: the later narrows only what it names.
+        let got = ToolsConfig::combine(tools(Some(&["bash"]), None), &tools(None, Some(3)));
+        assert_eq!(
+            (got.enabled, got.max_parallel),
+            (vec!["bash".to_string()], 3)
+        );
+        let got = ToolsConfig::combine(tools(None, Some(2)), &tools(Some(&["read"]), None));
+        assert_eq!(
+            (got.enabled, got.max_parallel),
+            (vec!["read".to_string()], 2)
+        );
+        // Under the managed layer: a ceiling for each key it names, nothing for the others.
+        let managed = tools(None, Some(8));
+        let got = ToolsConfig::under_managed(user.clone(), &managed);
+        assert_eq!((got.enabled, got.max_parallel), (user.enabled.clone(), 8));
+        let managed = tools(Some(&["read", "web_fetch"]), None);
+        let got = ToolsConfig::under_managed(user.clone(), &managed);
+        let want: Vec<String> = vec!["read".into(), "web_fetch".into()];
+        assert_eq!((got.enabled, got.max_parallel), (want, 16));
+    }
 
     fn scope(paths: &[&str]) -> ScopeConfig {
         ScopeConfig {
