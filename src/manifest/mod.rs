@@ -331,6 +331,16 @@ impl Manifest {
                 lines.insert(section, line_of(offset));
             }
         }
+        if let (Role::Managed(_), Some(offset)) = (role, header_offset(text, "pod")) {
+            return Err(at(
+                offset,
+                "[pod]: the managed layer does not set [pod] (its name, max_steps, \
+                 max_session_bytes and state_dir are the user's and the project's); remove the \
+                 section, or bound what a session may do with [permissions], [tools] and \
+                 [sandbox]"
+                    .into(),
+            ));
+        }
         if let (Role::User(_) | Role::Managed(_), Some(_)) = (role, &pod.workspace) {
             return Err(at(
                 key_offset(text, "pod", "workspace"),
@@ -1270,6 +1280,22 @@ fn find_key(text: &str, section: &str, key: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_managed_file_with_a_pod_section_is_refused_at_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pod.toml");
+        let text = "[tools]\nmax_parallel = 2\n\n[pod]\nmax_steps = 5\n";
+        let err = Manifest::parse_layer(text, &path, Role::Managed(dir.path()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(":4:") && err.contains("[pod]: the managed layer"),
+            "{err}"
+        );
+        // The same file as the user's is fine.
+        assert!(Manifest::parse_layer(text, &path, Role::User(dir.path())).is_ok());
+    }
 
     #[test]
     fn every_hook_event_parses_and_only_call_hooks_take_tools() {

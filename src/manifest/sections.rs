@@ -35,7 +35,7 @@ pub struct PodSettings {
 impl PodSettings {
     /// The user's and the project's `[pod]` (each with whether its file has the section): the
     /// project's replaces the user's; the user's applies only when the project has none.
-    /// (The managed layer's `[pod]` is not read: neither `combine` nor `under_managed`.)
+    /// (A managed file with `[pod]` is refused at load: the managed layer has none.)
     pub(super) fn merge(
         (user_set, user): (bool, &PodSettings),
         (project_set, project): (bool, PodSettings),
