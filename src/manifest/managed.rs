@@ -295,6 +295,7 @@ fn combine(mut first: Manifest, second: Manifest) -> Result<Manifest, ManifestEr
     );
     first.mcp = McpConfig::merge(&second.mcp, &first.mcp);
     first.hooks.extend(second.hooks.iter().cloned());
+    first.skill_dirs.extend(second.skill_dirs.iter().cloned());
     first.examples.extend(second.examples.iter().cloned());
     if second.audit.is_some() {
         first.audit = second.audit.clone();
@@ -600,6 +601,19 @@ mod tests {
             url: url.map(str::to_string),
         };
         ServerMatch::new(&entry, "managed.toml:1".into()).unwrap()
+    }
+
+    #[test]
+    fn a_later_managed_files_skill_folders_are_added() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        let layer = |name: &str, skills: &str| {
+            let path = ws.join(name);
+            let text = format!("[skills]\ndirectories = [\"{skills}\"]\n");
+            Manifest::parse_layer(&text, &path, Role::Managed(&ws)).unwrap()
+        };
+        let both = combine(layer("a.toml", "team"), layer("b.toml", "org")).unwrap();
+        assert_eq!(both.skill_dirs, vec![ws.join("team"), ws.join("org")]);
     }
 
     #[test]
