@@ -11,6 +11,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::model::{Message, ToolCall, ToolResult};
+use crate::permission::SubjectKind;
 use crate::protocol::{CallResult, Item};
 
 /// A tool call as the turn handles it.
@@ -21,6 +22,9 @@ pub(super) struct Call {
     /// The provider's id, sent back with the result.
     pub provider_id: String,
     pub name: String,
+    /// How the permission layer reads the input of a tool of this name, found once here for
+    /// the checks, the pin and the exec gate.
+    pub kind: SubjectKind,
     pub input: serde_json::Value,
 }
 
@@ -48,6 +52,7 @@ pub(super) fn identify(used: &mut HashSet<String>, calls: Vec<ToolCall>) -> Vec<
             Call {
                 id,
                 provider_id: call.id,
+                kind: SubjectKind::of(&call.name),
                 name: call.name,
                 input: call.input,
             }

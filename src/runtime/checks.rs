@@ -141,6 +141,7 @@ impl Pod {
                 // Pins the location the tool opens: the one the permission layer decided.
                 Check::Scope => pin::pin(
                     &call.name,
+                    call.kind,
                     &call.input,
                     decision,
                     &self.manifest.workspace,

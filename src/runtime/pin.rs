@@ -20,12 +20,12 @@ use crate::tools::Target;
 /// or lies outside the writable folders.
 pub(super) fn pin(
     tool: &str,
+    kind: SubjectKind,
     input: &serde_json::Value,
     decision: &Decision,
     workspace: &Path,
     scope: &Scope,
 ) -> Result<Option<Target>, Denial> {
-    let kind = SubjectKind::of(tool);
     let raw = match (kind, input.get("path")) {
         (SubjectKind::Path | SubjectKind::SearchRoot, Some(serde_json::Value::String(p))) => {
             p.as_str()

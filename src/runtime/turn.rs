@@ -573,7 +573,7 @@ impl Pod {
         // count per call, so the channel is bounded by the proxy).
         let (connections, mut connected) = tokio::sync::mpsc::unbounded_channel::<Report>();
         // The exec gate's judge for a shell call: the decision the call runs with.
-        let judge = if self.sandbox.gate_on() && SubjectKind::of(&call.name) == SubjectKind::Shell {
+        let judge = if self.sandbox.gate_on() && call.kind == SubjectKind::Shell {
             let ran = match &amended {
                 Some(edited) => self.decide(edited, tool.annotations()).await,
                 None => decision.clone(),
@@ -719,7 +719,7 @@ impl Pod {
         call: &Call,
         annotations: Option<&ToolAnnotations>,
     ) -> Decision {
-        if SubjectKind::of(&call.name) != SubjectKind::Shell {
+        if call.kind != SubjectKind::Shell {
             return self
                 .policy
                 .decide_with(&call.name, &call.input, annotations);
