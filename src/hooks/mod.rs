@@ -391,7 +391,7 @@ impl UserHook {
         let mut command = self.sandbox.command(program);
         // First: it replaces the environment with the session's.
         // Dropped after the process (declared before it): the hook's cgroup goes last.
-        let _limit = self.sandbox.prepare(&mut command);
+        let limit = self.sandbox.prepare(&mut command);
         command
             .args(args)
             .stdin(Stdio::piped())
@@ -415,6 +415,7 @@ impl UserHook {
                 Err(e) => return Err(HookFailure::Spawn(format!("{program}: {e}"))),
             }
         };
+        process.contain(limit.contained());
         let pipes = process
             .child()
             .map(|c| (c.stdin.take(), c.stdout.take(), c.stderr.take()));

@@ -445,6 +445,9 @@ impl Drop for CallCgroup {
 #[must_use = "hold it until the call's processes are gone: dropping it removes the call's cgroup"]
 pub struct CallLimit {
     pub(super) cgroup: Option<CallCgroup>,
+    /// The call runs in the session's namespaces (`holder.rs`): every process of it lives in a
+    /// PID namespace of its own whose init the first process reaps before it exits with a code.
+    pub(super) contained: bool,
 }
 
 impl CallLimit {
@@ -459,6 +462,13 @@ impl CallLimit {
             .as_ref()
             .filter(|c| c.reached())
             .map(|c| c.limit)
+    }
+
+    /// Whether the call's processes are contained in a PID namespace of their own (see the
+    /// field): once its first process has exited with a code, none of them is left and none
+    /// was orphaned to the pod, so the end of the call needs no search for leftovers.
+    pub fn contained(&self) -> bool {
+        self.contained
     }
 
     /// Removes the call's cgroup (killing what is left in it) on a blocking thread.

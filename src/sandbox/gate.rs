@@ -279,6 +279,10 @@ pub struct GatedProcess {
     /// Set (under its lock) by the tracer right before it reaps the first process, so a kill
     /// never hits its pid once it may be recycled.
     root_gone: Arc<Mutex<bool>>,
+    /// As [`super::CallProcess::contain`].
+    contained: bool,
+    /// The first process exited with a code (not by a signal).
+    exited: bool,
 }
 
 impl GatedProcess {
@@ -296,7 +300,15 @@ impl GatedProcess {
             finished: false,
             stops,
             root_gone,
+            contained: false,
+            exited: false,
         })
+    }
+
+    /// As [`super::CallProcess::contain`]: [`GatedProcess::finish`] skips the sweep when the
+    /// first process of a contained call exited with a code.
+    pub fn contain(&mut self, contained: bool) {
+        self.contained = contained;
     }
 
     pub fn pid(&self) -> i32 {
@@ -314,6 +326,7 @@ impl GatedProcess {
             .map_err(|_| io::Error::other("the exec gate's tracer ended without a status"));
         self.status = None;
         self.reaped = true;
+        self.exited = status.as_ref().is_ok_and(|st| st.code().is_some());
         status
     }
 
@@ -336,7 +349,7 @@ impl GatedProcess {
             Some(self.wait().await)
         };
         self.finished = true;
-        if reaper::is_subreaper() {
+        if reaper::is_subreaper() && !(self.contained && self.exited) {
             let _ = tokio::task::spawn_blocking(reaper::sweep).await;
         }
         status

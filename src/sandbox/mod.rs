@@ -928,7 +928,10 @@ impl Sandbox {
         unsafe {
             cmd.pre_exec(self.pre_exec_traced(gated, procs));
         }
-        CallLimit { cgroup }
+        CallLimit {
+            cgroup,
+            contained: self.holder.is_some() && self.seccomp.is_some(),
+        }
     }
 
     /// The paths in `output` that a process was refused writing because of the sandbox, as far

@@ -91,6 +91,10 @@ pub struct CallProcess {
     finished: bool,
     /// The call's cgroup ([`CallProcess::hold`]), removed after its processes.
     limit: Option<Box<super::CallLimit>>,
+    /// Its processes are contained ([`CallProcess::contain`]).
+    contained: bool,
+    /// The first process exited with a code (not by a signal).
+    exited: bool,
 }
 
 impl CallProcess {
@@ -109,7 +113,18 @@ impl CallProcess {
             reaped: false,
             finished: false,
             limit: None,
+            contained: false,
+            exited: false,
         })
+    }
+
+    /// Marks the call's processes as contained in a PID namespace of their own whose init the
+    /// first process reaps ([`super::CallLimit::contained`]): when the first process exited with
+    /// a code, [`CallProcess::finish`] skips the sweep, whose scan of `/proc` is most of what
+    /// ending a call costs (about 1 ms, docs/performance.md section 8). A first process that was
+    /// killed may have left its init to the pod, so that end still sweeps.
+    pub fn contain(&mut self, contained: bool) {
+        self.contained = contained;
     }
 
     /// Keeps the call's limit (from [`super::Sandbox::prepare`]) for as long as the process
@@ -135,8 +150,9 @@ impl CallProcess {
             .as_mut()
             .ok_or_else(|| io::Error::other("the process was already handed off"))?;
         let status = child.wait().await;
-        if status.is_ok() {
+        if let Ok(st) = &status {
             self.reaped = true;
+            self.exited = st.code().is_some();
         }
         status
     }
@@ -170,7 +186,7 @@ impl CallProcess {
         };
         self.finished = true;
         forget(self.pid);
-        if is_subreaper() {
+        if is_subreaper() && !(self.contained && self.exited) {
             let _ = tokio::task::spawn_blocking(sweep).await;
         }
         if let Some(limit) = self.limit.take() {

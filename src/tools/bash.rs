@@ -152,6 +152,13 @@ impl Spawned {
         }
     }
 
+    fn contain(&mut self, contained: bool) {
+        match self {
+            Spawned::Plain(p) => p.contain(contained),
+            Spawned::Gated(p) => p.contain(contained),
+        }
+    }
+
     /// Ends the call; returns the status not yet waited for, and the execs the gate stopped.
     async fn finish(
         self,
@@ -216,6 +223,7 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
         Ok(p) => p,
         Err(e) => return ToolOutput::error(format!("cannot start bash: {e}")),
     };
+    process.contain(limit.contained());
     let mut rx = match pipe::Receiver::from_owned_fd(OwnedFd::from(reader)) {
         Ok(r) => r,
         Err(e) => {
