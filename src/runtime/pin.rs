@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use super::checks::Denial;
-use crate::permission::{path, SubjectKind};
+use crate::permission::{self, path, SubjectKind};
 use crate::protocol::{Decision, DeniedBy};
 use crate::scope::Scope;
 use crate::tools::Target;
@@ -26,11 +26,8 @@ pub(super) fn pin(
     workspace: &Path,
     scope: &Scope,
 ) -> Result<Option<Target>, Denial> {
-    let raw = match (kind, input.get("path")) {
-        (SubjectKind::Path | SubjectKind::SearchRoot, Some(serde_json::Value::String(p))) => {
-            p.as_str()
-        }
-        (SubjectKind::SearchRoot, None | Some(serde_json::Value::Null)) => ".",
+    let raw = match permission::input_path(kind, input) {
+        Some(Some(raw)) => raw,
         _ if Scope::writes(tool) => {
             return Err(Denial::new(
                 DeniedBy::Scope,

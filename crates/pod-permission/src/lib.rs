@@ -780,6 +780,21 @@ impl Subject {
     }
 }
 
+/// The location the input of a tool of `kind` names, read here once for the subjects and for
+/// the runtime's pin of the same location: `None` for a kind without one; `Some(None)` for a
+/// path tool's input without a string `path`; a search root's absent `path` is `.` (the
+/// workspace).
+pub fn input_path(kind: SubjectKind, input: &serde_json::Value) -> Option<Option<&str>> {
+    match (kind, input.get("path")) {
+        (SubjectKind::Path | SubjectKind::SearchRoot, Some(serde_json::Value::String(p))) => {
+            Some(Some(p.as_str()))
+        }
+        (SubjectKind::SearchRoot, None | Some(serde_json::Value::Null)) => Some(Some(".")),
+        (SubjectKind::Path | SubjectKind::SearchRoot, _) => Some(None),
+        _ => None,
+    }
+}
+
 fn subjects(
     tool: &str,
     kind: SubjectKind,
@@ -800,10 +815,8 @@ fn subjects(
             None => invalid("the input has no string `command`".into()),
         },
         SubjectKind::Path | SubjectKind::SearchRoot => {
-            let raw = match field("path") {
-                Some(serde_json::Value::String(p)) => p.as_str(),
-                None | Some(serde_json::Value::Null) if kind == SubjectKind::SearchRoot => ".",
-                _ => return invalid("the input has no string `path`".into()),
+            let Some(Some(raw)) = input_path(kind, input) else {
+                return invalid("the input has no string `path`".into());
             };
             path::subjects(raw, workspace)
                 .into_iter()
