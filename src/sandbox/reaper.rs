@@ -34,6 +34,9 @@ static SUBREAPER: AtomicBool = AtomicBool::new(false);
 static STARTED: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 /// One sweep at a time: two would race to reap the same pid.
 static SWEEPING: Mutex<()> = Mutex::new(());
+/// The last sweep gave up with leftovers still dying (they are the next sweep's): until one
+/// finds nothing, even a contained call sweeps at its end, so that no leftover stays a zombie.
+static STRAGGLERS: AtomicBool = AtomicBool::new(false);
 
 /// Rounds of "list, kill" before giving up on processes that keep forking.
 const ROUNDS: usize = 50;
@@ -122,7 +125,9 @@ impl CallProcess {
     /// first process reaps ([`super::CallLimit::contained`]): when the first process exited with
     /// a code, [`CallProcess::finish`] skips the sweep, whose scan of `/proc` is most of what
     /// ending a call costs (about 1 ms, docs/performance.md section 8). A first process that was
-    /// killed may have left its init to the pod, so that end still sweeps.
+    /// killed may have left its init to the pod, so that end still sweeps; and while an earlier
+    /// sweep's stragglers are still dying ([`stragglers`]), every end sweeps, so none of them
+    /// stays an unreaped zombie.
     pub fn contain(&mut self, contained: bool) {
         self.contained = contained;
     }
@@ -186,7 +191,7 @@ impl CallProcess {
         };
         self.finished = true;
         forget(self.pid);
-        if is_subreaper() && !(self.contained && self.exited) {
+        if is_subreaper() && !(self.contained && self.exited && !stragglers()) {
             let _ = tokio::task::spawn_blocking(sweep).await;
         }
         if let Some(limit) = self.limit.take() {
@@ -351,6 +356,12 @@ fn kill_leftovers() {
     }
 }
 
+/// Whether the last sweep left leftovers dying (see [`STRAGGLERS`]): a contained call's end
+/// then sweeps too.
+pub fn stragglers() -> bool {
+    STRAGGLERS.load(Ordering::SeqCst)
+}
+
 /// Kills every leftover of finished calls (see the module header) with its descendants, and
 /// reaps the leftovers. Blocking (it polls for up to half a second while killed processes
 /// die; stragglers are left to the next sweep): run it on a blocking thread. With nothing left
@@ -364,6 +375,7 @@ pub fn sweep() {
     loop {
         let orphans = kill_leftovers_once();
         if orphans.is_empty() {
+            STRAGGLERS.store(false, Ordering::SeqCst);
             return;
         }
         for pid in orphans {
@@ -375,6 +387,7 @@ pub fn sweep() {
             }
         }
         if Instant::now() >= deadline {
+            STRAGGLERS.store(true, Ordering::SeqCst);
             return;
         }
         std::thread::sleep(Duration::from_millis(1));
