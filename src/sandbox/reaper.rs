@@ -356,8 +356,8 @@ fn kill_leftovers() {
     }
 }
 
-/// Whether the last sweep left leftovers dying (see [`STRAGGLERS`]): a contained call's end
-/// then sweeps too.
+/// Whether the last sweep gave up with leftovers still dying (they are the next sweep's): a
+/// contained call's end then sweeps too.
 pub fn stragglers() -> bool {
     STRAGGLERS.load(Ordering::SeqCst)
 }
