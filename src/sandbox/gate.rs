@@ -349,9 +349,7 @@ impl GatedProcess {
             Some(self.wait().await)
         };
         self.finished = true;
-        if reaper::is_subreaper() && !(self.contained && self.exited && !reaper::stragglers()) {
-            let _ = tokio::task::spawn_blocking(reaper::sweep).await;
-        }
+        reaper::sweep_at_end(self.contained && self.exited).await;
         status
     }
 

@@ -126,7 +126,7 @@ impl CallProcess {
     /// a code, [`CallProcess::finish`] skips the sweep, whose scan of `/proc` is most of what
     /// ending a call costs (about 1 ms, docs/performance.md section 8). A first process that was
     /// killed may have left its init to the pod, so that end still sweeps; and while an earlier
-    /// sweep's stragglers are still dying ([`stragglers`]), every end sweeps, so none of them
+    /// sweep's stragglers are still dying, every end sweeps, so none of them
     /// stays an unreaped zombie.
     pub fn contain(&mut self, contained: bool) {
         self.contained = contained;
@@ -191,9 +191,7 @@ impl CallProcess {
         };
         self.finished = true;
         forget(self.pid);
-        if is_subreaper() && !(self.contained && self.exited && !stragglers()) {
-            let _ = tokio::task::spawn_blocking(sweep).await;
-        }
+        sweep_at_end(self.contained && self.exited).await;
         if let Some(limit) = self.limit.take() {
             (*limit).remove().await;
         }
@@ -356,10 +354,12 @@ fn kill_leftovers() {
     }
 }
 
-/// Whether the last sweep gave up with leftovers still dying (they are the next sweep's): a
-/// contained call's end then sweeps too.
-pub fn stragglers() -> bool {
-    STRAGGLERS.load(Ordering::SeqCst)
+/// The sweep at the end of a call (in a subreaper), skipped when `contained_and_exited` (see
+/// [`CallProcess::contain`]) unless an earlier sweep's stragglers are still pending.
+pub(super) async fn sweep_at_end(contained_and_exited: bool) {
+    if is_subreaper() && (!contained_and_exited || STRAGGLERS.load(Ordering::SeqCst)) {
+        let _ = tokio::task::spawn_blocking(sweep).await;
+    }
 }
 
 /// Kills every leftover of finished calls (see the module header) with its descendants, and
