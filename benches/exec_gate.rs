@@ -24,7 +24,7 @@ use pod::manifest::{SandboxConfig, SandboxMode};
 use pod::permission::{Policy, RuleSpec, Rules};
 use pod::protocol::Action;
 use pod::protocol::{NetworkAccess, SandboxKind};
-use pod::sandbox::gate::{Exec, ExecJudge, GatedProcess, Verdict};
+use pod::sandbox::gate::{Exec, ExecJudge, Gate, GatedProcess, Verdict};
 use pod::sandbox::Sandbox;
 
 /// Decides as the runtime's judge does for a deny-list (every exec decided, aliases too).
@@ -46,7 +46,7 @@ impl ExecJudge for Judge {
 }
 
 fn command(dir: &Path, script: &str) -> Command {
-    let mut cmd = Command::new("bash");
+    let mut cmd = Command::new("/bin/bash");
     cmd.arg("-c")
         .arg(script)
         .current_dir(dir)
@@ -59,8 +59,13 @@ fn command(dir: &Path, script: &str) -> Command {
 fn gated(rt: &tokio::runtime::Runtime, dir: &Path, script: &str, judge: &Arc<Judge>) -> Duration {
     let start = Instant::now();
     let mut cmd = command(dir, script);
-    pod::sandbox::gate::trace_me(&mut cmd);
-    let mut p = GatedProcess::spawn(cmd, judge.clone()).expect("gated spawn");
+    let gate = Gate::new(judge.clone()).expect("gate");
+    let end = gate.child_end();
+    // SAFETY: `install` makes only async-signal-safe system calls and allocates nothing.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || end.install());
+    }
+    let mut p = GatedProcess::spawn(cmd, gate).expect("gated spawn");
     let status = rt.block_on(p.wait()).expect("status");
     assert!(status.success(), "{script}: {status}");
     assert!(p.stopped().is_empty());
@@ -83,10 +88,11 @@ fn in_namespaces(
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    let _limit = sandbox.prepare_std(&mut cmd, judge.is_some());
-    match judge {
-        Some(judge) => {
-            let mut p = GatedProcess::spawn(cmd, judge.clone()).expect("gated spawn");
+    let gate = judge.map(|j| Gate::new(j.clone()).expect("gate"));
+    let _limit = sandbox.prepare_std(&mut cmd, gate.as_ref().map(Gate::child_end));
+    match gate {
+        Some(gate) => {
+            let mut p = GatedProcess::spawn(cmd, gate).expect("gated spawn");
             let status = rt.block_on(p.wait()).expect("status");
             assert!(status.success(), "{script}: {status}");
             assert!(p.stopped().is_empty());

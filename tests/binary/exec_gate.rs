@@ -144,7 +144,26 @@ fn the_gate_alone_stops_rm_whoever_runs_it() {
         "git -c alias.x='!rm -rf victim' x; touch marker".to_string(),
         "setarch x86_64 /bin/rm -rf victim; touch marker".to_string(),
         "time -- /bin/rm -rf victim; touch marker".to_string(),
+        // `env` searches PATH: an exec that fails in each folder before the one that loads.
+        "env rm -rf victim; touch marker".to_string(),
     ];
+    if Command::new("python3")
+        .arg("-c")
+        .arg("pass")
+        .status()
+        .is_ok()
+    {
+        // posix_spawn (a vfork child sharing its parent's memory), and a thread's exec (the
+        // thread becomes the process; its siblings are gone by the exec stop).
+        cases.push(
+            r#"python3 -c 'import subprocess; subprocess.run(["rm", "-rf", "victim"])'; touch marker"#
+                .to_string(),
+        );
+        cases.push(
+            r#"python3 -c 'import os, threading, time; threading.Thread(target=lambda: os.execv("/bin/rm", ["rm", "-rf", "victim"])).start(); time.sleep(5)'; touch marker"#
+                .to_string(),
+        );
+    }
     if Command::new("busybox").arg("true").status().is_ok() {
         cases.push("busybox rm -rf victim; touch marker".to_string());
     }
@@ -152,6 +171,23 @@ fn the_gate_alone_stops_rm_whoever_runs_it() {
         let result = run(&mut pod, command);
         assert_held(&ws, &result, command);
     }
+}
+
+/// A process of the call stopped by `SIGSTOP` stays stopped until it is continued: the gate
+/// attaches to a process only from its exec's notification to its exec stop, so job control
+/// inside a call works as without it.
+#[test]
+fn job_control_inside_a_call_works_under_the_gate() {
+    let ws = workspace(DENY_LIST);
+    let (mut pod, _) = start(&ws, NO_ANALYSIS);
+    let command = "sleep 30 & p=$!; kill -STOP $p; s=; for i in $(seq 100); do \
+                   s=$(cut -d' ' -f3 /proc/$p/stat); [ \"$s\" = T ] && break; sleep 0.05; done; \
+                   echo \"stopped: $s\"; kill -CONT $p; kill $p; wait $p; echo \"ended: $?\"";
+    let result = run(&mut pod, command);
+    let text = content(&result);
+    assert!(text.contains("stopped: T"), "{text}");
+    // SIGTERM after the continue: 128 + 15.
+    assert!(text.contains("ended: 143"), "{text}");
 }
 
 #[test]
