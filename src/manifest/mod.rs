@@ -31,7 +31,10 @@ pub use layers::{user_config_path, CONFIG_ENV, DEFAULTS, PROJECT_FILE};
 pub use managed::{managed_dir, Managed, MANAGED_DIR, MANAGED_ENV};
 pub use mcp::{McpConfig, McpHeaders, McpServerConfig, McpTransport};
 pub use permissions::PermissionSettings;
-pub use sandbox_section::{EnvConfig, Required, SandboxConfig, DEFAULT_MAX_PROCESSES};
+pub use sandbox_section::{
+    human_size, shown_size, EnvConfig, Required, SandboxConfig, DEFAULT_MAX_PROCESSES,
+    DEFAULT_MAX_TMPDIR_SIZE,
+};
 pub use sections::{PodSettings, ScopeConfig, ToolsConfig};
 pub use trust::{Ignored, Trust, TrustStore, Vouch};
 
@@ -631,6 +634,14 @@ impl Manifest {
                     }
                     n => n,
                 },
+                max_tmpdir_size: section
+                    .max_tmpdir_size
+                    .map(|v| {
+                        sandbox_section::parse_tmpdir_size(v.get_ref()).map_err(|why| {
+                            at(v.span().start, format!("sandbox.max_tmpdir_size: {why}"))
+                        })
+                    })
+                    .transpose()?,
                 env: section
                     .env
                     .map(|env| {

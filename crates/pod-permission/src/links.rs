@@ -196,13 +196,15 @@ impl FileRules {
             }
         };
         for root in roots {
-            match std::fs::symlink_metadata(&root) {
+            match std::fs::symlink_metadata(&*path::reach(&root)) {
                 Ok(meta) if meta.is_dir() => stack.push(root),
                 Ok(meta) if meta.is_file() => record(&root, &meta, &mut out),
                 _ => {}
             }
             while let Some(dir) = stack.pop() {
-                let Ok(dir_meta) = std::fs::symlink_metadata(&dir) else {
+                // Read as the sandboxed processes see it (a session's `$TMPDIR` tmpfs).
+                let seen = path::reach(&dir);
+                let Ok(dir_meta) = std::fs::symlink_metadata(&*seen) else {
                     continue;
                 };
                 let id = (dir_meta.dev(), dir_meta.ino());
@@ -215,7 +217,7 @@ impl FileRules {
                     Some(folder) => folder,
                     None => {
                         out.folders_read += 1;
-                        let Ok(entries) = std::fs::read_dir(&dir) else {
+                        let Ok(entries) = std::fs::read_dir(&*seen) else {
                             continue;
                         };
                         let mut folder = Folder {
@@ -234,11 +236,13 @@ impl FileRules {
                             }
                             // Never follows a symlink: `DirEntry::metadata` is an lstat.
                             let Ok(meta) = entry.metadata() else { continue };
+                            // Named beneath `dir`, not beneath the path it was reached by.
+                            let path = dir.join(entry.file_name());
                             if meta.is_dir() {
-                                folder.subfolders.push(entry.path());
+                                folder.subfolders.push(path);
                             } else if meta.is_file() {
                                 let mut one = Walked::default();
-                                record(&entry.path(), &meta, &mut one);
+                                record(&path, &meta, &mut one);
                                 folder.denied.extend(one.denied);
                             }
                         }
