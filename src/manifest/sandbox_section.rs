@@ -160,7 +160,7 @@ pub fn parse_tmpdir_size(value: &toml::Value) -> Result<u64, String> {
                 })
             };
             match (number.parse::<u64>(), scale) {
-                (Ok(n), Some(scale)) => n.checked_mul(scale).unwrap_or(u64::MAX),
+                (Ok(n), Some(scale)) => n.saturating_mul(scale),
                 _ => return Err(format!("{text:?} is not a size: it must be {FORM}")),
             }
         }
@@ -195,7 +195,7 @@ pub fn parse_tmpdir_size(value: &toml::Value) -> Result<u64, String> {
 pub fn shown_size(bytes: u64) -> String {
     UNITS
         .iter()
-        .find(|(_, scale)| bytes >= *scale && bytes % scale == 0)
+        .find(|(_, scale)| bytes >= *scale && bytes.is_multiple_of(*scale))
         .map(|(unit, scale)| format!("{}{unit}", bytes / scale))
         .unwrap_or_else(|| bytes.to_string())
 }
@@ -456,5 +456,54 @@ mod max_processes_tests {
             SandboxConfig::merge((true, &with(None)), (true, &higher)).max_processes(),
             DEFAULT_MAX_PROCESSES
         );
+    }
+}
+
+#[cfg(test)]
+mod max_tmpdir_size_tests {
+    use super::{human_size, shown_size, SandboxConfig, DEFAULT_MAX_TMPDIR_SIZE};
+
+    fn with(n: Option<u64>) -> SandboxConfig {
+        SandboxConfig {
+            max_tmpdir_size: n,
+            ..SandboxConfig::default()
+        }
+    }
+
+    fn merged(user: Option<u64>, project: Option<u64>) -> u64 {
+        SandboxConfig::merge((true, &with(user)), (true, &with(project))).max_tmpdir_size()
+    }
+
+    #[test]
+    fn the_smaller_of_two_layers_wins_and_an_untrusted_project_may_only_lower_it() {
+        assert_eq!(with(None).max_tmpdir_size(), DEFAULT_MAX_TMPDIR_SIZE);
+        assert_eq!(merged(Some(64 << 20), Some(32 << 20)), 32 << 20);
+        assert_eq!(merged(Some(32 << 20), Some(64 << 20)), 32 << 20);
+        assert_eq!(merged(None, Some(8 << 20)), 8 << 20);
+        assert_eq!(merged(Some(8 << 20), None), 8 << 20);
+        assert_eq!(merged(None, None), DEFAULT_MAX_TMPDIR_SIZE);
+        let mut lower = with(Some(256 << 20));
+        assert!(lower.untrusted(&|p| p.display().to_string()).is_empty());
+        assert_eq!(lower.max_tmpdir_size, Some(256 << 20));
+        let mut higher = with(Some(4 << 30));
+        let ignored = higher.untrusted(&|p| p.display().to_string());
+        assert_eq!(higher.max_tmpdir_size, None);
+        assert!(
+            ignored
+                .iter()
+                .any(|i| i.contains("max_tmpdir_size") && i.contains("4 GiB")),
+            "{ignored:?}"
+        );
+    }
+
+    #[test]
+    fn sizes_are_shown_in_the_files_words_and_for_people() {
+        assert_eq!(shown_size(1 << 30), "1G");
+        assert_eq!(shown_size(1536 << 20), "1536M");
+        assert_eq!(shown_size(1_000_000), "1000000");
+        assert_eq!(human_size(1 << 30), "1 GiB");
+        assert_eq!(human_size(1536 << 20), "1.5 GiB");
+        assert_eq!(human_size(4 << 20), "4 MiB");
+        assert_eq!(human_size(512), "512 bytes");
     }
 }

@@ -1643,6 +1643,55 @@ mod tests {
     }
 
     #[test]
+    fn the_tmpdir_limit_is_a_guarantee_where_held_and_a_gap_where_calls_run_in_namespaces() {
+        let bwrap = || Ok(PathBuf::from("/usr/bin/bwrap"));
+        let held = |p: &Plan| p.info.guarantees.iter().any(|g| g.starts_with("$TMPDIR"));
+        let mut c = config(SandboxMode::Namespaces, NetworkAccess::Allow, Required::All);
+        let mut p = plan_for(&c, 7, bwrap(), Ok(()));
+        add_tmpdir(&mut p, &c, Ok(()));
+        assert!(p.info.guarantees.contains(
+            &"$TMPDIR: at most 1 GiB (a tmpfs, shared by the \
+             session's calls, hooks and MCP servers; [sandbox] max_tmpdir_size): a write past it \
+             fails with ENOSPC"
+                .to_string()
+        ));
+        assert_eq!(p.tmpdir, Ok(1 << 30));
+        assert!(p.gaps.is_empty() && !p.refuses, "{p:?}");
+        // The per-call fall-back (or a bwrap without --size): a gap, and `required = true`
+        // refuses; `required = "namespaces"` does not (the namespaces hold).
+        let mut p = plan_for(&c, 7, bwrap(), Ok(()));
+        add_tmpdir(&mut p, &c, Err("a call's own".into()));
+        assert!(!held(&p) && p.refuses, "{p:?}");
+        assert!(
+            p.gaps[0].contains("max_tmpdir_size = \"1G\"") && p.gaps[0].contains("a call's own"),
+            "{p:?}"
+        );
+        c.required = Required::Namespaces;
+        let mut p = plan_for(&c, 7, bwrap(), Ok(()));
+        add_tmpdir(&mut p, &c, Err("a call's own".into()));
+        assert!(!p.refuses && p.gaps.len() == 1, "{p:?}");
+        // The Landlock fall-back's own gap names it.
+        let mut p = plan_for(&c, 7, no_ns(), no_net());
+        add_tmpdir(&mut p, &c, Err(NOT_IN_NAMESPACES.into()));
+        assert!(
+            p.gaps.len() == 1 && p.gaps[0].contains("$TMPDIR's size limit"),
+            "{p:?}"
+        );
+        // `mode = "landlock"`: the default is no gap; an explicit size is one.
+        let mut c = config(SandboxMode::Landlock, NetworkAccess::Allow, Required::All);
+        let mut p = plan_for(&c, 7, no_ns(), no_net());
+        add_tmpdir(&mut p, &c, Err(NOT_IN_NAMESPACES.into()));
+        assert!(
+            p.gaps.is_empty() && !p.refuses && p.tmpdir.is_err(),
+            "{p:?}"
+        );
+        c.max_tmpdir_size = Some(64 << 20);
+        let mut p = plan_for(&c, 7, no_ns(), no_net());
+        add_tmpdir(&mut p, &c, Err(NOT_IN_NAMESPACES.into()));
+        assert!(p.refuses && p.gaps[0].contains("\"64M\""), "{p:?}");
+    }
+
+    #[test]
     fn the_plan_follows_the_kernel() {
         let c = config(SandboxMode::Landlock, NetworkAccess::Deny, Required::No);
         let p = plan_for(&c, 7, no_ns(), no_net());

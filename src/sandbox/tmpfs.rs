@@ -209,6 +209,27 @@ pub fn back(host: &Path, reached: &Path, found: &Path) -> PathBuf {
     }
 }
 
+/// A view of an ordinary folder `real` (no tmpfs, no holder) registered for host folder
+/// `host`, for tests of what reaches through a view.
+#[cfg(test)]
+pub(crate) fn fake(host: &Path, real: &Path) -> Registered {
+    use rustix::fs::{Mode, OFlags};
+    let dir = rustix::fs::open(
+        real,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .unwrap_or_else(|e| panic!("{}: {e}", real.display()));
+    let proc_path = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
+    View {
+        host: host.to_path_buf(),
+        dir,
+        proc_path,
+        size: 1 << 20,
+    }
+    .register()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,22 +245,7 @@ mod tests {
         std::os::unix::fs::symlink("/etc/hostname", real_path.join("l")).unwrap();
         let host = tempfile::tempdir().unwrap();
         let host_path = host.path().canonicalize().unwrap();
-        let dir = rustix::fs::open(
-            &real_path,
-            rustix::fs::OFlags::RDONLY
-                | rustix::fs::OFlags::DIRECTORY
-                | rustix::fs::OFlags::CLOEXEC,
-            rustix::fs::Mode::empty(),
-        )
-        .unwrap();
-        let proc_path = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
-        let registered = View {
-            host: host_path.clone(),
-            dir,
-            proc_path,
-            size: 1 << 20,
-        }
-        .register();
+        let registered = fake(&host_path, &real_path);
         let f = host_path.join("f");
         assert_eq!(std::fs::read_to_string(&*reach(&f)).unwrap(), "inside");
         assert!(reach(&f).is_redirected());
@@ -262,5 +268,33 @@ mod tests {
         drop(registered);
         assert!(beneath(&f).is_none());
         assert!(!reach(&f).exists(), "the host folder is empty");
+    }
+
+    /// The hard-link check walks a `$TMPDIR` through its view too: a second name made in the
+    /// tmpfs for a file a rule denies there is found, as it would be in a host folder.
+    #[test]
+    fn a_hard_link_in_a_tmpdir_is_checked_against_its_other_names_there() {
+        use crate::permission::{FileRules, Policy, RuleSpec, Rules};
+        use crate::protocol::Action;
+        let real = tempfile::tempdir().unwrap();
+        let real = real.path().canonicalize().unwrap();
+        std::fs::write(real.join("k.secret"), "s").unwrap();
+        std::fs::hard_link(real.join("k.secret"), real.join("notes")).unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let ws = ws.path().canonicalize().unwrap();
+        let host = tempfile::tempdir().unwrap();
+        let host = host.path().canonicalize().unwrap();
+        let _view = fake(&host, &real);
+        let pattern = format!("{}/*.secret", host.display());
+        let rules = Rules::compile(
+            Action::Allow,
+            vec![RuleSpec::new("read", &pattern, Action::Deny)],
+        )
+        .unwrap();
+        let files = FileRules::new(Arc::new(Policy::new(Some(rules), ws)));
+        let notes = host.join("notes");
+        let meta = std::fs::metadata(&*reach(&notes)).unwrap();
+        let err = files.check_links(&notes, &meta).unwrap_err();
+        assert!(err.to_string().contains("k.secret"), "{err}");
     }
 }

@@ -397,6 +397,65 @@ impl HeadTail {
 mod tests {
     use super::*;
 
+    /// A session's `$TMPDIR` is a tmpfs over an empty host folder: a walk rooted in it, or one
+    /// that meets it, walks what the sandboxed processes see there, named by host paths; and
+    /// a file there opens beneath it, following no symlink.
+    #[test]
+    fn a_walk_and_an_open_see_a_tmpdir_through_its_view() {
+        use super::super::confined;
+        let top = tempfile::tempdir().unwrap();
+        let top = top.path().canonicalize().unwrap();
+        std::fs::write(top.join("a.txt"), "a").unwrap();
+        std::fs::create_dir(top.join("tmpd")).unwrap();
+        let real = tempfile::tempdir().unwrap();
+        let real = real.path().canonicalize().unwrap();
+        std::fs::create_dir(real.join("sub")).unwrap();
+        std::fs::write(real.join("sub/needle.txt"), "needle").unwrap();
+        std::os::unix::fs::symlink(top.join("a.txt"), real.join("link")).unwrap();
+        let _view = tmpfs::fake(&top.join("tmpd"), &real);
+        let files = |root: &Path| -> Vec<(PathBuf, usize)> {
+            walk(root)
+                .flatten()
+                .filter(|f| f.file_type.is_some_and(|t| !t.is_dir()))
+                .map(|f| (f.path, f.depth))
+                .collect()
+        };
+        assert_eq!(
+            files(&top),
+            [
+                (top.join("a.txt"), 1),
+                (top.join("tmpd/link"), 2),
+                (top.join("tmpd/sub/needle.txt"), 3)
+            ]
+        );
+        assert_eq!(
+            files(&top.join("tmpd")),
+            [
+                (top.join("tmpd/link"), 1),
+                (top.join("tmpd/sub/needle.txt"), 2)
+            ]
+        );
+        assert!(search_root(&top, Some("tmpd/sub/needle.txt")).is_ok());
+        let mut text = String::new();
+        std::io::Read::read_to_string(
+            &mut confined::open_read(&top.join("tmpd/sub/needle.txt")).unwrap(),
+            &mut text,
+        )
+        .unwrap();
+        assert_eq!(text, "needle");
+        let err = confined::open_read(&top.join("tmpd/link")).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ELOOP), "{err}");
+        confined::write_atomic(&top, &top.join("tmpd/sub/new.txt"), b"n").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(real.join("sub/new.txt")).unwrap(),
+            "n"
+        );
+        assert!(
+            !top.join("tmpd/sub").exists(),
+            "the host folder stays empty"
+        );
+    }
+
     #[derive(Debug, serde::Deserialize, JsonSchema)]
     #[serde(deny_unknown_fields)]
     struct Probe {

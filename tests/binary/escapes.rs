@@ -1434,3 +1434,33 @@ fn the_fall_backs_keep_the_host_folder_and_report_the_missing_limit() {
     );
     assert!(said.contains("$TMPDIR: NOT size-limited"), "{said}");
 }
+
+/// A bad `[sandbox] max_tmpdir_size` is a load error naming the file, the line and the key,
+/// and why: `pod check` (and `pod serve`) refuse the manifest.
+#[test]
+fn a_bad_max_tmpdir_size_is_a_load_error_at_its_line() {
+    for (value, why) in [
+        ("0", "must be more than 0"),
+        ("\"lots\"", "\"lots\" is not a size"),
+        ("\"64T\"", "64T is too large: at most 1T"),
+    ] {
+        let ws = Workspace::with_manifest(&manifest(
+            "",
+            &format!("[sandbox]\nmax_tmpdir_size = {value}\n"),
+        ));
+        let out = Command::new(env!("CARGO_BIN_EXE_pod"))
+            .arg("check")
+            .arg(ws.manifest())
+            .env("XDG_STATE_HOME", ws.state_home())
+            .output()
+            .expect("pod check");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{value}: {text}");
+        let line = manifest("", "").lines().count() + 2;
+        assert!(
+            text.contains(&format!("pod.toml:{line}:19: sandbox.max_tmpdir_size: "))
+                && text.contains(why),
+            "{value}: {text}"
+        );
+    }
+}
