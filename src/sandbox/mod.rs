@@ -3,11 +3,14 @@
 //! Owns: the session's Landlock domain ([`domain`]: writes only beneath the writable folders, a
 //! private `$TMPDIR` per session and the device files a shell needs; optionally no TCP), the
 //! `$TMPDIR` folder itself (created and locked at open, removed when the [`Sandbox`] drops; the
-//! unlocked ones of pods that were killed are removed at the next open), what the kernel
+//! unlocked ones of pods that were killed are removed at the next open; under namespaces with
+//! the holder, a tmpfs of `[sandbox] max_tmpdir_size` over it in the session's view, which
+//! pod's own tools reach through [`tmpfs`]), what the kernel
 //! can enforce and what is reported about it ([`plan`], [`SandboxInfo`]), putting a child into
 //! the domain before `exec` ([`Sandbox::prepare`], [`Sandbox::pre_exec`]), the lifetime of the
 //! processes a call starts ([`reaper`]), and reading a denial out of a command's output
-//! ([`Sandbox::blocked_writes`]), and each call's process limit ([`cgroup`]: the session's pids
+//! ([`Sandbox::blocked_writes`]; a full `$TMPDIR`, [`Sandbox::tmpdir_full`]), and each call's
+//! process limit ([`cgroup`]: the session's pids
 //! cgroup, a call's made by [`Sandbox::prepare`] and entered first in `pre_exec`). The exec
 //! gate ([`gate`]) lives beside it: whether it is on is the sandbox's to say
 //! ([`Sandbox::gate_on`], `initialize.sandbox.execGate`); the attach seam is
@@ -188,6 +191,10 @@ pub fn plan(config: &SandboxConfig) -> Plan {
                 "each call makes namespaces of its own (the session's are not held: \
                  {}=1), {PER_CALL_TMPFS}",
                 crate::testing::NO_HOLDER_ENV
+            )),
+            Some(_) if crate::testing::tmpfs_off() => Err(format!(
+                "$TMPDIR is kept on the host ({}=1)",
+                crate::testing::NO_TMPFS_ENV
             )),
             Some(bwrap) => namespaces::sizes_tmpfs(bwrap),
         };
@@ -669,6 +676,8 @@ impl Sandbox {
         let mut ruleset = None;
         let mut session_net = None;
         let mut repositories: Vec<PathBuf> = Vec::new();
+        // `$TMPDIR`'s size limit, where the plan holds it; `sized` once the view mounts it.
+        let planned = plan.tmpdir.as_ref().ok().copied();
         let mut sized = None;
         if let Some(bwrap) = &plan.bwrap {
             let network = match config.network {
@@ -687,11 +696,7 @@ impl Sandbox {
             repositories = layout.repositories.clone();
             let mut w = namespaces::Wrap::new(bwrap.clone(), &layout, filters.bytes())?;
             // The holder's view only: a call's own `bwrap` keeps the host folder.
-            sized = plan
-                .tmpdir
-                .clone()
-                .ok()
-                .filter(|size| w.tmpfs_at(&tmp, *size));
+            sized = planned.filter(|size| w.tmpfs_at(&tmp, *size));
             wrap = Some(Arc::new(w));
             // A second layer under the namespaces: Landlock's scopes. Not for a setuid `bwrap`
             // run by another user than root, which `no_new_privs` would stop from starting.
@@ -744,7 +749,9 @@ impl Sandbox {
         }
         let mut info = plan.info;
         info.exec_gate = exec_gate;
-        if let (Some(size), Some(why)) = (sized, not_held) {
+        if let (Some(size), None) = (planned, &tmpfs) {
+            let why = not_held
+                .unwrap_or_else(|| "the session's view has no $TMPDIR to mount it on".to_string());
             let gap = tmpdir_gap(size, &why);
             if config.required == Required::All {
                 return Err(SandboxError::Unenforceable {

@@ -2,11 +2,13 @@
 //! Codex and Claude Code use) driven by pod, with the mount view, the namespaces and the seccomp
 //! filter built once per session and handed to `bwrap` at each spawn.
 //!
-//! Owns: finding and probing `bwrap` ([`available`]), the session's mount view and namespace
+//! Owns: finding and probing `bwrap` ([`available`], [`sizes_tmpfs`]), the session's mount view
+//! and namespace
 //! flags ([`Layout`], [`Wrap::new`]), and the command line that starts a program inside
 //! ([`Wrap::command`]). The view: `/` read-only; a fresh `/dev` (no other terminal's
 //! `/dev/pts/N`) and a fresh `/proc` (only the call's processes); the writable folders and
-//! `$TMPDIR` writable; inside them, pod's protected paths, the files tools re-read as
+//! `$TMPDIR` writable (in the holder's view `$TMPDIR` is a size-limited tmpfs instead of the
+//! host folder: [`Wrap::tmpfs_at`]); inside them, pod's protected paths, the files tools re-read as
 //! configuration and the files a `file_write` deny rule matches bound read-only; what a `read`
 //! deny rule matches and the secret folders of `$HOME` masked (an empty read-only folder, or
 //! `/dev/null` for a file). New user, mount, PID, IPC, UTS and cgroup namespaces for every call,

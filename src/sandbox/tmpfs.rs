@@ -190,6 +190,14 @@ pub fn reach(path: &Path) -> Reached {
 /// [`reach`] beneath a registered view (installed as `permission::path`'s view).
 fn reach_view(path: &Path) -> Option<Reached> {
     let (view, rel) = beneath(path)?;
+    // Only plain names below the tmpfs's root: a `..` would climb out of it in the view, where
+    // the host path names something else.
+    if rel
+        .components()
+        .any(|c| !matches!(c, std::path::Component::Normal(_)))
+    {
+        return None;
+    }
     // The tmpfs's root itself: `/.` after the descriptor, so that `lstat` follows the
     // descriptor's link to the folder instead of describing the link.
     let through = if rel.as_os_str().is_empty() {

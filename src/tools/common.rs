@@ -1,6 +1,7 @@
 //! Helpers shared by the built-in tools: input parsing with field-naming errors, input schemas,
-//! path resolution against the workspace, the walk of `grep` and `glob` and what it withheld,
-//! and capped output text.
+//! path resolution against the workspace, the walk of `grep` and `glob` (which walks a session's
+//! `$TMPDIR` tmpfs through its view, `sandbox::tmpfs`) and what it withheld, and capped output
+//! text.
 //!
 //! Owns: how a tool turns raw JSON into its typed input (and the wording of bad-input errors),
 //! how paths in inputs are resolved and shown, and how withheld files are reported. Must not

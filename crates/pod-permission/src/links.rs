@@ -6,10 +6,12 @@
 //! contents `read "*.env" deny` protects. So a file opened for reading (`read`, `grep`, `edit`)
 //! with more than one link is looked up by identity (device, inode) among the files the read
 //! rules deny. Those are found by a walk of the workspace and of the folders that absolute deny
-//! patterns name, which never follows symlinks; the walk is cached, and redone when the file read
-//! had its links or content changed (its ctime) after the last walk began, less a margin. A
-//! link made later bumps the ctime of the file it links, so a new name is never missed for a
-//! file the walk covers. Files with one link, which is nearly all of them, cost one `fstat`.
+//! patterns name, which never follows symlinks and reads each folder as the sandboxed processes
+//! see it ([`path::reach`]: a session's `$TMPDIR` tmpfs through its view); the walk is cached,
+//! and redone when the file read had its links or content changed (its ctime) after the last
+//! walk began, less a margin. A link made later bumps the ctime of the file it links, so a new
+//! name is never missed for a file the walk covers. Files with one link, which is nearly all of
+//! them, cost one `fstat`.
 //!
 //! Limits (stated in permissions.md): a denied file outside the walked folders (a pattern such as
 //! `*.env` also matches `/elsewhere/.env`, and the whole file system is not walked) is not found;
