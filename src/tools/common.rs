@@ -188,10 +188,10 @@ struct Level {
     depth: usize,
 }
 
-/// A walk under `root` (as [`walker`]) that sees what the sandboxed processes see: a session's
-/// `$TMPDIR` (a tmpfs in the session's mount view, over an empty host folder), whether `root`
-/// lies in it or the walk meets it, is walked through its view, and its entries are named by
-/// their host paths.
+/// A walk under `root` (`.gitignore` honoured, hidden files skipped, sorted by name) that sees
+/// what the sandboxed processes see: a session's `$TMPDIR` (a tmpfs in the session's mount view,
+/// over an empty host folder), whether `root` lies in it or the walk meets it, is walked through
+/// its view, and its entries are named by their host paths.
 pub fn walk(root: &Path) -> Walk {
     Walk {
         stack: vec![level(root, 0)],
