@@ -393,8 +393,9 @@ pub fn sandbox_text(manifest: &Manifest) -> String {
                 crate::manifest::human_size(*size)
             ),
             Err(why) => format!(
-                "NOT size-limited: {}",
-                crate::sandbox::tmpdir_gap(config.max_tmpdir_size(), why)
+                "NOT size-limited (max_tmpdir_size = \"{}\" is not held): a folder on the \
+                 host's disk, since {why}",
+                crate::manifest::shown_size(config.max_tmpdir_size())
             ),
         }
     ));

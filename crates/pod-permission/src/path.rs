@@ -67,12 +67,15 @@ pub fn set_view(view: View) {
 /// Where pod's own process finds what the sandboxed processes see at `path` (absolute,
 /// normalized): through the installed view beneath one, else `path` itself.
 pub fn reach(path: &Path) -> Reached {
-    VIEW.get()
-        .and_then(|view| view(path))
-        .unwrap_or_else(|| Reached {
-            path: path.to_path_buf(),
-            hold: None,
-        })
+    through_view(path).unwrap_or_else(|| Reached {
+        path: path.to_path_buf(),
+        hold: None,
+    })
+}
+
+/// [`reach`], `None` for a path beneath no view (nothing allocated).
+fn through_view(path: &Path) -> Option<Reached> {
+    VIEW.get().and_then(|view| view(path))
 }
 
 /// Folds `.` and `..` without touching the file system. `..` above the root stays at the root.
@@ -132,11 +135,10 @@ pub fn resolve_in(base: &Path, path: &Path) -> PathBuf {
                 let link = if missing {
                     None
                 } else {
-                    let seen = reach(&candidate);
-                    match std::fs::symlink_metadata(&*seen) {
-                        Ok(meta) if meta.file_type().is_symlink() => {
-                            std::fs::read_link(&*seen).ok()
-                        }
+                    let through = through_view(&candidate);
+                    let seen = through.as_deref().unwrap_or(&candidate);
+                    match std::fs::symlink_metadata(seen) {
+                        Ok(meta) if meta.file_type().is_symlink() => std::fs::read_link(seen).ok(),
                         Ok(_) => None,
                         Err(_) => {
                             missing = true;
