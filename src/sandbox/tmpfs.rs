@@ -22,7 +22,10 @@
 //!   `read_dir`): `/proc/self/fd/N/…` through the view's descriptor, which the returned value
 //!   keeps open while it is used. Installed as `permission::path`'s view, so symlinks inside
 //!   the tmpfs are resolved, and decided, as the calls would follow them, as when `$TMPDIR` was
-//!   a host folder; `grep` and `glob` walk through it (`tools::common::walk`);
+//!   a host folder; `grep` and `glob` walk through it (`tools::common::walk`), naming what they
+//!   find by host paths again ([`back`]);
+//! - [`covers`]: whether a path lies in one (a walk descends into it; an editor is not asked
+//!   for a file there, since it sees the empty host folder);
 //! - [`View::usage`]: how full it is, for the note a `bash` result gets after `ENOSPC`.
 //!
 //! Paths are still resolved, checked and pinned on their host names (the permission layer,
