@@ -15,11 +15,13 @@
 //! - `call`: `namespaces` plus [`CallProcess`] spawn and finish in a subreaper, i.e. everything
 //!   the bash tool does per call: the call is contained in a PID namespace of its own, so its
 //!   end needs no search for leftovers;
-//! - `swept`: `call` ended with the `/proc` sweep for leftovers, as every call ended before.
+//! - `swept`: `call` ended with the `/proc` sweep for leftovers, as every call ended before;
+//! - `hosttmp`: `call` in a session whose `$TMPDIR` is the host folder, not a tmpfs of the
+//!   session's (`POD_TEST_NO_TMPFS=1`): what the tmpfs costs per call is `call - hosttmp`.
 //!
 //! Also: a build-like load (one call running 300 short processes) bare and in namespaces;
 //! building a session's sandbox ([`Sandbox::open`], once per session; the first open of a process
-//! also probes bubblewrap) and one sweep alone.
+//! also probes bubblewrap), with and without the `$TMPDIR` tmpfs, and one sweep alone.
 //!
 //! `cargo bench --bench sandbox`; `POD_BENCH_RUNS` rounds (default 5) of 100 calls per variant.
 //! Under `cargo test --all-targets` (no `--bench` argument) it only checks that it starts.
@@ -33,6 +35,8 @@ use pod::sandbox::{reaper, CallProcess, Sandbox};
 use tokio::process::Command;
 
 const PER_ROUND: usize = 100;
+/// How many times each kind of `Sandbox::open` is timed.
+const OPENS: usize = 60;
 /// The build-like load: this many short processes in one call.
 const LOAD: usize = 300;
 
@@ -49,9 +53,11 @@ enum Variant {
     PerCall,
     /// `call` ended as before the call's containment was used: with the `/proc` sweep.
     Swept,
+    /// `call` with `$TMPDIR` the host folder (no tmpfs of the session's).
+    HostTmp,
 }
 
-const VARIANTS: [Variant; 8] = [
+const VARIANTS: [Variant; 9] = [
     Variant::Bare,
     Variant::Session,
     Variant::Domain,
@@ -60,6 +66,7 @@ const VARIANTS: [Variant; 8] = [
     Variant::Call,
     Variant::PerCall,
     Variant::Swept,
+    Variant::HostTmp,
 ];
 
 struct Sandboxes {
@@ -67,6 +74,7 @@ struct Sandboxes {
     namespaces: Sandbox,
     host_net: Sandbox,
     per_call: Sandbox,
+    host_tmp: Sandbox,
     off: Sandbox,
 }
 
@@ -123,11 +131,16 @@ async fn once(variant: Variant, s: &Sandboxes, script: &str) -> Duration {
             let _limit = s.per_call.prepare(&mut cmd);
             status(cmd).await;
         }
-        Variant::Call | Variant::Swept => {
-            let mut cmd = command(Some(&s.namespaces), script);
-            let limit = s.namespaces.prepare(&mut cmd);
+        Variant::Call | Variant::Swept | Variant::HostTmp => {
+            let sandbox = if variant == Variant::HostTmp {
+                &s.host_tmp
+            } else {
+                &s.namespaces
+            };
+            let mut cmd = command(Some(sandbox), script);
+            let limit = sandbox.prepare(&mut cmd);
             let mut call = CallProcess::spawn(&mut cmd).expect("spawn");
-            call.contain(variant == Variant::Call && limit.contained());
+            call.contain(variant != Variant::Swept && limit.contained());
             let status = call.wait().await.expect("wait");
             assert!(status.success());
             call.finish().await;
@@ -165,8 +178,15 @@ fn main() {
     let first = Instant::now();
     drop(open(SandboxMode::Namespaces));
     let first_open = first.elapsed().as_secs_f64() * 1e6;
-    let mut opens: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
-    for _ in 0..20 {
+    let mut opens: [Vec<f64>; 3] = [Vec::new(), Vec::new(), Vec::new()];
+    let mut open_pairs: Vec<f64> = Vec::new();
+    let host_tmp = |mode| {
+        std::env::set_var(pod::testing::NO_TMPFS_ENV, "1");
+        let s = open(mode);
+        std::env::remove_var(pod::testing::NO_TMPFS_ENV);
+        s
+    };
+    for _ in 0..OPENS {
         for (i, mode) in [SandboxMode::Landlock, SandboxMode::Namespaces]
             .into_iter()
             .enumerate()
@@ -176,6 +196,11 @@ fn main() {
             opens[i].push(start.elapsed().as_secs_f64() * 1e6);
             drop(s);
         }
+        let start = Instant::now();
+        let s = host_tmp(SandboxMode::Namespaces);
+        opens[2].push(start.elapsed().as_secs_f64() * 1e6);
+        drop(s);
+        open_pairs.push(opens[1][opens[1].len() - 1] - opens[2][opens[2].len() - 1]);
     }
     let s = Sandboxes {
         landlock: open(SandboxMode::Landlock),
@@ -196,6 +221,7 @@ fn main() {
             std::env::remove_var(pod::testing::NO_HOLDER_ENV);
             s
         },
+        host_tmp: host_tmp(SandboxMode::Namespaces),
         off: Sandbox::off(),
     };
     let info = s.landlock.info();
@@ -217,6 +243,7 @@ fn main() {
     let mut samples: Vec<Vec<f64>> = vec![Vec::new(); VARIANTS.len()];
     let load = format!("for i in $(seq {LOAD}); do /bin/true; done");
     let mut loads: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    let mut tmpfs_pairs: Vec<f64> = Vec::new();
     rt.block_on(async {
         for v in VARIANTS {
             for _ in 0..20 {
@@ -234,6 +261,18 @@ fn main() {
                     loads[i].push(once(v, &s, &load).await.as_secs_f64() * 1e6);
                 }
             }
+        }
+        // The tmpfs's cost per call, paired: each `call` beside a `hosttmp` call made right
+        // after it (in alternating order), so a change of load between blocks cancels out.
+        for i in 0..runs * PER_ROUND {
+            let (first, second) = if i % 2 == 0 {
+                (Variant::Call, Variant::HostTmp)
+            } else {
+                (Variant::HostTmp, Variant::Call)
+            };
+            let a = once(first, &s, "true").await.as_secs_f64() * 1e6;
+            let b = once(second, &s, "true").await.as_secs_f64() * 1e6;
+            tmpfs_pairs.push(if first == Variant::Call { a - b } else { b - a });
         }
     });
     let mut sweeps = Vec::new();
@@ -341,5 +380,20 @@ fn main() {
         },
         first_open,
         median(&mut sweeps)
+    );
+    let quartiles = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        (v[v.len() / 4], v[v.len() / 2], v[v.len() * 3 / 4])
+    };
+    let (open_q1, open_med, open_q3) = quartiles(&mut open_pairs);
+    let (call_q1, call_med, call_q3) = quartiles(&mut tmpfs_pairs);
+    println!(
+        "  the $TMPDIR tmpfs: Sandbox::open without it (host folder) {:.1} us; with it, paired \
+         (median of differences, quartiles) {open_med:+.1} us ({open_q1:+.1} .. \
+         {open_q3:+.1}); per call (call - hosttmp), {} pairs: {call_med:+.1} us ({call_q1:+.1} \
+         .. {call_q3:+.1}); blocks: {:+.1} us",
+        median(&mut opens[2].clone()),
+        tmpfs_pairs.len(),
+        call - median(&mut samples[8].clone())
     );
 }

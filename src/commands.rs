@@ -324,7 +324,10 @@ pub fn sandbox_text(manifest: &Manifest) -> String {
             }
         })
         .collect();
-    writable.push("$TMPDIR (a private folder per session)".into());
+    writable.push(match plan.tmpdir {
+        Ok(_) => "$TMPDIR (a private tmpfs per session)".into(),
+        Err(_) => "$TMPDIR (a private folder per session)".into(),
+    });
     writable.push("/dev/null and the other device files a shell needs".into());
     out.push_str(&format!("  writable: {}\n", writable.join(", ")));
     out.push_str("  everything else: read and execute only\n");
@@ -378,6 +381,21 @@ pub fn sandbox_text(manifest: &Manifest) -> String {
             Err(why) => format!(
                 "NOT limited: {}",
                 crate::sandbox::pids_gap(config.max_processes(), why)
+            ),
+        }
+    ));
+    out.push_str(&format!(
+        "  $TMPDIR: {}\n",
+        match &plan.tmpdir {
+            Ok(size) => format!(
+                "at most {} for the session (a tmpfs its calls, hooks and MCP servers share; \
+                 a write past it fails with ENOSPC)",
+                crate::manifest::human_size(*size)
+            ),
+            Err(why) => format!(
+                "NOT size-limited (max_tmpdir_size = \"{}\" is not held): a folder on the \
+                 host's disk, since {why}",
+                crate::manifest::shown_size(config.max_tmpdir_size())
             ),
         }
     ));

@@ -91,6 +91,16 @@ pub fn holder_off() -> bool {
     std::env::var_os(NO_HOLDER_ENV).is_some_and(|v| v == "1")
 }
 
+/// The environment variable that keeps `$TMPDIR` the host folder where it would be a tmpfs of
+/// the session's (`src/sandbox/tmpfs.rs`): for the benchmark that compares the two.
+pub const NO_TMPFS_ENV: &str = "POD_TEST_NO_TMPFS";
+
+/// Whether `POD_TEST_NO_TMPFS=1` is set now (read at each plan, so one process can open both
+/// kinds).
+pub fn tmpfs_off() -> bool {
+    std::env::var_os(NO_TMPFS_ENV).is_some_and(|v| v == "1")
+}
+
 /// The environment variable naming test hosts: `POD_TEST_HOSTS=allowed.test=127.0.0.1,b.test=127.0.0.1`.
 pub const HOSTS_ENV: &str = "POD_TEST_HOSTS";
 

@@ -335,6 +335,25 @@ pub struct SandboxSection {
     /// says).
     #[schemars(range(min = 1))]
     pub max_processes: Option<u32>,
+    /// The most the session's `$TMPDIR` may hold, its calls, hooks and MCP servers together:
+    /// bytes as an integer, or a string with a unit ("512M", "1G"; K, M, G and T are powers of
+    /// 1024), from 1M to 1T. Default "1G". Under namespaces `$TMPDIR` is then a tmpfs of that
+    /// size (in memory), and a write past it fails with ENOSPC. Layered: the smaller of the
+    /// user's and the project's; an untrusted project may only lower it. Not held under
+    /// Landlock or where each call makes namespaces of its own (`pod check` says).
+    #[schemars(with = "Option<SizeSetting>")]
+    pub max_tmpdir_size: Option<Spanned<toml::Value>>,
+}
+
+/// A size in the manifest: bytes, or a number with a unit (`"512M"`, `"1G"`).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum SizeSetting {
+    /// Bytes.
+    Bytes(u64),
+    /// A whole number followed by K, M, G or T (powers of 1024; `KiB`, `MiB`, `GiB` and `TiB`
+    /// too).
+    Text(String),
 }
 
 /// `[sandbox] env`.

@@ -31,7 +31,10 @@ pub use layers::{user_config_path, CONFIG_ENV, DEFAULTS, PROJECT_FILE};
 pub use managed::{managed_dir, Managed, MANAGED_DIR, MANAGED_ENV};
 pub use mcp::{McpConfig, McpHeaders, McpServerConfig, McpTransport};
 pub use permissions::PermissionSettings;
-pub use sandbox_section::{EnvConfig, Required, SandboxConfig, DEFAULT_MAX_PROCESSES};
+pub use sandbox_section::{
+    human_size, shown_size, EnvConfig, Required, SandboxConfig, DEFAULT_MAX_PROCESSES,
+    DEFAULT_MAX_TMPDIR_SIZE,
+};
 pub use sections::{PodSettings, ScopeConfig, ToolsConfig};
 pub use trust::{Ignored, Trust, TrustStore, Vouch};
 
@@ -631,6 +634,14 @@ impl Manifest {
                     }
                     n => n,
                 },
+                max_tmpdir_size: section
+                    .max_tmpdir_size
+                    .map(|v| {
+                        sandbox_section::parse_tmpdir_size(v.get_ref()).map_err(|why| {
+                            at(v.span().start, format!("sandbox.max_tmpdir_size: {why}"))
+                        })
+                    })
+                    .transpose()?,
                 env: section
                     .env
                     .map(|env| {
@@ -1280,6 +1291,51 @@ fn find_key(text: &str, section: &str, key: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn max_tmpdir_size_takes_sizes_and_a_bad_one_is_refused_at_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pod.toml");
+        let parse = |value: &str| {
+            let text = format!("[pod]\nname = \"t\"\n\n[sandbox]\nmax_tmpdir_size = {value}\n");
+            Manifest::parse(&text, &path).map(|m| m.sandbox.max_tmpdir_size)
+        };
+        for (value, bytes) in [
+            ("\"512M\"", 512 << 20),
+            ("\"1G\"", 1 << 30),
+            ("\"2GiB\"", 2 << 30),
+            ("\" 3 g \"", 3 << 30),
+            ("\"1T\"", 1 << 40),
+            ("1048576", 1 << 20),
+            ("\"4096K\"", 4 << 20),
+        ] {
+            assert_eq!(parse(value).unwrap(), Some(bytes), "{value}");
+        }
+        let shown = path.display().to_string();
+        for (value, why) in [
+            ("0", "must be more than 0"),
+            ("\"0G\"", "must be more than 0"),
+            ("\"lots\"", "\"lots\" is not a size"),
+            ("\"1.5G\"", "\"1.5G\" is not a size"),
+            ("\"10MB\"", "\"10MB\" is not a size"),
+            ("-5", "-5 is negative"),
+            ("true", "must be a size"),
+            ("4096", "4096 bytes is too small: at least 1M"),
+            ("\"2T\"", "2T is too large: at most 1T"),
+            ("\"99999999999999999999G\"", "is not a size"),
+        ] {
+            let err = parse(value).unwrap_err().to_string();
+            assert!(err.starts_with(&format!("{shown}:5:")), "{value}: {err}");
+            assert!(
+                err.contains("sandbox.max_tmpdir_size: ") && err.contains(why),
+                "{value}: {err}"
+            );
+        }
+        let text = "[sandbox]\nmode = \"landlock\"\n";
+        let m = Manifest::parse(text, &path).unwrap();
+        assert_eq!(m.sandbox.max_tmpdir_size, None);
+        assert_eq!(m.sandbox.max_tmpdir_size(), DEFAULT_MAX_TMPDIR_SIZE);
+    }
 
     #[test]
     fn a_managed_file_with_a_pod_section_is_refused_at_its_line() {

@@ -110,6 +110,114 @@ pub struct SandboxConfig {
     /// `max_processes`: `None` is [`DEFAULT_MAX_PROCESSES`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_processes: Option<u32>,
+    /// `max_tmpdir_size` in bytes: `None` is [`DEFAULT_MAX_TMPDIR_SIZE`]. Shown as the size in
+    /// effect, in the file's words (`"1G"`).
+    #[serde(serialize_with = "shown_tmpdir_size")]
+    pub max_tmpdir_size: Option<u64>,
+}
+
+/// `[sandbox] max_tmpdir_size` when no layer sets it: 1 GiB. `$TMPDIR` is a tmpfs, held in
+/// memory (and swap), so the default is a small share of a laptop's memory that a runaway
+/// call cannot grow past, and still more than what programs put there (compilers' and
+/// package managers' scratch files, test suites' temporary folders, `sort`'s spills).
+pub const DEFAULT_MAX_TMPDIR_SIZE: u64 = 1 << 30;
+/// The smallest `max_tmpdir_size`: below it, a shell's here-documents and a compiler's
+/// scratch files fail.
+pub const MIN_TMPDIR_SIZE: u64 = 1 << 20;
+/// The largest `max_tmpdir_size`: `$TMPDIR` is held in memory, and above this the limit bounds
+/// nothing; large data belongs in a `writable` folder on disk.
+pub const MAX_TMPDIR_SIZE: u64 = 1 << 40;
+
+/// The units of a size, largest first: each a power of 1024.
+const UNITS: [(&str, u64); 4] = [
+    ("T", 1 << 40),
+    ("G", 1 << 30),
+    ("M", 1 << 20),
+    ("K", 1 << 10),
+];
+
+/// A `max_tmpdir_size` value (an integer of bytes, or a whole number with a unit: `"512M"`,
+/// `"1G"`, `"2GiB"`) in bytes, within [`MIN_TMPDIR_SIZE`] and [`MAX_TMPDIR_SIZE`]; `Err` says
+/// what is wrong, in words for a load error.
+pub fn parse_tmpdir_size(value: &toml::Value) -> Result<u64, String> {
+    const FORM: &str = "bytes as an integer, or a string such as \"512M\" or \"1G\" (K, M, G, \
+                        T: powers of 1024)";
+    let bytes = match value {
+        toml::Value::Integer(n) => {
+            u64::try_from(*n).map_err(|_| format!("{n} is negative; it must be a size: {FORM}"))?
+        }
+        toml::Value::String(text) => {
+            let t = text.trim();
+            let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+            let (number, unit) = t.split_at(digits);
+            let unit = unit.trim();
+            let scale = if unit.is_empty() {
+                Some(1)
+            } else {
+                UNITS.iter().find_map(|(u, scale)| {
+                    let upper = unit.to_ascii_uppercase();
+                    (upper == *u || upper == format!("{u}IB")).then_some(*scale)
+                })
+            };
+            match (number.parse::<u64>(), scale) {
+                (Ok(n), Some(scale)) => n.saturating_mul(scale),
+                _ => return Err(format!("{text:?} is not a size: it must be {FORM}")),
+            }
+        }
+        other => return Err(format!("must be a size, {FORM}; got {}", other.type_str())),
+    };
+    if bytes == 0 {
+        return Err(format!(
+            "must be more than 0 (at least {}: $TMPDIR holds the shell's here-documents)",
+            shown_size(MIN_TMPDIR_SIZE)
+        ));
+    }
+    if bytes < MIN_TMPDIR_SIZE {
+        return Err(format!(
+            "{bytes} bytes is too small: at least {} (a shell's here-documents and a compiler's \
+             scratch files go there)",
+            shown_size(MIN_TMPDIR_SIZE)
+        ));
+    }
+    if bytes > MAX_TMPDIR_SIZE {
+        return Err(format!(
+            "{} is too large: at most {} ($TMPDIR is held in memory; put large data in a \
+             [sandbox] writable folder on disk)",
+            shown_size(bytes),
+            shown_size(MAX_TMPDIR_SIZE)
+        ));
+    }
+    Ok(bytes)
+}
+
+/// A size as the manifest writes it: the largest unit that divides it (`"1G"`, `"1536M"`), else
+/// bytes (`"1000000"`).
+pub fn shown_size(bytes: u64) -> String {
+    UNITS
+        .iter()
+        .find(|(_, scale)| bytes >= *scale && bytes.is_multiple_of(*scale))
+        .map(|(unit, scale)| format!("{}{unit}", bytes / scale))
+        .unwrap_or_else(|| bytes.to_string())
+}
+
+/// A size for people: `1 GiB`, `512 MiB`, `1.5 GiB`, `4096 bytes`.
+pub fn human_size(bytes: u64) -> String {
+    for (unit, scale) in UNITS {
+        if bytes >= scale {
+            let whole = bytes / scale;
+            let tenths = (bytes % scale) * 10 / scale;
+            return if tenths == 0 {
+                format!("{whole} {unit}iB")
+            } else {
+                format!("{whole}.{tenths} {unit}iB")
+            };
+        }
+    }
+    format!("{bytes} bytes")
+}
+
+fn shown_tmpdir_size<S: serde::Serializer>(size: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&shown_size(size.unwrap_or(DEFAULT_MAX_TMPDIR_SIZE)))
 }
 
 /// `[sandbox] max_processes` when no layer sets it: more than a parallel build's processes and
@@ -120,6 +228,11 @@ impl SandboxConfig {
     /// The most processes and threads one call may have at once.
     pub fn max_processes(&self) -> u32 {
         self.max_processes.unwrap_or(DEFAULT_MAX_PROCESSES)
+    }
+
+    /// The most the session's `$TMPDIR` may hold, in bytes.
+    pub fn max_tmpdir_size(&self) -> u64 {
+        self.max_tmpdir_size.unwrap_or(DEFAULT_MAX_TMPDIR_SIZE)
     }
 
     /// An untrusted project's `[sandbox]`: what would widen the user's or the defaults'
@@ -156,6 +269,17 @@ impl SandboxConfig {
             ));
             self.max_processes = None;
         }
+        if let Some(n) = self
+            .max_tmpdir_size
+            .filter(|n| *n > DEFAULT_MAX_TMPDIR_SIZE)
+        {
+            ignored.push(format!(
+                "lets the session's $TMPDIR hold up to {} (max_tmpdir_size; the default is {})",
+                human_size(n),
+                human_size(DEFAULT_MAX_TMPDIR_SIZE)
+            ));
+            self.max_tmpdir_size = None;
+        }
         ignored
     }
 
@@ -190,13 +314,14 @@ impl SandboxConfig {
                     (project, None) => project,
                 },
                 max_processes: smaller(project.max_processes, user.max_processes),
+                max_tmpdir_size: smaller(project.max_tmpdir_size, user.max_tmpdir_size),
             },
         }
     }
 }
 
-/// `max_processes` of two layers: the smaller of those set.
-fn smaller(a: Option<u32>, b: Option<u32>) -> Option<u32> {
+/// `max_processes` or `max_tmpdir_size` of two layers: the smaller of those set.
+fn smaller<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
@@ -331,5 +456,54 @@ mod max_processes_tests {
             SandboxConfig::merge((true, &with(None)), (true, &higher)).max_processes(),
             DEFAULT_MAX_PROCESSES
         );
+    }
+}
+
+#[cfg(test)]
+mod max_tmpdir_size_tests {
+    use super::{human_size, shown_size, SandboxConfig, DEFAULT_MAX_TMPDIR_SIZE};
+
+    fn with(n: Option<u64>) -> SandboxConfig {
+        SandboxConfig {
+            max_tmpdir_size: n,
+            ..SandboxConfig::default()
+        }
+    }
+
+    fn merged(user: Option<u64>, project: Option<u64>) -> u64 {
+        SandboxConfig::merge((true, &with(user)), (true, &with(project))).max_tmpdir_size()
+    }
+
+    #[test]
+    fn the_smaller_of_two_layers_wins_and_an_untrusted_project_may_only_lower_it() {
+        assert_eq!(with(None).max_tmpdir_size(), DEFAULT_MAX_TMPDIR_SIZE);
+        assert_eq!(merged(Some(64 << 20), Some(32 << 20)), 32 << 20);
+        assert_eq!(merged(Some(32 << 20), Some(64 << 20)), 32 << 20);
+        assert_eq!(merged(None, Some(8 << 20)), 8 << 20);
+        assert_eq!(merged(Some(8 << 20), None), 8 << 20);
+        assert_eq!(merged(None, None), DEFAULT_MAX_TMPDIR_SIZE);
+        let mut lower = with(Some(256 << 20));
+        assert!(lower.untrusted(&|p| p.display().to_string()).is_empty());
+        assert_eq!(lower.max_tmpdir_size, Some(256 << 20));
+        let mut higher = with(Some(4 << 30));
+        let ignored = higher.untrusted(&|p| p.display().to_string());
+        assert_eq!(higher.max_tmpdir_size, None);
+        assert!(
+            ignored
+                .iter()
+                .any(|i| i.contains("max_tmpdir_size") && i.contains("4 GiB")),
+            "{ignored:?}"
+        );
+    }
+
+    #[test]
+    fn sizes_are_shown_in_the_files_words_and_for_people() {
+        assert_eq!(shown_size(1 << 30), "1G");
+        assert_eq!(shown_size(1536 << 20), "1536M");
+        assert_eq!(shown_size(1_000_000), "1000000");
+        assert_eq!(human_size(1 << 30), "1 GiB");
+        assert_eq!(human_size(1536 << 20), "1.5 GiB");
+        assert_eq!(human_size(4 << 20), "4 MiB");
+        assert_eq!(human_size(512), "512 bytes");
     }
 }

@@ -286,6 +286,7 @@ mod tests {
                     [skills]\ndirectories = [\"skills\"]\n\
                     [[hooks.pre_tool_call]]\ncommand = [\"true\"]\ntools = [\"bash\"]\n\
                     [sandbox]\nrequired = \"landlock\"\nnetwork = \"deny\"\nexec_gate = true\n\
+                    max_tmpdir_size = \"512M\"\n\
                     readable = [\"/opt\"]\n\
                     [sandbox.env]\npass = [\"LANG\"]\nset = { TOKEN = \"s3cret\" }\n\
                     [mcp.servers.local]\ncommand = \"echo\"\nargs = [\"a\"]\n\
@@ -308,6 +309,7 @@ mod tests {
             "tools = [\"bash\"]",
             "required = \"landlock\"",
             "exec_gate = true",
+            "max_tmpdir_size = \"512M\"",
             "readable = [\"/opt\"]",
             "pass = [\"LANG\"]",
             "TOKEN = \"<hidden>\"",

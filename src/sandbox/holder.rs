@@ -94,6 +94,9 @@ pub struct Holder {
     proc_read_only: bool,
     /// The highest capability number this kernel knows.
     cap_last: i32,
+    /// The holder's root folder (`/proc/<pid>/root`): where the pod reaches what the view
+    /// mounts (the session's `$TMPDIR` tmpfs, `super::tmpfs`).
+    root: OwnedFd,
     /// The holder's stdin: when the pod drops it (or dies), `cat` sees EOF and the holder ends.
     _stdin: std::fs::File,
 }
@@ -202,6 +205,12 @@ impl Holder {
             .ok()
             .and_then(|s| s.trim().parse().ok())
             .unwrap_or(63);
+        let root = std::fs::File::open(format!("/proc/{child}/root"))
+            .map(OwnedFd::from)
+            .map_err(|source| HolderError::Open {
+                what: "root folder",
+                source,
+            })?;
         Ok(Holder {
             outer,
             inner,
@@ -215,8 +224,15 @@ impl Holder {
             session_net: wrap.session_net(),
             proc_read_only,
             cap_last,
+            root,
             _stdin: stdin,
         })
+    }
+
+    /// The session's view as the pod reaches it: the holder's root folder.
+    pub fn root(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.root.as_fd()
     }
 
     /// The `pre_exec` step that puts a forked child into the session's namespaces (see the

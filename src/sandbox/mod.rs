@@ -3,11 +3,14 @@
 //! Owns: the session's Landlock domain ([`domain`]: writes only beneath the writable folders, a
 //! private `$TMPDIR` per session and the device files a shell needs; optionally no TCP), the
 //! `$TMPDIR` folder itself (created and locked at open, removed when the [`Sandbox`] drops; the
-//! unlocked ones of pods that were killed are removed at the next open), what the kernel
+//! unlocked ones of pods that were killed are removed at the next open; under namespaces with
+//! the holder, a tmpfs of `[sandbox] max_tmpdir_size` over it in the session's view, which
+//! pod's own tools reach through [`tmpfs`]), what the kernel
 //! can enforce and what is reported about it ([`plan`], [`SandboxInfo`]), putting a child into
 //! the domain before `exec` ([`Sandbox::prepare`], [`Sandbox::pre_exec`]), the lifetime of the
 //! processes a call starts ([`reaper`]), and reading a denial out of a command's output
-//! ([`Sandbox::blocked_writes`]), and each call's process limit ([`cgroup`]: the session's pids
+//! ([`Sandbox::blocked_writes`]; a full `$TMPDIR`, [`Sandbox::tmpdir_full`]), and each call's
+//! process limit ([`cgroup`]: the session's pids
 //! cgroup, a call's made by [`Sandbox::prepare`] and entered first in `pre_exec`). The exec
 //! gate ([`gate`]) lives beside it: whether it is on is the sandbox's to say
 //! ([`Sandbox::gate_on`], `initialize.sandbox.execGate`); the attach seam is
@@ -28,6 +31,7 @@ pub mod netns;
 pub mod planted;
 pub mod reaper;
 pub mod seccomp;
+pub mod tmpfs;
 
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -145,14 +149,18 @@ pub struct Plan {
     /// explicit `max_processes` not held is a gap too; the default is not, as with the exec
     /// gate's default: most machines let only root make cgroups).
     pub pids: Result<cgroup::Parent, String>,
+    /// `$TMPDIR`'s size limit in bytes where it will hold (a tmpfs in the session's view,
+    /// [`tmpfs`]), or why it will not (`$TMPDIR` is then a folder on the host's disk).
+    pub tmpdir: Result<u64, String>,
 }
 
 /// What falling back from namespaces to Landlock loses, in words.
 pub const LOST_WITHOUT_NAMESPACES: &str = "metadata changes outside the writable folders \
      (chmod, chown, touch, setcap), reads of secrets (masked folders, `read` deny rules, other \
      processes' /proc), the read-only binds of protected files inside the workspace, UDP, DNS \
-     and Unix sockets under network = \"deny\", other terminals (/dev/pts), and the PID \
-     namespace that kills a call's processes with the pod";
+     and Unix sockets under network = \"deny\", other terminals (/dev/pts), the PID \
+     namespace that kills a call's processes with the pod, and $TMPDIR's size limit \
+     ([sandbox] max_tmpdir_size: $TMPDIR is a folder on the host's disk)";
 
 /// The kernel's Landlock ABI as the pod sees it: 0 under `POD_TEST_NO_LANDLOCK=1`.
 pub fn kernel_abi() -> u32 {
@@ -178,8 +186,74 @@ pub fn plan(config: &SandboxConfig) -> Plan {
     let mut plan = plan_for(config, kernel_abi(), namespaces, session_net);
     if config.mode != SandboxMode::Off {
         add_pids(&mut plan, config, cgroup::probe());
+        let sized = match &plan.bwrap {
+            None => Err(NOT_IN_NAMESPACES.to_string()),
+            Some(_) if crate::testing::holder_off() => Err(format!(
+                "each call makes namespaces of its own (the session's are not held: \
+                 {}=1), {PER_CALL_TMPFS}",
+                crate::testing::NO_HOLDER_ENV
+            )),
+            Some(_) if crate::testing::tmpfs_off() => Err(format!(
+                "$TMPDIR is kept on the host ({}=1)",
+                crate::testing::NO_TMPFS_ENV
+            )),
+            Some(bwrap) => namespaces::sizes_tmpfs(bwrap),
+        };
+        add_tmpdir(&mut plan, config, sized);
     }
     plan
+}
+
+/// Why `$TMPDIR` is not a tmpfs under Landlock.
+const NOT_IN_NAMESPACES: &str = "calls do not run in the session's namespaces, where the tmpfs \
+                                 is made";
+
+/// Why a call that makes namespaces of its own keeps the host folder.
+const PER_CALL_TMPFS: &str = "and a tmpfs of a call's own would lose its files when the call ends";
+
+/// The guarantee of `$TMPDIR`'s size limit where `held`, else why not: a gap where calls run in
+/// namespaces (the per-call fall-back, a `bwrap` without `--size`) or where `mode = "landlock"`
+/// and `max_tmpdir_size` is set (refusing `required = true`); the Landlock fall-back's own gap
+/// names it ([`LOST_WITHOUT_NAMESPACES`]); the default under `mode = "landlock"` is reported
+/// (`pod check`'s `$TMPDIR:` line, a warning at open) but no gap, as the other namespace
+/// guarantees a configured Landlock does not hold.
+fn add_tmpdir(plan: &mut Plan, config: &SandboxConfig, held: Result<(), String>) {
+    let size = config.max_tmpdir_size();
+    plan.tmpdir = match held {
+        Ok(()) => {
+            plan.info.guarantees.push(tmpdir_guarantee(size));
+            Ok(size)
+        }
+        Err(why) => {
+            let asked = plan.bwrap.is_some()
+                || (config.mode == SandboxMode::Landlock && config.max_tmpdir_size.is_some());
+            if asked {
+                plan.gaps.push(tmpdir_gap(size, &why));
+                if config.required == Required::All {
+                    plan.refuses = true;
+                }
+            }
+            Err(why)
+        }
+    };
+}
+
+/// The guarantee of `$TMPDIR`'s size limit, in words.
+pub fn tmpdir_guarantee(size: u64) -> String {
+    format!(
+        "$TMPDIR: at most {} (a tmpfs, shared by the session's calls, hooks and MCP servers; \
+         [sandbox] max_tmpdir_size): a write past it fails with ENOSPC",
+        crate::manifest::human_size(size)
+    )
+}
+
+/// Why `[sandbox] max_tmpdir_size` is not held, in words.
+pub fn tmpdir_gap(size: u64, why: &str) -> String {
+    format!(
+        "$TMPDIR is not size-limited ([sandbox] max_tmpdir_size = \"{}\"): it is a folder on \
+         the host's disk, since {why}",
+        crate::manifest::shown_size(size)
+    )
 }
 
 /// The guarantee of the per-call process limit, or why it is not held: an explicit
@@ -239,6 +313,7 @@ fn plan_for(
             gaps: Vec::new(),
             refuses: config.required > Required::No,
             pids: Err("the sandbox is off".to_string()),
+            tmpdir: Err("the sandbox is off".to_string()),
         };
     }
     let mut gaps = Vec::new();
@@ -317,6 +392,7 @@ fn plan_for(
                     gaps,
                     refuses: false,
                     pids: Err(String::new()),
+                    tmpdir: Err(String::new()),
                 };
             }
             Err(why) => gaps.push(format!(
@@ -409,6 +485,7 @@ fn plan_for(
         gaps,
         refuses,
         pids: Err(String::new()),
+        tmpdir: Err(String::new()),
     }
 }
 
@@ -478,6 +555,9 @@ pub struct Sandbox {
     sentinels: Vec<planted::Sentinel>,
     /// The session's pids cgroup, in which each call gets one with its limit ([`cgroup`]).
     pids: Option<Arc<cgroup::Session>>,
+    /// `$TMPDIR` as a size-limited tmpfs in the session's view, as pod's own process reaches
+    /// it ([`tmpfs`]); `None` where `$TMPDIR` is the host folder.
+    tmpfs: Option<tmpfs::Registered>,
 }
 
 impl Sandbox {
@@ -506,6 +586,7 @@ impl Sandbox {
             session_net: None,
             sentinels: Vec::new(),
             pids: None,
+            tmpfs: None,
         }
     }
 
@@ -585,7 +666,8 @@ impl Sandbox {
                 missing.push(folder);
             }
         }
-        writable.push(path::resolve(tmpdir.path()));
+        let tmp = path::resolve(tmpdir.path());
+        writable.push(tmp.clone());
         // No Unix sockets under `deny` and `proxy` in namespaces: a pathname socket of a helper
         // outside would be a way out past the namespace.
         let filters = Arc::new(seccomp::Filters::build(
@@ -595,6 +677,9 @@ impl Sandbox {
         let mut ruleset = None;
         let mut session_net = None;
         let mut repositories: Vec<PathBuf> = Vec::new();
+        // `$TMPDIR`'s size limit, where the plan holds it; `sized` once the view mounts it.
+        let planned = plan.tmpdir.as_ref().ok().copied();
+        let mut sized = None;
         if let Some(bwrap) = &plan.bwrap {
             let network = match config.network {
                 NetworkAccess::Allow => namespaces::Network::Host,
@@ -610,11 +695,10 @@ impl Sandbox {
             layout.proc_read_only = exec_gate;
             layout.hidden_home = config.readable.as_deref().and_then(hidden_home);
             repositories = layout.repositories.clone();
-            wrap = Some(Arc::new(namespaces::Wrap::new(
-                bwrap.clone(),
-                &layout,
-                filters.bytes(),
-            )?));
+            let mut w = namespaces::Wrap::new(bwrap.clone(), &layout, filters.bytes())?;
+            // The holder's view only: a call's own `bwrap` keeps the host folder.
+            sized = planned.filter(|size| w.tmpfs_at(&tmp, *size));
+            wrap = Some(Arc::new(w));
             // A second layer under the namespaces: Landlock's scopes. Not for a setuid `bwrap`
             // run by another user than root, which `no_new_privs` would stop from starting.
             if !setuid_for_us(bwrap) {
@@ -632,19 +716,60 @@ impl Sandbox {
         }
         // The session's namespaces, made once; where they cannot be held, each call makes its
         // own (the same guarantees, 3 to 5 ms more per call).
-        let holder = match &wrap {
+        let mut not_held = None;
+        let mut holder = match &wrap {
             Some(_) if crate::testing::holder_off() => None,
             Some(wrap) => match holder::Holder::start(wrap, exec_gate) {
                 Ok(h) => Some(Arc::new(h)),
                 Err(e) => {
                     tracing::warn!("sandbox: {e}; each call makes namespaces of its own");
+                    not_held = Some(format!(
+                        "each call makes namespaces of its own (the session's cannot be held: \
+                         {e}), {PER_CALL_TMPFS}"
+                    ));
                     None
                 }
             },
             None => None,
         };
+        // `$TMPDIR` a tmpfs in the session's view: reached by pod's own tools through the
+        // holder's root, or not at all (and then the host folder, for every call).
+        let mut tmpfs = None;
+        if let (Some(size), Some(h)) = (sized, &holder) {
+            match tmpfs::View::open(h.root(), &tmp, size) {
+                Ok(view) => tmpfs = Some(view.register()),
+                Err(e) => {
+                    tracing::warn!("sandbox: {e}; each call makes namespaces of its own");
+                    not_held = Some(format!(
+                        "pod's own tools cannot reach the tmpfs ({e}), so each call makes \
+                         namespaces of its own, {PER_CALL_TMPFS}"
+                    ));
+                    holder = None;
+                }
+            }
+        }
         let mut info = plan.info;
         info.exec_gate = exec_gate;
+        if let (Some(size), None) = (planned, &tmpfs) {
+            let why = not_held
+                .unwrap_or_else(|| "the session's view has no $TMPDIR to mount it on".to_string());
+            let gap = tmpdir_gap(size, &why);
+            if config.required == Required::All {
+                return Err(SandboxError::Unenforceable {
+                    required: config.required.shown(),
+                    reasons: vec![gap],
+                });
+            }
+            let held = tmpdir_guarantee(size);
+            info.guarantees.retain(|g| *g != held);
+            tracing::warn!("sandbox: {gap}");
+        } else if let Err(why) = &plan.tmpdir {
+            // A gap was logged with the others; the default under `mode = "landlock"` is not
+            // one, and is said here.
+            if !plan.gaps.iter().any(|g| g.starts_with("$TMPDIR")) {
+                tracing::warn!("sandbox: {}", tmpdir_gap(config.max_tmpdir_size(), why));
+            }
+        }
         let limit = config.max_processes();
         let pids = match &plan.pids {
             Ok(parent) => match cgroup::Session::create(parent, limit) {
@@ -720,6 +845,7 @@ impl Sandbox {
             session_net,
             sentinels,
             pids,
+            tmpfs,
         })
     }
 
@@ -981,6 +1107,41 @@ impl Sandbox {
             }
         }
         found
+    }
+
+    /// Where `$TMPDIR` is the session's size-limited tmpfs and `output` tells of a write that
+    /// failed for lack of space (`ENOSPC`, "No space left on device") there, the note that says
+    /// so: a line naming a path in `$TMPDIR`, or naming no path while the tmpfs is nearly full
+    /// (a line naming a path elsewhere is another file system's).
+    pub fn tmpdir_full(&self, output: &str) -> Option<String> {
+        let view = self.tmpfs.as_ref()?.view();
+        let tmp = path::resolve(self.tmpdir()?);
+        let mut named_here = false;
+        let mut unnamed = false;
+        for line in output
+            .lines()
+            .filter(|l| l.contains("No space left on device"))
+        {
+            let absolute: Vec<PathBuf> = path_candidates(line)
+                .into_iter()
+                .map(|c| path::resolve_in(&self.workspace, Path::new(c)))
+                .collect();
+            named_here |= absolute.iter().any(|p| p.starts_with(&tmp));
+            unnamed |= absolute.is_empty();
+        }
+        let (used, total) = view.usage()?;
+        let nearly_full = used.saturating_mul(10) >= total.saturating_mul(9);
+        if !(named_here || unnamed && nearly_full) {
+            return None;
+        }
+        Some(format!(
+            "[sandbox: $TMPDIR is full: it holds at most {} for the whole session ([sandbox] \
+             max_tmpdir_size, a tmpfs shared by its calls, hooks and MCP servers; {} in use \
+             now), so a write past it failed with ENOSPC (\"No space left on device\"); remove \
+             files there, or write large data in the workspace]\n",
+            crate::manifest::human_size(view.size()),
+            crate::manifest::human_size(used)
+        ))
     }
 
     /// Whether `output` tells of a network connection the sandbox refused (`network = "deny"`
@@ -1498,6 +1659,55 @@ mod tests {
         let mut p = plan_for(&c, 7, bwrap(), Ok(()));
         add_pids(&mut p, &c, Err("not writable".into()));
         assert!(!p.refuses && p.gaps.len() == 1, "{p:?}");
+    }
+
+    #[test]
+    fn the_tmpdir_limit_is_a_guarantee_where_held_and_a_gap_where_calls_run_in_namespaces() {
+        let bwrap = || Ok(PathBuf::from("/usr/bin/bwrap"));
+        let held = |p: &Plan| p.info.guarantees.iter().any(|g| g.starts_with("$TMPDIR"));
+        let mut c = config(SandboxMode::Namespaces, NetworkAccess::Allow, Required::All);
+        let mut p = plan_for(&c, 7, bwrap(), Ok(()));
+        add_tmpdir(&mut p, &c, Ok(()));
+        assert!(p.info.guarantees.contains(
+            &"$TMPDIR: at most 1 GiB (a tmpfs, shared by the \
+             session's calls, hooks and MCP servers; [sandbox] max_tmpdir_size): a write past it \
+             fails with ENOSPC"
+                .to_string()
+        ));
+        assert_eq!(p.tmpdir, Ok(1 << 30));
+        assert!(p.gaps.is_empty() && !p.refuses, "{p:?}");
+        // The per-call fall-back (or a bwrap without --size): a gap, and `required = true`
+        // refuses; `required = "namespaces"` does not (the namespaces hold).
+        let mut p = plan_for(&c, 7, bwrap(), Ok(()));
+        add_tmpdir(&mut p, &c, Err("a call's own".into()));
+        assert!(!held(&p) && p.refuses, "{p:?}");
+        assert!(
+            p.gaps[0].contains("max_tmpdir_size = \"1G\"") && p.gaps[0].contains("a call's own"),
+            "{p:?}"
+        );
+        c.required = Required::Namespaces;
+        let mut p = plan_for(&c, 7, bwrap(), Ok(()));
+        add_tmpdir(&mut p, &c, Err("a call's own".into()));
+        assert!(!p.refuses && p.gaps.len() == 1, "{p:?}");
+        // The Landlock fall-back's own gap names it.
+        let mut p = plan_for(&c, 7, no_ns(), no_net());
+        add_tmpdir(&mut p, &c, Err(NOT_IN_NAMESPACES.into()));
+        assert!(
+            p.gaps.len() == 1 && p.gaps[0].contains("$TMPDIR's size limit"),
+            "{p:?}"
+        );
+        // `mode = "landlock"`: the default is no gap; an explicit size is one.
+        let mut c = config(SandboxMode::Landlock, NetworkAccess::Allow, Required::All);
+        let mut p = plan_for(&c, 7, no_ns(), no_net());
+        add_tmpdir(&mut p, &c, Err(NOT_IN_NAMESPACES.into()));
+        assert!(
+            p.gaps.is_empty() && !p.refuses && p.tmpdir.is_err(),
+            "{p:?}"
+        );
+        c.max_tmpdir_size = Some(64 << 20);
+        let mut p = plan_for(&c, 7, no_ns(), no_net());
+        add_tmpdir(&mut p, &c, Err(NOT_IN_NAMESPACES.into()));
+        assert!(p.refuses && p.gaps[0].contains("\"64M\""), "{p:?}");
     }
 
     #[test]

@@ -2,11 +2,13 @@
 //! Codex and Claude Code use) driven by pod, with the mount view, the namespaces and the seccomp
 //! filter built once per session and handed to `bwrap` at each spawn.
 //!
-//! Owns: finding and probing `bwrap` ([`available`]), the session's mount view and namespace
+//! Owns: finding and probing `bwrap` ([`available`], [`sizes_tmpfs`]), the session's mount view
+//! and namespace
 //! flags ([`Layout`], [`Wrap::new`]), and the command line that starts a program inside
 //! ([`Wrap::command`]). The view: `/` read-only; a fresh `/dev` (no other terminal's
 //! `/dev/pts/N`) and a fresh `/proc` (only the call's processes); the writable folders and
-//! `$TMPDIR` writable; inside them, pod's protected paths, the files tools re-read as
+//! `$TMPDIR` writable (in the holder's view `$TMPDIR` is a size-limited tmpfs instead of the
+//! host folder: [`Wrap::tmpfs_at`]); inside them, pod's protected paths, the files tools re-read as
 //! configuration and the files a `file_write` deny rule matches bound read-only; what a `read`
 //! deny rule matches and the secret folders of `$HOME` masked (an empty read-only folder, or
 //! `/dev/null` for a file). New user, mount, PID, IPC, UTS and cgroup namespaces for every call,
@@ -123,6 +125,31 @@ fn probe() -> Result<PathBuf, String> {
     }
 }
 
+/// Whether `bwrap` can size a tmpfs (`--size`, bubblewrap 0.5 and newer), probed once per
+/// process from its `--help`: `Err` says why not.
+pub fn sizes_tmpfs(bwrap: &Path) -> Result<(), String> {
+    static PROBE: OnceLock<Result<(), String>> = OnceLock::new();
+    PROBE
+        .get_or_init(|| {
+            let out = std::process::Command::new(bwrap)
+                .arg("--help")
+                .env_clear()
+                .stdin(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .output()
+                .map_err(|e| format!("cannot run {} --help: {e}", bwrap.display()))?;
+            if String::from_utf8_lossy(&out.stdout).contains("--size") {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{} has no --size for a tmpfs (bubblewrap 0.5 or newer has)",
+                    bwrap.display()
+                ))
+            }
+        })
+        .clone()
+}
+
 /// What the mount view holds, as absolute, symlink-resolved paths.
 #[derive(Debug, Clone, Default)]
 pub struct Layout {
@@ -169,6 +196,9 @@ pub struct Wrap {
     /// The session's network namespace, entered in the child before `bwrap` runs.
     net: Option<Arc<SessionNet>>,
     args: Vec<OsString>,
+    /// The holder's command line, when it differs from a call's: `$TMPDIR` a size-limited
+    /// tmpfs instead of the host folder ([`Wrap::tmpfs_at`]).
+    holder_args: Option<Vec<OsString>>,
     /// memfds holding the two programs; each spawn opens them afresh through `/proc/self/fd`
     /// so that concurrent spawns never share a file offset.
     _memfds: Vec<OwnedFd>,
@@ -291,9 +321,37 @@ impl Wrap {
                 _ => None,
             },
             args,
+            holder_args: None,
             _memfds: memfds,
             reopen,
         })
+    }
+
+    /// Makes the writable folder `dir` a tmpfs of `size` bytes (mode 0700) in the holder's
+    /// view, in place of the bind of the host folder: what the session's calls, hooks and MCP
+    /// servers see there, shared by all of them for the session (`super::tmpfs`). A call's own
+    /// `bwrap` (the fall-back) keeps the host folder: a tmpfs of its own would lose its files
+    /// when the call ends. False when `dir` is not a writable folder of the view.
+    pub fn tmpfs_at(&mut self, dir: &Path, size: u64) -> bool {
+        let bind = [OsStr::new("--bind"), dir.as_os_str(), dir.as_os_str()];
+        let Some(at) = self.args.windows(3).position(|w| w == bind) else {
+            return false;
+        };
+        let mut holder = self.args[..at].to_vec();
+        holder.extend(
+            [
+                OsStr::new("--perms"),
+                OsStr::new("0700"),
+                OsStr::new("--size"),
+                OsStr::new(&size.to_string()),
+                OsStr::new("--tmpfs"),
+                dir.as_os_str(),
+            ]
+            .map(OsStr::to_os_string),
+        );
+        holder.extend_from_slice(&self.args[at + 3..]);
+        self.holder_args = Some(holder);
+        true
     }
 
     /// A command that runs `program` inside; the caller adds its arguments.
@@ -307,7 +365,7 @@ impl Wrap {
     /// reporting its child's pid on `info_fd`.
     pub fn holder_command(&self, info_fd: i32) -> std::process::Command {
         let mut cmd = std::process::Command::new(&self.bwrap);
-        cmd.args(&self.args)
+        cmd.args(self.holder_args.as_ref().unwrap_or(&self.args))
             .arg("--info-fd")
             .arg(info_fd.to_string())
             .arg("--")
@@ -358,9 +416,14 @@ impl Wrap {
         program == self.bwrap.as_os_str()
     }
 
-    /// The `bwrap` arguments (for `pod check` and tests).
+    /// The `bwrap` arguments of a call's own `bwrap` (for `pod check` and tests).
     pub fn args(&self) -> &[OsString] {
         &self.args
+    }
+
+    /// The holder's `bwrap` arguments.
+    pub fn holder_args(&self) -> &[OsString] {
+        self.holder_args.as_ref().unwrap_or(&self.args)
     }
 }
 

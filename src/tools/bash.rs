@@ -424,6 +424,9 @@ fn sandbox_note(sandbox: &Sandbox, output: &str) -> String {
             _ => "network connection blocked by the sandbox ([sandbox] network = \"deny\")\n",
         });
     }
+    if let Some(full) = sandbox.tmpdir_full(output) {
+        note.push_str(&full);
+    }
     let blocked = sandbox.blocked_writes(output);
     if blocked.is_empty() {
         return note;

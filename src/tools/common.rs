@@ -1,6 +1,7 @@
 //! Helpers shared by the built-in tools: input parsing with field-naming errors, input schemas,
-//! path resolution against the workspace, the walk of `grep` and `glob` and what it withheld,
-//! and capped output text.
+//! path resolution against the workspace, the walk of `grep` and `glob` (which walks a session's
+//! `$TMPDIR` tmpfs through its view, `sandbox::tmpfs`) and what it withheld, and capped output
+//! text.
 //!
 //! Owns: how a tool turns raw JSON into its typed input (and the wording of bad-input errors),
 //! how paths in inputs are resolved and shown, and how withheld files are reported. Must not
@@ -15,6 +16,7 @@ use serde_json::Value;
 
 use crate::permission::LinkDenial;
 use crate::protocol::RuleRef;
+use crate::sandbox::tmpfs;
 
 /// Why a tool's input was rejected; `field` names the offending input field when there is one.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -155,7 +157,7 @@ pub fn display(workspace: &Path, path: &Path) -> String {
 
 /// A walk under `root` that honours `.gitignore`, `.ignore` and git excludes (also outside a git
 /// repository), skips hidden files and folders, and visits entries sorted by name.
-pub fn walker(root: &Path) -> ignore::Walk {
+fn walker(root: &Path) -> ignore::Walk {
     ignore::WalkBuilder::new(root)
         .require_git(false)
         .git_global(false)
@@ -163,13 +165,105 @@ pub fn walker(root: &Path) -> ignore::Walk {
         .build()
 }
 
-/// The root folder or file of a search: `path` resolved, or the workspace; it must exist.
+/// One entry a [`walk`] met, named by its host path.
+pub struct Found {
+    pub path: PathBuf,
+    /// 0 for the root.
+    pub depth: usize,
+    pub file_type: Option<std::fs::FileType>,
+}
+
+/// A [`walk`] in progress: the walks of the folders entered, innermost last.
+pub struct Walk {
+    stack: Vec<Level>,
+}
+
+/// One walk of a [`Walk`]: of the host's folders, or of a session's `$TMPDIR` tmpfs reached
+/// through its view (`sandbox::tmpfs`), whose entries are named by their host paths again.
+struct Level {
+    walk: ignore::Walk,
+    /// The folder's host path and how it was reached, for a walk through a view.
+    through: Option<(PathBuf, crate::permission::path::Reached)>,
+    /// The depth of its root in the whole walk.
+    depth: usize,
+}
+
+/// A walk under `root` (`.gitignore` honoured, hidden files skipped, sorted by name) that sees
+/// what the sandboxed processes see: a session's `$TMPDIR` (a tmpfs in the session's mount view,
+/// over an empty host folder), whether `root` lies in it or the walk meets it, is walked through
+/// its view, and its entries are named by their host paths.
+pub fn walk(root: &Path) -> Walk {
+    Walk {
+        stack: vec![level(root, 0)],
+    }
+}
+
+fn level(root: &Path, depth: usize) -> Level {
+    let reached = tmpfs::reach(root);
+    if reached.is_redirected() {
+        Level {
+            walk: walker(&reached),
+            through: Some((root.to_path_buf(), reached)),
+            depth,
+        }
+    } else {
+        Level {
+            walk: walker(root),
+            through: None,
+            depth,
+        }
+    }
+}
+
+impl Iterator for Walk {
+    type Item = Result<Found, ignore::Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let top = self.stack.last_mut()?;
+            let entry = match top.walk.next() {
+                None => {
+                    self.stack.pop();
+                    continue;
+                }
+                Some(Err(e)) => return Some(Err(e)),
+                Some(Ok(entry)) => entry,
+            };
+            // A nested walk's root is the entry that started it.
+            if entry.depth() == 0 && top.depth > 0 {
+                continue;
+            }
+            let depth = top.depth + entry.depth();
+            let file_type = entry.file_type();
+            let (path, in_view) = match &top.through {
+                Some((host, reached)) => (tmpfs::back(host, reached, entry.path()), true),
+                None => (entry.into_path(), false),
+            };
+            // The host folder of a session's `$TMPDIR` is empty: its tmpfs is walked instead.
+            if !in_view
+                && depth > 0
+                && file_type.is_some_and(|t| t.is_dir())
+                && tmpfs::covers(&path)
+            {
+                self.stack.push(level(&path, depth));
+            }
+            return Some(Ok(Found {
+                path,
+                depth,
+                file_type,
+            }));
+        }
+    }
+}
+
+/// The root folder or file of a search: `path` resolved, or the workspace; it must exist (as
+/// the sandboxed processes see it: beneath a session's `$TMPDIR`, in its tmpfs).
 pub fn search_root(workspace: &Path, path: Option<&str>) -> Result<PathBuf, String> {
     let root = match path {
         Some(p) => resolve(workspace, "path", p).map_err(|e| e.to_string())?,
         None => workspace.to_path_buf(),
     };
-    if !root.exists() {
+    if !tmpfs::reach(&crate::permission::path::normalize(&root)).exists() {
         return Err(format!("path not found: {}", display(workspace, &root)));
     }
     Ok(root)
@@ -303,6 +397,65 @@ impl HeadTail {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A session's `$TMPDIR` is a tmpfs over an empty host folder: a walk rooted in it, or one
+    /// that meets it, walks what the sandboxed processes see there, named by host paths; and
+    /// a file there opens beneath it, following no symlink.
+    #[test]
+    fn a_walk_and_an_open_see_a_tmpdir_through_its_view() {
+        use super::super::confined;
+        let top = tempfile::tempdir().unwrap();
+        let top = top.path().canonicalize().unwrap();
+        std::fs::write(top.join("a.txt"), "a").unwrap();
+        std::fs::create_dir(top.join("tmpd")).unwrap();
+        let real = tempfile::tempdir().unwrap();
+        let real = real.path().canonicalize().unwrap();
+        std::fs::create_dir(real.join("sub")).unwrap();
+        std::fs::write(real.join("sub/needle.txt"), "needle").unwrap();
+        std::os::unix::fs::symlink(top.join("a.txt"), real.join("link")).unwrap();
+        let _view = tmpfs::fake(&top.join("tmpd"), &real);
+        let files = |root: &Path| -> Vec<(PathBuf, usize)> {
+            walk(root)
+                .flatten()
+                .filter(|f| f.file_type.is_some_and(|t| !t.is_dir()))
+                .map(|f| (f.path, f.depth))
+                .collect()
+        };
+        assert_eq!(
+            files(&top),
+            [
+                (top.join("a.txt"), 1),
+                (top.join("tmpd/link"), 2),
+                (top.join("tmpd/sub/needle.txt"), 3)
+            ]
+        );
+        assert_eq!(
+            files(&top.join("tmpd")),
+            [
+                (top.join("tmpd/link"), 1),
+                (top.join("tmpd/sub/needle.txt"), 2)
+            ]
+        );
+        assert!(search_root(&top, Some("tmpd/sub/needle.txt")).is_ok());
+        let mut text = String::new();
+        std::io::Read::read_to_string(
+            &mut confined::open_read(&top.join("tmpd/sub/needle.txt")).unwrap(),
+            &mut text,
+        )
+        .unwrap();
+        assert_eq!(text, "needle");
+        let err = confined::open_read(&top.join("tmpd/link")).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ELOOP), "{err}");
+        confined::write_atomic(&top, &top.join("tmpd/sub/new.txt"), b"n").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(real.join("sub/new.txt")).unwrap(),
+            "n"
+        );
+        assert!(
+            !top.join("tmpd/sub").exists(),
+            "the host folder stays empty"
+        );
+    }
 
     #[derive(Debug, serde::Deserialize, JsonSchema)]
     #[serde(deny_unknown_fields)]

@@ -14,6 +14,11 @@
 //! gives the same guarantee with one system call per component (and that is all other Unixes
 //! get). Why `rustix` and not `cap-std`: docs/architecture.md.
 //!
+//! A target beneath a session's `$TMPDIR`, which is a tmpfs in the session's mount view only,
+//! is opened the same way beneath that tmpfs's descriptor (`sandbox::tmpfs::beneath`), with
+//! `RESOLVE_BENEATH` for reads too: what the sandboxed processes wrote there, not the empty
+//! host folder.
+//!
 //! Must not touch: permission decisions or scope (the runtime pins and checks the target).
 
 use std::ffi::{OsStr, OsString};
@@ -27,6 +32,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, CWD};
 use rustix::io::Errno;
+
+use crate::sandbox::tmpfs;
 
 const DIR: OFlags = OFlags::RDONLY
     .union(OFlags::DIRECTORY)
@@ -113,9 +120,22 @@ fn walk(start: BorrowedFd<'_>, rel: &Path, create: bool) -> io::Result<OwnedFd> 
     Ok(current)
 }
 
+/// Opens the folder `rel` (plain, relative) beneath the folder `start` without following any
+/// symlink or leaving `start`; with `create`, missing folders are created.
+fn open_beneath(start: BorrowedFd<'_>, rel: &Path, create: bool) -> io::Result<OwnedFd> {
+    if rel.as_os_str().is_empty() {
+        return Ok(rustix::fs::openat(start, ".", DIR, Mode::empty())?);
+    }
+    match open2(start, rel, DIR, true) {
+        Some(Ok(fd)) => Ok(fd),
+        Some(Err(e)) if e.kind() != io::ErrorKind::NotFound || !create => Err(e),
+        _ => walk(start, rel, create),
+    }
+}
+
 /// Opens the folder `dir` (absolute, symlink-free) beneath `root` (absolute, symlink-free, equal
 /// to or above `dir`) without following any symlink; with `create`, missing folders (`root`'s
-/// too) are created.
+/// too) are created. Beneath a session's `$TMPDIR` tmpfs, beneath its descriptor.
 pub fn open_dir(root: &Path, dir: &Path, create: bool) -> io::Result<OwnedFd> {
     let rel = dir.strip_prefix(root).map_err(|_| {
         io::Error::new(
@@ -123,6 +143,9 @@ pub fn open_dir(root: &Path, dir: &Path, create: bool) -> io::Result<OwnedFd> {
             format!("{} is not inside {}", dir.display(), root.display()),
         )
     })?;
+    if let Some((view, inside)) = tmpfs::beneath(dir) {
+        return open_beneath(view.dir(), &inside, create);
+    }
     let root_fd = match open2(CWD, root, DIR, false) {
         Some(Ok(fd)) => fd,
         Some(Err(e)) if e.kind() != io::ErrorKind::NotFound || !create => return Err(e),
@@ -138,16 +161,33 @@ pub fn open_dir(root: &Path, dir: &Path, create: bool) -> io::Result<OwnedFd> {
     if rel.as_os_str().is_empty() {
         return Ok(root_fd);
     }
-    match open2(root_fd.as_fd(), rel, DIR, true) {
-        Some(Ok(fd)) => Ok(fd),
-        Some(Err(e)) if e.kind() != io::ErrorKind::NotFound || !create => Err(e),
-        _ => walk(root_fd.as_fd(), rel, create),
-    }
+    open_beneath(root_fd.as_fd(), rel, create)
 }
 
 /// Opens the file at `path` (absolute, symlink-free) for reading without following any symlink.
 pub fn open_read(path: &Path) -> io::Result<File> {
     let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY;
+    if let Some((view, inside)) = tmpfs::beneath(path) {
+        let rel = if inside.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            inside.as_path()
+        };
+        if let Some(result) = open2(view.dir(), rel, flags, true) {
+            return result.map(File::from);
+        }
+        let (parent, name) = match (rel.parent(), rel.file_name()) {
+            (Some(parent), Some(name)) => (parent, name),
+            _ => (Path::new(""), std::ffi::OsStr::new(".")),
+        };
+        let dir = open_beneath(view.dir(), parent, false)?;
+        return Ok(File::from(rustix::fs::openat(
+            &dir,
+            name,
+            flags | OFlags::NOFOLLOW,
+            Mode::empty(),
+        )?));
+    }
     if let Some(result) = open2(CWD, path, flags, false) {
         return result.map(File::from);
     }

@@ -80,7 +80,9 @@ impl Tool for FileWrite {
         };
         let shown = display(&ctx.workspace, &path);
         let target = ctx.target(&path);
-        let existed = target.path.symlink_metadata().is_ok();
+        let existed = crate::sandbox::tmpfs::reach(&target.path)
+            .symlink_metadata()
+            .is_ok();
         let len = input.content.len();
         let verb = if existed { "replaced" } else { "created" };
         if let Some(editor) = ctx.editor_writes() {

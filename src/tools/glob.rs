@@ -19,7 +19,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use super::common::{display, parse_input, schema_of, search_root, walker, Withheld};
+use super::common::{display, parse_input, schema_of, search_root, walk, Withheld};
 use super::{Presentation, Tool, ToolContext, ToolOutput};
 use crate::permission::FileRules;
 
@@ -98,7 +98,7 @@ impl Tool for Glob {
             Ok(r) => ctx.target(&r).path,
             Err(e) => return ToolOutput::error(e),
         };
-        if !root.is_dir() {
+        if !crate::sandbox::tmpfs::reach(&root).is_dir() {
             return ToolOutput::error(format!(
                 "invalid input: field `path` must be a folder: {} is a file",
                 display(&ctx.workspace, &root)
@@ -128,23 +128,23 @@ fn find(
     let mut found = std::collections::BinaryHeap::new();
     let mut total = 0usize;
     let mut withheld = Withheld::default();
-    for entry in walker(root) {
+    for entry in walk(root) {
         if cancel.is_cancelled() {
             return Err("cancelled".to_string());
         }
         let Ok(entry) = entry else { continue };
-        if entry.depth() == 0 || entry.file_type().is_some_and(|t| t.is_dir()) {
+        if entry.depth == 0 || entry.file_type.is_some_and(|t| t.is_dir()) {
             continue;
         }
-        let Ok(rel) = entry.path().strip_prefix(root) else {
+        let Ok(rel) = entry.path.strip_prefix(root) else {
             continue;
         };
         if matcher.is_match(rel) {
-            match files.withheld("glob", entry.path()) {
+            match files.withheld("glob", &entry.path) {
                 Some(rule) => withheld.rule(rule),
                 None => {
                     total += 1;
-                    found.push(display(workspace, entry.path()));
+                    found.push(display(workspace, &entry.path));
                     if found.len() > MAX_PATHS {
                         found.pop();
                     }

@@ -26,7 +26,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use super::common::{display, parse_input, schema_of, search_root, walker, Withheld};
+use super::common::{self, display, parse_input, schema_of, search_root, Withheld};
 use super::{confined, Presentation, Tool, ToolContext, ToolOutput};
 use crate::permission::FileRules;
 
@@ -210,7 +210,7 @@ fn search(
     let mut unreadable = 0usize;
     let mut long_lines = 0usize;
     let mut withheld = Withheld::default();
-    for entry in walker(root) {
+    for entry in common::walk(root) {
         if cancel.is_cancelled() {
             return Err("cancelled".to_string());
         }
@@ -218,10 +218,10 @@ fn search(
             unreadable += 1;
             continue;
         };
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
+        if !entry.file_type.is_some_and(|t| t.is_file()) {
             continue;
         }
-        let path: PathBuf = entry.into_path();
+        let path: PathBuf = entry.path;
         if let Some(f) = filter {
             if !f.accepts(root, &path) {
                 continue;

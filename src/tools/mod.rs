@@ -125,12 +125,24 @@ impl ToolContext {
 
     /// The editor, when reads go through it.
     pub fn editor_reads(&self) -> Option<&Arc<dyn EditorFiles>> {
-        self.editor.as_ref().filter(|e| e.reads())
+        self.editor
+            .as_ref()
+            .filter(|e| e.reads() && !self.in_tmpfs())
     }
 
     /// The editor, when writes go through it.
     pub fn editor_writes(&self) -> Option<&Arc<dyn EditorFiles>> {
-        self.editor.as_ref().filter(|e| e.writes())
+        self.editor
+            .as_ref()
+            .filter(|e| e.writes() && !self.in_tmpfs())
+    }
+
+    /// Whether the pinned target lies in a session's `$TMPDIR` tmpfs, which the editor cannot
+    /// serve: it runs outside the sandbox, where that folder is empty (`sandbox::tmpfs`).
+    fn in_tmpfs(&self) -> bool {
+        self.target
+            .as_ref()
+            .is_some_and(|t| crate::sandbox::tmpfs::covers(&t.path))
     }
 
     /// The location to open for the input path `raw`: the pinned target, or without one `raw`

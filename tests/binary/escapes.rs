@@ -1182,3 +1182,285 @@ fn a_fork_bomb_stops_at_max_processes() {
         });
     }
 }
+
+/// A pod of `ws` with `env`, in namespaces: it and its `initialize` result.
+fn start_init(ws: &Workspace, env: &[(&str, &str)]) -> (PodProcess, Value) {
+    let mut pod = PodProcess::spawn_env(ws, Framing::Lines, &[], env);
+    let init = pod.initialize(false);
+    assert_eq!(init["sandbox"]["kind"], "namespaces", "{}", init["sandbox"]);
+    (pod, init)
+}
+
+/// One turn of tool calls, each a line the offline model reads (`!command` for bash,
+/// `@tool {json}` for another tool): each call's `toolResult` event, in call order.
+fn run_tools(pod: &mut PodProcess, lines: &[String]) -> Vec<Value> {
+    let run = pod.call(
+        "run",
+        json!({"input": [{"type": "text", "text": lines.join("\n")}]}),
+    );
+    assert_eq!(run["stopReason"], "end_turn", "{run}");
+    let turn = run["turnId"].as_str().unwrap_or_default().to_string();
+    let results: Vec<Value> = pod
+        .turn_events(&turn)
+        .into_iter()
+        .filter(|e| e["type"] == "toolResult")
+        .collect();
+    assert_eq!(results.len(), lines.len(), "{results:#?}");
+    results
+}
+
+/// Runs `body` as a shell script (written by one call, run by the next: what the rules cannot
+/// read, such as a write to `$TMPDIR`, runs); its output.
+fn in_script(pod: &mut PodProcess, body: &str) -> String {
+    run_script(pod, "t.sh", "sh", &format!("{body}\n"), "")
+}
+
+/// The session's `$TMPDIR` (its host path), as a call prints it.
+fn tmpdir_of(pod: &mut PodProcess) -> PathBuf {
+    let out = run(pod, &["echo TMPDIR=$TMPDIR".to_string()]).remove(0);
+    out.lines()
+        .find_map(|l| l.strip_prefix("TMPDIR="))
+        .map(PathBuf::from)
+        .unwrap_or_else(|| panic!("no TMPDIR printed: {out}"))
+}
+
+/// What a folder of the host holds, by name.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// `pod check` of `ws` with `env`: its standard output.
+fn check_with(ws: &Workspace, env: &[(&str, &str)]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_pod"))
+        .arg("check")
+        .arg(ws.manifest())
+        .env("XDG_STATE_HOME", ws.state_home())
+        .envs(env.iter().copied())
+        .output()
+        .expect("pod check");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `$TMPDIR` is a tmpfs of `[sandbox] max_tmpdir_size` in the session's view: a write past it
+/// fails with ENOSPC inside the call, the result says why, and nothing lands on the host (its
+/// `$TMPDIR` folder stays empty); what is removed frees room for the next call.
+#[test]
+fn a_write_past_max_tmpdir_size_fails_with_enospc_and_lands_nowhere() {
+    let ws = Workspace::with_manifest(&manifest("", "[sandbox]\nmax_tmpdir_size = \"4M\"\n"));
+    let (mut pod, init) = start_init(&ws, &[]);
+    let held = init["sandbox"]["guarantees"].to_string();
+    assert!(held.contains("$TMPDIR: at most 4 MiB (a tmpfs"), "{held}");
+    let said = check_with(&ws, &[]);
+    assert!(
+        said.contains("$TMPDIR: at most 4 MiB for the session"),
+        "{said}"
+    );
+    let tmp = tmpdir_of(&mut pod);
+    let fits = in_script(
+        &mut pod,
+        "head -c 3M /dev/zero > \"$TMPDIR/a\" && echo fits; df -k \"$TMPDIR\"",
+    );
+    assert!(fits.contains("fits"), "{fits}");
+    assert!(
+        fits.lines()
+            .any(|l| l.starts_with("tmpfs") && l.contains(" 4096 ")),
+        "{fits}"
+    );
+    let past = in_script(
+        &mut pod,
+        "head -c 8M /dev/zero > \"$TMPDIR/b\"; echo status=$?; ls -s \"$TMPDIR\"",
+    );
+    assert!(past.contains("No space left on device"), "{past}");
+    assert!(!past.contains("status=0"), "{past}");
+    assert!(
+        past.contains("[sandbox: $TMPDIR is full: it holds at most 4 MiB")
+            && past.contains("max_tmpdir_size"),
+        "{past}"
+    );
+    // The bytes are in the session's tmpfs, not in the host's folder nor anywhere else of it.
+    assert!(tmp.is_dir(), "{}", tmp.display());
+    assert_eq!(names_in(&tmp), Vec::<String>::new(), "{past}");
+    let after = in_script(
+        &mut pod,
+        "rm \"$TMPDIR/b\" && head -c 1M /dev/zero > \"$TMPDIR/c\" && echo room-again",
+    );
+    assert!(after.contains("room-again"), "{after}");
+    assert!(!after.contains("$TMPDIR is full"), "{after}");
+    assert_eq!(names_in(&tmp), Vec::<String>::new());
+}
+
+/// A file a call writes to `$TMPDIR` is there for the next call, and pod's own `read`, `grep`
+/// and `glob` (which run outside the sandbox, where the host folder is empty) find it through
+/// the session's view; a symlink there is resolved, and decided, as the calls would follow it.
+#[test]
+fn tmpdir_files_outlive_their_call_and_pods_own_tools_see_them() {
+    let rules = "[[permissions.rule]]\ntool = \"read\"\npattern = \"*.env\"\naction = \"deny\"\n";
+    let ws = Workspace::with_manifest(&manifest(rules, ""));
+    std::fs::write(ws.path("x.env"), "TOKEN=hidden-8812\n").expect("write");
+    let mut pod = start(&ws);
+    let tmp = tmpdir_of(&mut pod);
+    let wrote = in_script(
+        &mut pod,
+        &format!(
+            "mkdir -p \"$TMPDIR/sub\" && echo needle-4471 > \"$TMPDIR/sub/found.txt\" && \
+             ln -s {} \"$TMPDIR/alias\" && echo wrote",
+            ws.path("x.env").display()
+        ),
+    );
+    assert!(wrote.contains("wrote"), "{wrote}");
+    let later = run(&mut pod, &["cat \"$TMPDIR/sub/found.txt\"".to_string()]).remove(0);
+    assert!(later.contains("needle-4471"), "{later}");
+    assert_eq!(
+        names_in(&tmp),
+        Vec::<String>::new(),
+        "the host folder is empty"
+    );
+    let t = tmp.display();
+    let results = run_tools(
+        &mut pod,
+        &[
+            format!("@read {{\"path\": \"{t}/sub/found.txt\"}}"),
+            format!("@grep {{\"pattern\": \"needle-44\", \"path\": \"{t}\"}}"),
+            format!("@glob {{\"pattern\": \"**/*.txt\", \"path\": \"{t}\"}}"),
+            format!("@read {{\"path\": \"{t}/alias\"}}"),
+        ],
+    );
+    let content = |i: usize| {
+        results[i]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(content(0).contains("needle-4471"), "{:#}", results[0]);
+    assert!(
+        content(1).contains(&format!("{t}/sub/found.txt:1:needle-4471")),
+        "{:#}",
+        results[1]
+    );
+    assert!(
+        content(2).contains(&format!("{t}/sub/found.txt")),
+        "{:#}",
+        results[2]
+    );
+    // The link resolves to x.env, which the read rule denies: denied by the rule, as a link
+    // in a host folder would be (not refused as a symlink met, nor read).
+    assert!(results[3]["deniedBy"].is_string(), "{:#}", results[3]);
+    assert!(content(3).contains("*.env"), "{:#}", results[3]);
+    assert!(!content(3).contains("hidden-8812"), "{:#}", results[3]);
+}
+
+/// Hooks and MCP servers join the session's namespaces too: what a `session_start` hook and
+/// an MCP server write to `$TMPDIR` is in the tmpfs the calls see, and not on the host.
+#[test]
+fn hooks_and_mcp_servers_share_the_sessions_tmpdir() {
+    let hook = "[[hooks.session_start]]\ncommand = [\"sh\", \"-c\", \
+                \"echo from-hook > \\\"$TMPDIR/hook.txt\\\"; echo '{\\\"action\\\":\\\"continue\\\"}'\"]\n";
+    let server = "[mcp.servers.writer]\ncommand = \"python3\"\nargs = [\"server.py\"]\n";
+    let ws = Workspace::with_manifest(&format!("{}\n{hook}\n{server}", manifest("", "")));
+    std::fs::write(
+        ws.path("server.py"),
+        "import json, os, sys\n\
+         with open(os.path.join(os.environ['TMPDIR'], 'mcp.txt'), 'w') as f:\n\
+         \x20   f.write('from-mcp\\n')\n\
+         for line in sys.stdin:\n\
+         \x20   msg = json.loads(line)\n\
+         \x20   if 'id' not in msg:\n\
+         \x20       continue\n\
+         \x20   if msg['method'] == 'initialize':\n\
+         \x20       result = {'protocolVersion': msg['params']['protocolVersion'], 'capabilities': {'tools': {}}, 'serverInfo': {'name': 'writer', 'version': '1'}}\n\
+         \x20   elif msg['method'] == 'tools/list':\n\
+         \x20       result = {'tools': []}\n\
+         \x20   else:\n\
+         \x20       print(json.dumps({'jsonrpc': '2.0', 'id': msg['id'], 'error': {'code': -32601, 'message': 'no'}}), flush=True)\n\
+         \x20       continue\n\
+         \x20   print(json.dumps({'jsonrpc': '2.0', 'id': msg['id'], 'result': result}), flush=True)\n",
+    )
+    .expect("write");
+    let mut pod = start(&ws);
+    let tmp = tmpdir_of(&mut pod);
+    let seen = run(
+        &mut pod,
+        &["cat \"$TMPDIR/hook.txt\" \"$TMPDIR/mcp.txt\"".to_string()],
+    )
+    .remove(0);
+    assert!(
+        seen.contains("from-hook") && seen.contains("from-mcp"),
+        "{seen}"
+    );
+    assert_eq!(names_in(&tmp), Vec::<String>::new());
+}
+
+/// Where each call makes namespaces of its own (the fall-back where the holder cannot start,
+/// forced by `POD_TEST_NO_HOLDER=1`) and under the Landlock fall-back, a tmpfs per call would
+/// lose its files between calls: `$TMPDIR` stays the host folder, files outlive their call,
+/// and the missing limit is reported (no guarantee in `initialize`, a `not held:` line in
+/// `pod check`).
+#[test]
+fn the_fall_backs_keep_the_host_folder_and_report_the_missing_limit() {
+    let ws = Workspace::with_manifest(&manifest("", ""));
+    let env = [("POD_TEST_NO_HOLDER", "1")];
+    let (mut pod, init) = start_init(&ws, &env);
+    let held = init["sandbox"]["guarantees"].to_string();
+    assert!(!held.contains("$TMPDIR: at most"), "{held}");
+    let said = check_with(&ws, &env);
+    assert!(
+        said.contains("not held: $TMPDIR is not size-limited ([sandbox] max_tmpdir_size = \"1G\")")
+            && said.contains("a tmpfs of a call's own would lose its files"),
+        "{said}"
+    );
+    assert!(said.contains("$TMPDIR: NOT size-limited"), "{said}");
+    let tmp = tmpdir_of(&mut pod);
+    in_script(&mut pod, "echo kept > \"$TMPDIR/f\"");
+    let later = run(&mut pod, &["cat \"$TMPDIR/f\"".to_string()]).remove(0);
+    assert!(later.contains("kept"), "{later}");
+    assert_eq!(names_in(&tmp), ["f"]);
+    // `required = true` refuses what it cannot hold.
+    let strict = Workspace::with_manifest(&manifest("", "[sandbox]\nrequired = true\n"));
+    let said = check_with(&strict, &env);
+    assert!(
+        said.contains("pod serve will refuse to start") && said.contains("$TMPDIR"),
+        "{said}"
+    );
+    // Under Landlock the fall-back's own gap names it.
+    let said = check_with(&ws, &[("POD_TEST_NO_NAMESPACES", "1")]);
+    assert!(
+        said.contains("falling back to Landlock") && said.contains("$TMPDIR's size limit"),
+        "{said}"
+    );
+    assert!(said.contains("$TMPDIR: NOT size-limited"), "{said}");
+}
+
+/// A bad `[sandbox] max_tmpdir_size` is a load error naming the file, the line and the key,
+/// and why: `pod check` (and `pod serve`) refuse the manifest.
+#[test]
+fn a_bad_max_tmpdir_size_is_a_load_error_at_its_line() {
+    for (value, why) in [
+        ("0", "must be more than 0"),
+        ("\"lots\"", "\"lots\" is not a size"),
+        ("\"64T\"", "64T is too large: at most 1T"),
+    ] {
+        let ws = Workspace::with_manifest(&manifest(
+            "",
+            &format!("[sandbox]\nmax_tmpdir_size = {value}\n"),
+        ));
+        let out = Command::new(env!("CARGO_BIN_EXE_pod"))
+            .arg("check")
+            .arg(ws.manifest())
+            .env("XDG_STATE_HOME", ws.state_home())
+            .output()
+            .expect("pod check");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{value}: {text}");
+        let line = manifest("", "").lines().count() + 2;
+        assert!(
+            text.contains(&format!("pod.toml:{line}:19: sandbox.max_tmpdir_size: "))
+                && text.contains(why),
+            "{value}: {text}"
+        );
+    }
+}

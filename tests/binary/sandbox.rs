@@ -551,7 +551,7 @@ fn sandbox_section_mistakes_name_the_place_and_suggest() {
     );
     assert_eq!(
         load_error("[sandbox]\nnetwrk = \"deny\"\n"),
-        "2:1: [sandbox]: unknown field `netwrk`, expected one of `mode`, `required`, `network`, `writable`, `readable`, `env`, `exec_gate`, `max_processes` (did you mean \"network\"?)"
+        "2:1: [sandbox]: unknown field `netwrk`, expected one of `mode`, `required`, `network`, `writable`, `readable`, `env`, `exec_gate`, `max_processes`, `max_tmpdir_size` (did you mean \"network\"?)"
     );
     assert_eq!(
         load_error("[sandbox]\nnetwork = \"none\"\n"),

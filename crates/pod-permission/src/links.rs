@@ -6,10 +6,12 @@
 //! contents `read "*.env" deny` protects. So a file opened for reading (`read`, `grep`, `edit`)
 //! with more than one link is looked up by identity (device, inode) among the files the read
 //! rules deny. Those are found by a walk of the workspace and of the folders that absolute deny
-//! patterns name, which never follows symlinks; the walk is cached, and redone when the file read
-//! had its links or content changed (its ctime) after the last walk began, less a margin. A
-//! link made later bumps the ctime of the file it links, so a new name is never missed for a
-//! file the walk covers. Files with one link, which is nearly all of them, cost one `fstat`.
+//! patterns name, which never follows symlinks and reads each folder as the sandboxed processes
+//! see it ([`path::reach`]: a session's `$TMPDIR` tmpfs through its view); the walk is cached,
+//! and redone when the file read had its links or content changed (its ctime) after the last
+//! walk began, less a margin. A link made later bumps the ctime of the file it links, so a new
+//! name is never missed for a file the walk covers. Files with one link, which is nearly all of
+//! them, cost one `fstat`.
 //!
 //! Limits (stated in permissions.md): a denied file outside the walked folders (a pattern such as
 //! `*.env` also matches `/elsewhere/.env`, and the whole file system is not walked) is not found;
@@ -196,13 +198,15 @@ impl FileRules {
             }
         };
         for root in roots {
-            match std::fs::symlink_metadata(&root) {
+            match std::fs::symlink_metadata(&*path::reach(&root)) {
                 Ok(meta) if meta.is_dir() => stack.push(root),
                 Ok(meta) if meta.is_file() => record(&root, &meta, &mut out),
                 _ => {}
             }
             while let Some(dir) = stack.pop() {
-                let Ok(dir_meta) = std::fs::symlink_metadata(&dir) else {
+                // Read as the sandboxed processes see it (a session's `$TMPDIR` tmpfs).
+                let seen = path::reach(&dir);
+                let Ok(dir_meta) = std::fs::symlink_metadata(&*seen) else {
                     continue;
                 };
                 let id = (dir_meta.dev(), dir_meta.ino());
@@ -215,7 +219,7 @@ impl FileRules {
                     Some(folder) => folder,
                     None => {
                         out.folders_read += 1;
-                        let Ok(entries) = std::fs::read_dir(&dir) else {
+                        let Ok(entries) = std::fs::read_dir(&*seen) else {
                             continue;
                         };
                         let mut folder = Folder {
@@ -234,11 +238,13 @@ impl FileRules {
                             }
                             // Never follows a symlink: `DirEntry::metadata` is an lstat.
                             let Ok(meta) = entry.metadata() else { continue };
+                            // Named beneath `dir`, not beneath the path it was reached by.
+                            let path = dir.join(entry.file_name());
                             if meta.is_dir() {
-                                folder.subfolders.push(entry.path());
+                                folder.subfolders.push(path);
                             } else if meta.is_file() {
                                 let mut one = Walked::default();
-                                record(&entry.path(), &meta, &mut one);
+                                record(&path, &meta, &mut one);
                                 folder.denied.extend(one.denied);
                             }
                         }

@@ -4,9 +4,79 @@
 //! shown relative to the workspace when inside it (the workspace itself is `.`), absolute
 //! otherwise. When the path resolves through a symlink, the resolved path is a second subject,
 //! so `notes -> .env` is checked as `notes` and as `.env`. This module reads the file system only
-//! to resolve symlinks.
+//! to resolve symlinks, and reads it as the sandboxed processes see it: where the sandbox
+//! installed a view ([`set_view`]: a session's `$TMPDIR`, a tmpfs that exists only in the
+//! session's mount view), a path beneath it is looked up through the view ([`reach`]).
 
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+/// A path as pod's own process reaches what the sandboxed processes see there, and what keeps
+/// that way open while the path is used (a view's descriptor: `/proc/self/fd/N/…` names it).
+pub struct Reached {
+    path: PathBuf,
+    /// `Some` when the path goes through a view.
+    hold: Option<Arc<dyn std::any::Any + Send + Sync>>,
+}
+
+impl Reached {
+    /// `path` through a view, kept open by `hold` for as long as this lives.
+    pub fn through(path: PathBuf, hold: Arc<dyn std::any::Any + Send + Sync>) -> Reached {
+        Reached {
+            path,
+            hold: Some(hold),
+        }
+    }
+
+    /// Whether the path goes through a view (else it is the path asked for).
+    pub fn is_redirected(&self) -> bool {
+        self.hold.is_some()
+    }
+}
+
+impl std::ops::Deref for Reached {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<Path> for Reached {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl std::fmt::Debug for Reached {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.path.fmt(f)
+    }
+}
+
+/// How a path beneath a view is reached: `None` for a path beneath none.
+pub type View = fn(&Path) -> Option<Reached>;
+
+static VIEW: OnceLock<View> = OnceLock::new();
+
+/// Installs the sandbox's view (crate `pod`'s `sandbox::tmpfs`), once per process; a later call
+/// changes nothing.
+pub fn set_view(view: View) {
+    let _ = VIEW.set(view);
+}
+
+/// Where pod's own process finds what the sandboxed processes see at `path` (absolute,
+/// normalized): through the installed view beneath one, else `path` itself.
+pub fn reach(path: &Path) -> Reached {
+    through_view(path).unwrap_or_else(|| Reached {
+        path: path.to_path_buf(),
+        hold: None,
+    })
+}
+
+/// [`reach`], `None` for a path beneath no view (nothing allocated).
+fn through_view(path: &Path) -> Option<Reached> {
+    VIEW.get().and_then(|view| view(path))
+}
 
 /// Folds `.` and `..` without touching the file system. `..` above the root stays at the root.
 pub fn normalize(path: &Path) -> PathBuf {
@@ -65,10 +135,10 @@ pub fn resolve_in(base: &Path, path: &Path) -> PathBuf {
                 let link = if missing {
                     None
                 } else {
-                    match std::fs::symlink_metadata(&candidate) {
-                        Ok(meta) if meta.file_type().is_symlink() => {
-                            std::fs::read_link(&candidate).ok()
-                        }
+                    let through = through_view(&candidate);
+                    let seen = through.as_deref().unwrap_or(&candidate);
+                    match std::fs::symlink_metadata(seen) {
+                        Ok(meta) if meta.file_type().is_symlink() => std::fs::read_link(seen).ok(),
                         Ok(_) => None,
                         Err(_) => {
                             missing = true;

@@ -116,8 +116,8 @@ pub(super) fn programs() -> Result<&'static Programs, &'static String> {
         .as_ref()
 }
 
-/// The child's end of a [`Gate`], installed in the call's first process before anything of
-/// the call runs ([`super::Sandbox::prepare_std`] decides where: last before `exec`, or, in
+/// The child's end of a [`super::Gate`], installed in the call's first process before anything of
+/// the call runs ([`crate::sandbox::Sandbox::prepare_std`] decides where: last before `exec`, or, in
 /// the session's namespaces, before the first process forks into them).
 #[derive(Debug, Clone, Copy)]
 pub struct ChildEnd {

@@ -388,16 +388,12 @@ fn start(mut cmd: std::process::Command, gate: Gate, register: bool) -> io::Resu
         child,
         ..
     } = gate;
-    let supervisor = Supervisor::new(
-        parent,
-        judge,
-        stops.clone(),
-        root_gone.clone(),
+    let call = supervisor::Shared {
+        stops: stops.clone(),
+        root_gone: root_gone.clone(),
         status_tx,
-        register,
-        basename(&cmd.get_program().to_string_lossy()),
-        wrapped_argv(&cmd),
-    );
+    };
+    let supervisor = Supervisor::new(parent, judge, call, register, &cmd);
     let quit_r = OwnedFd::from(quit_r);
     std::thread::Builder::new()
         .name("pod-exec-gate".into())

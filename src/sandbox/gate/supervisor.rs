@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 
 use super::child::recv_fd;
 use super::identity::read_exec;
-use super::{basename, lock, ExecJudge, Role, Stopped, Verdict};
+use super::{basename, lock, wrapped_argv, ExecJudge, Role, Stopped, Verdict};
 use crate::sandbox::reaper;
 
 /// What the supervisor knows of one exec'd process (or of the process that forked the one
@@ -89,6 +89,13 @@ pub(super) struct Supervisor {
     blocked: bool,
 }
 
+/// What the supervisor shares with its [`super::GatedProcess`].
+pub(super) struct Shared {
+    pub(super) stops: Arc<Mutex<Vec<Stopped>>>,
+    pub(super) root_gone: Arc<Mutex<bool>>,
+    pub(super) status_tx: tokio::sync::oneshot::Sender<ExitStatus>,
+}
+
 /// What `/proc/PID/stat` says of a process.
 #[derive(Debug, Clone, Copy)]
 struct Stat {
@@ -129,27 +136,26 @@ fn ptrace(request: libc::c_uint, pid: i32, data: libc::c_long) -> io::Result<()>
 }
 
 impl Supervisor {
+    /// The supervisor of a call whose first process runs `program` (the command's), reporting
+    /// to `call`.
     pub(super) fn new(
         socket: OwnedFd,
         judge: Arc<dyn ExecJudge>,
-        stops: Arc<Mutex<Vec<Stopped>>>,
-        root_gone: Arc<Mutex<bool>>,
-        status_tx: tokio::sync::oneshot::Sender<ExitStatus>,
+        call: Shared,
         register: bool,
-        own_image: String,
-        wrapped: Option<Vec<String>>,
+        program: &std::process::Command,
     ) -> Supervisor {
         Supervisor {
             root: None,
             socket,
             told: false,
             judge,
-            stops,
-            root_gone,
-            status_tx: Some(status_tx),
+            stops: call.stops,
+            root_gone: call.root_gone,
+            status_tx: Some(call.status_tx),
             register,
-            own_image,
-            wrapped,
+            own_image: basename(&program.get_program().to_string_lossy()),
+            wrapped: wrapped_argv(program),
             known: HashMap::new(),
             first: true,
             blocked: false,
