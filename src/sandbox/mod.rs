@@ -27,6 +27,7 @@ pub mod namespaces;
 pub mod netns;
 pub mod planted;
 pub mod reaper;
+pub mod repos;
 pub mod seccomp;
 
 use std::os::fd::OwnedFd;
@@ -476,6 +477,9 @@ pub struct Sandbox {
     /// Files that did not exist when the session opened and that no call may leave behind
     /// ([`Sandbox::set_aside_planted`]).
     sentinels: Vec<planted::Sentinel>,
+    /// The repositories a call may make, checked when it ends ([`Sandbox::set_aside_planted`]);
+    /// `None` when the sandbox is off.
+    repos: Option<Arc<repos::Repos>>,
     /// The session's pids cgroup, in which each call gets one with its limit ([`cgroup`]).
     pids: Option<Arc<cgroup::Session>>,
 }
@@ -505,6 +509,7 @@ impl Sandbox {
             env: ChildEnv::new(&crate::manifest::EnvConfig::default()),
             session_net: None,
             sentinels: Vec::new(),
+            repos: None,
             pids: None,
         }
     }
@@ -700,6 +705,14 @@ impl Sandbox {
             .cloned()
             .collect();
         let sentinels = planted::Sentinel::missing_in(&folders, &repositories);
+        // Repositories a call makes (or turns a folder into) cannot be bound: what git would run
+        // from them is set aside when the call ends.
+        let repos = repos::Repos::open(
+            &path::resolve(workspace),
+            &writable,
+            Some(&path::resolve(tmpdir.path())),
+            &repositories,
+        );
         writable.extend(domain::DEVICES.iter().map(PathBuf::from));
         Ok(Sandbox {
             info,
@@ -719,6 +732,7 @@ impl Sandbox {
             env: ChildEnv::new(&config.env),
             session_net,
             sentinels,
+            repos: Some(Arc::new(repos)),
             pids,
         })
     }
@@ -782,10 +796,15 @@ impl Sandbox {
 
     /// Sets aside what a call left of the files that must stay missing (a repository's
     /// `.git/commondir`, a writable folder's `.envrc`, `.vscode`, `.mcp.json`, …: read later by
-    /// tools outside the sandbox): each renamed beside itself, so nothing is lost. Run when a
+    /// tools outside the sandbox), and what git would run from a repository made since the
+    /// session opened ([`repos`]): each renamed beside itself, so nothing is lost. Run when a
     /// call ends, with the [`Sandbox::watch_planted`] taken as it started.
     pub fn set_aside_planted(&self, watch: &planted::Watch) -> Vec<planted::Planted> {
-        planted::set_aside(&self.sentinels, watch)
+        let mut out = planted::set_aside(&self.sentinels, watch);
+        if let Some(repos) = &self.repos {
+            out.extend(repos.check());
+        }
+        out
     }
 
     /// The session's `$TMPDIR`, when there is one.
@@ -1190,7 +1209,9 @@ fn protect_git(
         return;
     }
     git_dirs.push(git.to_path_buf());
-    for name in ["config", "hooks", "info/attributes"] {
+    // `config.worktree` is read as configuration too once the repository's config sets
+    // `extensions.worktreeConfig` (as `git sparse-checkout init` does).
+    for name in ["config", "config.worktree", "hooks", "info/attributes"] {
         let p = git.join(name);
         if p.symlink_metadata()
             .is_ok_and(|m| !m.file_type().is_symlink())
