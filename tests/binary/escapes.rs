@@ -971,6 +971,17 @@ fn a_folder_a_call_makes_a_repository_runs_nothing_at_the_users_git() {
         out.contains("root-planted") && out.contains("src-planted"),
         "{out}"
     );
+    // The user's git, as the user would run it after the call.
+    let status = users_git(&root, &["status"]);
+    let in_src = users_git(&root.join("src"), &["status"]);
+    assert!(
+        !out_dir.join("root-ran").exists(),
+        "fsmonitor ran at the root: {status}"
+    );
+    assert!(
+        !out_dir.join("src-ran").exists(),
+        "fsmonitor ran in src: {in_src}"
+    );
     for dir in [root.clone(), root.join("src")] {
         let head = dir.join("HEAD");
         assert!(!head.exists(), "{} left: {out}", head.display());
@@ -983,17 +994,6 @@ fn a_folder_a_call_makes_a_repository_runs_nothing_at_the_users_git() {
         // Nothing of the project is touched: the call's `config` is there as it wrote it.
         assert!(dir.join("config").is_file());
     }
-    // The user's git, as the user would run it after the call.
-    let status = users_git(&root, &["status"]);
-    let in_src = users_git(&root.join("src"), &["status"]);
-    assert!(
-        !out_dir.join("root-ran").exists(),
-        "fsmonitor ran at the root: {status}"
-    );
-    assert!(
-        !out_dir.join("src-ran").exists(),
-        "fsmonitor ran in src: {in_src}"
-    );
 }
 
 /// A call makes a repository, commits in it and registers it in the workspace's index (a
@@ -1027,6 +1027,10 @@ fn a_repository_a_call_registers_runs_nothing_at_the_users_git() {
         out.contains("lib-registered") && out.contains("sub-registered"),
         "{out}"
     );
+    // The user's git, as the user would run it after the call: it enters both repositories.
+    let status = users_git(&root, &["status"]);
+    assert!(!out_dir.join("lib-ran").exists(), "{status}");
+    assert!(!out_dir.join("sub-ran").exists(), "{status}");
     let staged = users_git(&root, &["diff", "--cached", "--raw"]);
     assert!(staged.matches(" 160000 ").count() == 2, "{staged}");
     let lib_aside = root.join("lib/.git/config.pod-planted");
@@ -1048,9 +1052,6 @@ fn a_repository_a_call_registers_runs_nothing_at_the_users_git() {
         "{config}"
     );
     assert!(users_git(&root.join("lib"), &["log", "--oneline"]).contains(" x"));
-    let status = users_git(&root, &["status"]);
-    assert!(!out_dir.join("lib-ran").exists(), "{status}");
-    assert!(!out_dir.join("sub-ran").exists(), "{status}");
     // Later in the session: planted again, set aside again.
     let again = run(
         &mut pod,
@@ -1062,12 +1063,12 @@ fn a_repository_a_call_registers_runs_nothing_at_the_users_git() {
     )
     .remove(0);
     assert!(again.contains("again"), "{again}");
+    let status = users_git(&root, &["status"]);
+    assert!(!out_dir.join("again-ran").exists(), "{status}");
     assert!(
         root.join("lib/.git/config.pod-planted-1").is_file(),
         "{again}"
     );
-    let status = users_git(&root, &["status"]);
-    assert!(!out_dir.join("again-ran").exists(), "{status}");
     // After the session.
     drop(pod);
     let status = users_git(&root, &["status"]);
@@ -1108,6 +1109,10 @@ fn a_worktree_config_is_held_like_config() {
     );
     let out = run_script(&mut pod, "w.sh", "bash", &body, "");
     assert!(out.contains("tried"), "{out}");
+    let status = users_git(&root, &["status"]);
+    let nested_status = users_git(&nested, &["status"]);
+    assert!(!out_dir.join("root-ran").exists(), "{status}");
+    assert!(!out_dir.join("nested-ran").exists(), "{nested_status}");
     assert!(out.contains("root-written"), "{out}");
     assert!(!out.contains("nested-written"), "{out}");
     assert!(!root.join(".git/config.worktree").exists(), "{out}");
@@ -1119,10 +1124,6 @@ fn a_worktree_config_is_held_like_config() {
         std::fs::read_to_string(nested.join(".git/config.worktree")).expect("read"),
         "[core]\n\tbare = false\n"
     );
-    let status = users_git(&root, &["status"]);
-    let nested_status = users_git(&nested, &["status"]);
-    assert!(!out_dir.join("root-ran").exists(), "{status}");
-    assert!(!out_dir.join("nested-ran").exists(), "{nested_status}");
 }
 
 /// Names that tools outside the sandbox read as configuration or code to run (`.envrc`,
