@@ -1249,7 +1249,8 @@ fn protect_git(
 
 /// The files of repository `git` (a `.git` folder) besides `config` and `hooks` from which git
 /// takes configuration or code to run: `commondir` (where its config and hooks are), each
-/// linked worktree's `commondir` and `gitdir`, and each submodule's repository (`modules/…`)
+/// linked worktree's `commondir`, `gitdir` and `config.worktree`, and each submodule's
+/// repository (`modules/…`)
 /// `config` and `hooks`; second, the submodules' missing `hooks` folders. At most 256
 /// folders are looked at.
 fn git_control_files(git: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
@@ -1261,7 +1262,7 @@ fn git_control_files(git: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
     }
     if let Ok(entries) = std::fs::read_dir(git.join("worktrees")) {
         for e in entries.flatten().take(256) {
-            for name in ["commondir", "gitdir"] {
+            for name in ["commondir", "gitdir", "config.worktree"] {
                 let f = e.path().join(name);
                 if f.is_file() {
                     files.push(f);

@@ -22,6 +22,9 @@ pub const WATCHED: [(&str, &str); 5] = [
     ),
 ];
 
+const WORKTREE_CONFIG: &str = "git reads the commands it names from it when the repository \
+     sets extensions.worktreeConfig";
+
 /// A repository's files read as configuration that a call must not make, with who reads them.
 const REPOSITORY_FILES: [(&str, &str); 3] = [
     (
@@ -29,11 +32,7 @@ const REPOSITORY_FILES: [(&str, &str); 3] = [
         "git would read its configuration and hooks from where it points",
     ),
     ("config", "git reads the commands it names from it"),
-    (
-        "config.worktree",
-        "git reads the commands it names from it when the repository sets \
-         extensions.worktreeConfig",
-    ),
+    ("config.worktree", WORKTREE_CONFIG),
 ];
 
 /// One watched path and who would read it.
@@ -44,8 +43,8 @@ pub struct Sentinel {
 }
 
 impl Sentinel {
-    /// The watched names of `folder` that are missing now, and each repository's `commondir`,
-    /// `config` and `config.worktree`.
+    /// The watched names of `folder` that are missing now, each repository's `commondir`,
+    /// `config` and `config.worktree`, and each of its linked worktrees' `config.worktree`.
     pub fn missing_in(folders: &[PathBuf], repositories: &[PathBuf]) -> Vec<Sentinel> {
         let watched = folders.iter().flat_map(|folder| {
             WATCHED.iter().map(move |(name, reader)| Sentinel {
@@ -59,7 +58,23 @@ impl Sentinel {
                 reader,
             })
         });
-        watched.chain(files).filter(|s| !exists(&s.path)).collect()
+        let worktrees = repositories.iter().flat_map(|git| {
+            std::fs::read_dir(git.join("worktrees"))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .take(256)
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| Sentinel {
+                    path: e.path().join("config.worktree"),
+                    reader: WORKTREE_CONFIG,
+                })
+        });
+        watched
+            .chain(files)
+            .chain(worktrees)
+            .filter(|s| !exists(&s.path))
+            .collect()
     }
 }
 

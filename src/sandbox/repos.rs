@@ -342,7 +342,9 @@ impl Run<'_> {
             }
             return;
         }
-        self.config(g);
+        self.config(g, "config");
+        // Read too once the common config sets `extensions.worktreeConfig`.
+        self.config(g, "config.worktree");
         self.hooks(g);
         let commondir = g.join("commondir");
         if commondir.symlink_metadata().is_ok() {
@@ -380,20 +382,19 @@ impl Run<'_> {
         );
     }
 
-    /// `config` of repository `g`: left alone when it holds only [`ALLOWED`] settings, else set
-    /// aside and written again with those.
-    fn config(&mut self, g: &Path) {
+    /// `name` (`config`, `config.worktree`) of repository `g`: left alone when it holds only
+    /// [`ALLOWED`] settings, else set aside and written again with those.
+    fn config(&mut self, g: &Path, name: &str) {
         let Some(dir) = open_dir(g) else {
             return;
         };
-        let Ok(stat) = rustix::fs::statat(&dir, "config", rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
-        else {
+        let Ok(stat) = rustix::fs::statat(&dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW) else {
             return;
         };
         let regular =
             rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::RegularFile;
         let text = regular
-            .then(|| read_capped(&dir, "config", CONFIG_CAP))
+            .then(|| read_capped(&dir, name, CONFIG_CAP))
             .flatten();
         let sifted = text.as_deref().map(sift);
         if sifted.as_ref().is_some_and(|s| s.dropped.is_empty()) {
@@ -402,15 +403,15 @@ impl Run<'_> {
         let (held, kept) = match sifted {
             Some(s) => (format!("naming {}", s.dropped.join(", ")), s.kept),
             None if regular => (
-                "a file git cannot be trusted to read".to_string(),
+                "a file of more than 64 KiB, or not text".to_string(),
                 String::new(),
             ),
             None => ("a link or special file".to_string(), String::new()),
         };
-        let path = g.join("config");
-        match planted::move_aside(&dir, std::ffi::OsStr::new("config")) {
+        let path = g.join(name);
+        match planted::move_aside(&dir, std::ffi::OsStr::new(name)) {
             Some(new) => {
-                let wrote = write_new(&dir, "config", &kept);
+                let wrote = write_new(&dir, name, &kept);
                 if !wrote {
                     tracing::error!(
                         "sandbox: set aside {}, but cannot write its settings back",

@@ -1078,8 +1078,10 @@ fn a_repository_a_call_registers_runs_nothing_at_the_users_git() {
 }
 
 /// A repository that sets `extensions.worktreeConfig` (as `git sparse-checkout init` does)
-/// reads `.git/config.worktree` as configuration too: an existing one is bound read-only like
-/// `.git/config`, and one a call makes where there was none is set aside when the call ends.
+/// reads `.git/config.worktree` as configuration too, and each linked worktree's
+/// `.git/worktrees/NAME/config.worktree`: an existing one is bound read-only like `.git/config`,
+/// one a call makes where there was none is set aside when the call ends, and that of a
+/// worktree the call adds keeps only the settings that run nothing.
 #[test]
 fn a_worktree_config_is_held_like_config() {
     let (_keep, out_dir) = outside();
@@ -1092,6 +1094,11 @@ fn a_worktree_config_is_held_like_config() {
         users_git(dir, &["commit", "-q", "--allow-empty", "-m", "first"]);
         users_git(dir, &["config", "extensions.worktreeConfig", "true"]);
     }
+    users_git(&root, &["worktree", "add", "-q", "wt"]);
+    // A worktree outside the workspace: its `.git` file is not in any folder the sandbox walks.
+    let (_keep_owt, owt_dir) = outside();
+    let owt = owt_dir.join("owt");
+    users_git(&root, &["worktree", "add", "-q", &owt.to_string_lossy()]);
     // The nested repository has one already; the root has none.
     std::fs::write(
         nested.join(".git/config.worktree"),
@@ -1104,6 +1111,12 @@ fn a_worktree_config_is_held_like_config() {
          && echo root-written\n\
          printf '[core]\\n\\tfsmonitor = \"touch {out}/nested-ran\"\\n' >> \
          nested/.git/config.worktree && echo nested-written\n\
+         printf '[core]\\n\\tfsmonitor = \"touch {out}/wt-ran\"\\n' > \
+         .git/worktrees/wt/config.worktree && echo wt-written\n\
+         printf '[core]\\n\\tfsmonitor = \"touch {out}/owt-ran\"\\n' > \
+         .git/worktrees/owt/config.worktree && echo owt-written\n\
+         git worktree add -q wt2 && printf '[core]\\n\\tfsmonitor = \"touch {out}/wt2-ran\"\\n' \
+         > .git/worktrees/wt2/config.worktree && echo wt2-written\n\
          echo tried\n",
         out = out_dir.display()
     );
@@ -1113,7 +1126,28 @@ fn a_worktree_config_is_held_like_config() {
     let nested_status = users_git(&nested, &["status"]);
     assert!(!out_dir.join("root-ran").exists(), "{status}");
     assert!(!out_dir.join("nested-ran").exists(), "{nested_status}");
-    assert!(out.contains("root-written"), "{out}");
+    for wt in ["wt", "wt2", "owt"] {
+        let dir = if wt == "owt" {
+            owt.clone()
+        } else {
+            root.join(wt)
+        };
+        let status = users_git(&dir, &["status"]);
+        assert!(
+            !out_dir.join(format!("{wt}-ran")).exists(),
+            "{wt}: {status}"
+        );
+    }
+    assert!(
+        ["root", "wt", "wt2", "owt"]
+            .iter()
+            .all(|w| out.contains(&format!("{w}-written"))),
+        "{out}"
+    );
+    for wt in ["wt", "wt2", "owt"] {
+        let aside = root.join(format!(".git/worktrees/{wt}/config.worktree.pod-planted"));
+        assert!(aside.is_file(), "{wt}: {out}");
+    }
     assert!(!out.contains("nested-written"), "{out}");
     assert!(!root.join(".git/config.worktree").exists(), "{out}");
     assert!(
