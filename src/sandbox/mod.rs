@@ -29,6 +29,7 @@ pub mod planted;
 pub mod reaper;
 pub mod repos;
 pub mod seccomp;
+pub mod tree;
 
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,8 @@
 //! later by the user, outside the sandbox, would take configuration and code to run from them.
 //! The repositories found when the session opens are bound read-only (`super::protect_git`);
 //! these are the ones a bind cannot reach, because they did not exist yet, so they are checked
-//! when each call ends, by a walk of at most [`super::WALK_BUDGET`] entries per folder:
+//! when each call ends, by a walk of at most [`super::WALK_BUDGET`] entries per folder that
+//! lists again only the folders that changed ([`super::tree`]):
 //!
 //! - **a folder that became a repository** (`HEAD` beside `objects` and `refs`, git's own test
 //!   for a repository folder) inside the workspace: git run there or below takes it for a bare
@@ -30,6 +31,7 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
 use super::planted::{self, Change, Planted};
+use super::tree::Tree;
 use crate::permission::path;
 
 /// The settings of a repository's `config` that run nothing: section, key (lower case; a
@@ -93,21 +95,8 @@ pub struct Repos {
     known: HashSet<PathBuf>,
     /// `.git` files and links at open, with where they pointed.
     links: Vec<(PathBuf, Option<PathBuf>)>,
-    /// Calls end side by side; one check at a time.
-    lock: std::sync::Mutex<()>,
-}
-
-/// What one walk found.
-#[derive(Debug, Default)]
-struct Inventory {
-    /// `.git` folders.
-    dot_git: Vec<PathBuf>,
-    /// `.git` files and symlinks.
-    links: Vec<PathBuf>,
-    /// Other folders that look like a repository folder.
-    bare: Vec<PathBuf>,
-    /// The budget ran out in at least one root.
-    truncated: bool,
+    /// What the last walk listed. Calls end side by side: one check at a time.
+    tree: std::sync::Mutex<Tree>,
 }
 
 impl Repos {
@@ -146,10 +135,13 @@ impl Repos {
             writable: writable.to_vec(),
             known: known.iter().cloned().collect(),
             links: Vec::new(),
-            lock: std::sync::Mutex::new(()),
+            tree: std::sync::Mutex::new(Tree::new()),
         };
-        let inventory = repos.walk();
-        for g in inventory.dot_git.iter().chain(&inventory.bare) {
+        let inventory = {
+            let tree = repos.tree.get_mut().unwrap_or_else(|e| e.into_inner());
+            tree.walk(&repos.roots)
+        };
+        for g in inventory.dot_git.iter().chain(&inventory.candidates) {
             if is_repository(g) {
                 repos.known.insert(g.clone());
                 for m in submodules(g) {
@@ -178,9 +170,9 @@ impl Repos {
     /// Sets aside what of the repositories made since the session opened git would run, and
     /// the `HEAD` of each folder of the workspace that became a repository (module header).
     pub fn check(&self) -> Vec<Planted> {
-        let _one = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let mut tree = self.tree.lock().unwrap_or_else(|e| e.into_inner());
         let started = std::time::Instant::now();
-        let inventory = self.walk();
+        let inventory = tree.walk(&self.roots);
         let mut run = Run {
             repos: self,
             done: HashSet::new(),
@@ -199,7 +191,7 @@ impl Repos {
                 run.repository(&t, Some(l), 0);
             }
         }
-        for d in &inventory.bare {
+        for d in &inventory.candidates {
             if self.known.contains(d) || !is_repository(d) {
                 continue;
             }
@@ -217,61 +209,13 @@ impl Repos {
             );
         }
         tracing::debug!(
-            "sandbox: repositories checked in {} µs",
-            started.elapsed().as_micros()
+            "sandbox: repositories checked in {} µs ({} folders, {} looked at, {} listed)",
+            started.elapsed().as_micros(),
+            inventory.folders,
+            inventory.stated,
+            inventory.listed
         );
         run.out
-    }
-
-    /// One breadth-first walk of each root (shallow folders first, so what lies near a root is
-    /// seen whatever the budget), at most [`super::WALK_BUDGET`] entries each, no symlink
-    /// followed, no `.git` and no repository folder entered.
-    fn walk(&self) -> Inventory {
-        let mut found = Inventory::default();
-        for root in &self.roots {
-            let mut queue = std::collections::VecDeque::from([root.clone()]);
-            let mut seen = 0usize;
-            'walk: while let Some(dir) = queue.pop_front() {
-                let Ok(entries) = std::fs::read_dir(&dir) else {
-                    continue;
-                };
-                let mut head = false;
-                let mut objects = false;
-                let mut refs = false;
-                let mut subdirs = Vec::new();
-                for entry in entries.flatten() {
-                    seen += 1;
-                    if seen > super::WALK_BUDGET {
-                        found.truncated = true;
-                        break 'walk;
-                    }
-                    let Ok(kind) = entry.file_type() else {
-                        continue;
-                    };
-                    let name = entry.file_name();
-                    match name.to_str() {
-                        Some(".git") if kind.is_dir() => found.dot_git.push(entry.path()),
-                        Some(".git") => found.links.push(entry.path()),
-                        Some("HEAD") => head = true,
-                        Some("objects") => objects = true,
-                        Some("refs") => refs = true,
-                        _ => {}
-                    }
-                    if kind.is_dir() && name != ".git" {
-                        subdirs.push(entry.path());
-                    }
-                }
-                // git's test for a repository folder wants `objects` and `refs` (or a
-                // `commondir` naming them): checked in full for candidates only. Such a folder
-                // is still walked: any path of the workspace can be registered as a gitlink.
-                let candidate = head && ((objects && refs) || dir.join("commondir").exists());
-                if candidate && is_repository(&dir) {
-                    found.bare.push(dir);
-                }
-                queue.extend(subdirs);
-            }
-        }
-        found
     }
 
     fn writable(&self, p: &Path) -> bool {
