@@ -224,13 +224,13 @@ impl Repos {
 
     /// A repository folder whose `config` and `hooks` are the model's to keep (set aside only
     /// for what runs code): one called `.git` or inside one (a submodule's, a worktree's), one
-    /// named as a repository (`remote.git`, `.git.bak`: nobody works inside those), or one
+    /// named as a repository (`remote.git`, `.git.bak`, `.git-old`, not `.github`: nobody works
+    /// inside those), or one
     /// outside the workspace. A plain folder of the workspace used as a repository is not.
     fn repository_shaped(&self, g: &Path) -> bool {
-        let named = g
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.ends_with(".git") || n.starts_with(".git"));
+        let named = g.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+            n.ends_with(".git") || [".git.", ".git-", ".git_"].iter().any(|p| n.starts_with(p))
+        });
         let root = self
             .writable
             .iter()
@@ -292,8 +292,7 @@ impl Run<'_> {
         self.hooks(g);
         let commondir = g.join("commondir");
         if commondir.symlink_metadata().is_ok() {
-            let named = std::fs::read_to_string(&commondir)
-                .ok()
+            let named = read_start(&commondir)
                 .map(|t| path::resolve_in(g, Path::new(t.trim_end_matches(['\n', '\r']))));
             match named {
                 Some(c) if self.repos.known.contains(&c) || !self.repos.writable(&c) => {}
@@ -472,11 +471,25 @@ fn link_target(l: &Path) -> Option<PathBuf> {
 }
 
 /// The first 4 KiB of a file, as text.
+/// Opened without blocking (a FIFO a call left there must not hang pod) and read only when a
+/// plain file.
 fn read_start(p: &Path) -> Option<String> {
     use std::io::Read;
-    let file = std::fs::File::open(p).ok()?;
+    let fd = rustix::fs::open(
+        p,
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .ok()?;
+    let stat = rustix::fs::fstat(&fd).ok()?;
+    if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
+        return None;
+    }
     let mut bytes = Vec::new();
-    file.take(4096).read_to_end(&mut bytes).ok()?;
+    std::fs::File::from(fd)
+        .take(4096)
+        .read_to_end(&mut bytes)
+        .ok()?;
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
@@ -797,6 +810,16 @@ mod tests {
         // A new `.git` whose commondir names a plain folder.
         git(&ws, &["init", "-q", "c"]);
         std::fs::write(ws.join("c/.git/commondir"), "../../plain\n").expect("w");
+        // FIFOs where the check reads (a `HEAD`, a `.git` file) must not hang it.
+        for fifo in ["d/HEAD", "e/.git"] {
+            std::fs::create_dir_all(ws.join(fifo).parent().expect("parent")).expect("mkdir");
+            let c = std::ffi::CString::new(ws.join(fifo).as_os_str().as_encoded_bytes())
+                .expect("path");
+            // SAFETY: a NUL-terminated path.
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        }
+        std::fs::create_dir_all(ws.join("d/objects")).expect("mkdir");
+        std::fs::create_dir_all(ws.join("d/refs")).expect("mkdir");
         let planted = repos.check();
         let paths: Vec<_> = planted.iter().map(|p| p.path.clone()).collect();
         for p in [
