@@ -7,8 +7,10 @@
 //! can enforce and what is reported about it ([`plan`], [`SandboxInfo`]), putting a child into
 //! the domain before `exec` ([`Sandbox::prepare`], [`Sandbox::pre_exec`]), the lifetime of the
 //! processes a call starts ([`reaper`]), and reading a denial out of a command's output
-//! ([`Sandbox::blocked_writes`]), and each call's process limit ([`cgroup`]: the session's pids
-//! cgroup, a call's made by [`Sandbox::prepare`] and entered first in `pre_exec`). The exec
+//! ([`Sandbox::blocked_writes`]), each call's process limit ([`cgroup`]: the session's pids
+//! cgroup, a call's made by [`Sandbox::prepare`] and entered first in `pre_exec`), and what a
+//! call must not leave for tools outside to run ([`Sandbox::set_aside_planted`]: [`planted`]'s
+//! watched names, [`repos`]' repositories, found with [`tree`]). The exec
 //! gate ([`gate`]) lives beside it: whether it is on is the sandbox's to say
 //! ([`Sandbox::gate_on`], `initialize.sandbox.execGate`); the attach seam is
 //! [`Sandbox::prepare_std`] with a [`gate::Gate`]'s child end, then

@@ -813,8 +813,8 @@ mod tests {
         // FIFOs where the check reads (a `HEAD`, a `.git` file) must not hang it.
         for fifo in ["d/HEAD", "e/.git"] {
             std::fs::create_dir_all(ws.join(fifo).parent().expect("parent")).expect("mkdir");
-            let c = std::ffi::CString::new(ws.join(fifo).as_os_str().as_encoded_bytes())
-                .expect("path");
+            let c =
+                std::ffi::CString::new(ws.join(fifo).as_os_str().as_encoded_bytes()).expect("path");
             // SAFETY: a NUL-terminated path.
             assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
         }
