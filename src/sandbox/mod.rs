@@ -9,9 +9,11 @@
 //! can enforce and what is reported about it ([`plan`], [`SandboxInfo`]), putting a child into
 //! the domain before `exec` ([`Sandbox::prepare`], [`Sandbox::pre_exec`]), the lifetime of the
 //! processes a call starts ([`reaper`]), and reading a denial out of a command's output
-//! ([`Sandbox::blocked_writes`]; a full `$TMPDIR`, [`Sandbox::tmpdir_full`]), and each call's
-//! process limit ([`cgroup`]: the session's pids
-//! cgroup, a call's made by [`Sandbox::prepare`] and entered first in `pre_exec`). The exec
+//! ([`Sandbox::blocked_writes`]; a full `$TMPDIR`, [`Sandbox::tmpdir_full`]), each call's
+//! process limit ([`cgroup`]: the session's pids cgroup, a call's made by [`Sandbox::prepare`]
+//! and entered first in `pre_exec`), and what a call must not leave for tools outside to run
+//! ([`Sandbox::set_aside_planted`]: [`planted`]'s watched names, [`repos`]' repositories, found
+//! with [`tree`]). The exec
 //! gate ([`gate`]) lives beside it: whether it is on is the sandbox's to say
 //! ([`Sandbox::gate_on`], `initialize.sandbox.execGate`); the attach seam is
 //! [`Sandbox::prepare_std`] with a [`gate::Gate`]'s child end, then
@@ -30,8 +32,10 @@ pub mod namespaces;
 pub mod netns;
 pub mod planted;
 pub mod reaper;
+pub mod repos;
 pub mod seccomp;
 pub mod tmpfs;
+pub mod tree;
 
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -553,6 +557,9 @@ pub struct Sandbox {
     /// Files that did not exist when the session opened and that no call may leave behind
     /// ([`Sandbox::set_aside_planted`]).
     sentinels: Vec<planted::Sentinel>,
+    /// The repositories a call may make, checked when it ends ([`Sandbox::set_aside_planted`]);
+    /// `None` when the sandbox is off.
+    repos: Option<Arc<repos::Repos>>,
     /// The session's pids cgroup, in which each call gets one with its limit ([`cgroup`]).
     pids: Option<Arc<cgroup::Session>>,
     /// `$TMPDIR` as a size-limited tmpfs in the session's view, as pod's own process reaches
@@ -585,6 +592,7 @@ impl Sandbox {
             env: ChildEnv::new(&crate::manifest::EnvConfig::default()),
             session_net: None,
             sentinels: Vec::new(),
+            repos: None,
             pids: None,
             tmpfs: None,
         }
@@ -825,6 +833,14 @@ impl Sandbox {
             .cloned()
             .collect();
         let sentinels = planted::Sentinel::missing_in(&folders, &repositories);
+        // Repositories a call makes (or turns a folder into) cannot be bound: what git would run
+        // from them is set aside when the call ends.
+        let repos = repos::Repos::open(
+            &path::resolve(workspace),
+            &writable,
+            Some(&path::resolve(tmpdir.path())),
+            &repositories,
+        );
         writable.extend(domain::DEVICES.iter().map(PathBuf::from));
         Ok(Sandbox {
             info,
@@ -844,6 +860,7 @@ impl Sandbox {
             env: ChildEnv::new(&config.env),
             session_net,
             sentinels,
+            repos: Some(Arc::new(repos)),
             pids,
             tmpfs,
         })
@@ -908,10 +925,15 @@ impl Sandbox {
 
     /// Sets aside what a call left of the files that must stay missing (a repository's
     /// `.git/commondir`, a writable folder's `.envrc`, `.vscode`, `.mcp.json`, …: read later by
-    /// tools outside the sandbox): each renamed beside itself, so nothing is lost. Run when a
+    /// tools outside the sandbox), and what git would run from a repository made since the
+    /// session opened ([`repos`]): each renamed beside itself, so nothing is lost. Run when a
     /// call ends, with the [`Sandbox::watch_planted`] taken as it started.
     pub fn set_aside_planted(&self, watch: &planted::Watch) -> Vec<planted::Planted> {
-        planted::set_aside(&self.sentinels, watch)
+        let mut out = planted::set_aside(&self.sentinels, watch);
+        if let Some(repos) = &self.repos {
+            out.extend(repos.check());
+        }
+        out
     }
 
     /// The session's `$TMPDIR`, when there is one.
@@ -1351,7 +1373,9 @@ fn protect_git(
         return;
     }
     git_dirs.push(git.to_path_buf());
-    for name in ["config", "hooks", "info/attributes"] {
+    // `config.worktree` is read as configuration too once the repository's config sets
+    // `extensions.worktreeConfig` (as `git sparse-checkout init` does).
+    for name in ["config", "config.worktree", "hooks", "info/attributes"] {
         let p = git.join(name);
         if p.symlink_metadata()
             .is_ok_and(|m| !m.file_type().is_symlink())
@@ -1389,7 +1413,8 @@ fn protect_git(
 
 /// The files of repository `git` (a `.git` folder) besides `config` and `hooks` from which git
 /// takes configuration or code to run: `commondir` (where its config and hooks are), each
-/// linked worktree's `commondir` and `gitdir`, and each submodule's repository (`modules/…`)
+/// linked worktree's `commondir`, `gitdir` and `config.worktree`, and each submodule's
+/// repository (`modules/…`)
 /// `config` and `hooks`; second, the submodules' missing `hooks` folders. At most 256
 /// folders are looked at.
 fn git_control_files(git: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
@@ -1401,7 +1426,7 @@ fn git_control_files(git: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
     }
     if let Ok(entries) = std::fs::read_dir(git.join("worktrees")) {
         for e in entries.flatten().take(256) {
-            for name in ["commondir", "gitdir"] {
+            for name in ["commondir", "gitdir", "config.worktree"] {
                 let f = e.path().join(name);
                 if f.is_file() {
                     files.push(f);

@@ -160,7 +160,8 @@ pub struct Layout {
     /// Existing paths replaced by an empty read-only folder, or `/dev/null` for a file.
     pub masked: Vec<PathBuf>,
     /// The repository folders found in the writable folders (not bound: what `Sandbox` watches
-    /// for a planted `commondir`).
+    /// for a planted `commondir`, `config` or `config.worktree`, and what its end-of-call check
+    /// of repositories ([`super::repos`]) knows as there at open).
     pub repositories: Vec<PathBuf>,
     /// Missing folders made empty and read-only (bwrap creates the empty folder as its mount
     /// point, so nothing can be put in it): `.git/hooks` of a repository that has none.

@@ -1,7 +1,7 @@
 //! Files that did not exist when the session opened and that no call may leave behind: names a
 //! tool outside the sandbox reads later as configuration or code to run (a repository's
-//! `.git/commondir`, a writable folder's `.envrc`, `.vscode`, `.mcp.json`, `.idea`,
-//! `.gitmodules`). They cannot be masked while missing (a mount needs its point to exist, so
+//! `.git/commondir`, `.git/config`, `.git/config.worktree`, a writable folder's `.envrc`,
+//! `.vscode`, `.mcp.json`, `.idea`, `.gitmodules`). They cannot be masked while missing (a mount needs its point to exist, so
 //! masking would create them in the user's folder), so one that appears while a call runs is
 //! set aside when the call ends: renamed beside itself to `NAME.pod-planted` (never over
 //! anything), so nothing is lost and nothing reads it.
@@ -22,7 +22,18 @@ pub const WATCHED: [(&str, &str); 5] = [
     ),
 ];
 
-const COMMONDIR: &str = "git would read its configuration and hooks from where it points";
+const WORKTREE_CONFIG: &str = "git reads the commands it names from it when the repository \
+     sets extensions.worktreeConfig";
+
+/// A repository's files read as configuration that a call must not make, with who reads them.
+const REPOSITORY_FILES: [(&str, &str); 3] = [
+    (
+        "commondir",
+        "git would read its configuration and hooks from where it points",
+    ),
+    ("config", "git reads the commands it names from it"),
+    ("config.worktree", WORKTREE_CONFIG),
+];
 
 /// One watched path and who would read it.
 #[derive(Debug, Clone)]
@@ -32,7 +43,8 @@ pub struct Sentinel {
 }
 
 impl Sentinel {
-    /// The watched names of `folder` that are missing now, and each repository's `commondir`.
+    /// The watched names of `folder` that are missing now, each repository's `commondir`,
+    /// `config` and `config.worktree`, and each of its linked worktrees' `config.worktree`.
     pub fn missing_in(folders: &[PathBuf], repositories: &[PathBuf]) -> Vec<Sentinel> {
         let watched = folders.iter().flat_map(|folder| {
             WATCHED.iter().map(move |(name, reader)| Sentinel {
@@ -40,12 +52,27 @@ impl Sentinel {
                 reader,
             })
         });
-        let commondirs = repositories.iter().map(|git| Sentinel {
-            path: git.join("commondir"),
-            reader: COMMONDIR,
+        let files = repositories.iter().flat_map(|git| {
+            REPOSITORY_FILES.iter().map(move |(name, reader)| Sentinel {
+                path: git.join(name),
+                reader,
+            })
+        });
+        let worktrees = repositories.iter().flat_map(|git| {
+            std::fs::read_dir(git.join("worktrees"))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .take(256)
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| Sentinel {
+                    path: e.path().join("config.worktree"),
+                    reader: WORKTREE_CONFIG,
+                })
         });
         watched
-            .chain(commondirs)
+            .chain(files)
+            .chain(worktrees)
             .filter(|s| !exists(&s.path))
             .collect()
     }
@@ -64,8 +91,23 @@ pub struct Planted {
     pub moved_to: Option<PathBuf>,
     /// The start of what it held, or what it is (a folder, a link).
     pub held: String,
-    /// Who would have read it.
-    pub reader: &'static str,
+    /// Who would have read it, and what they would do.
+    pub reader: String,
+    /// How it came to be set aside.
+    pub change: Change,
+}
+
+/// Why a file was set aside, for the words of the call's result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// It appeared while the call ran (a watched name).
+    Appeared,
+    /// It is what makes a repository made since the session opened run something
+    /// ([`super::repos`]).
+    Found,
+    /// A repository's `config` naming what git would run: set aside, and a `config` with only
+    /// its settings that run nothing written in its place ([`super::repos`]).
+    Rewritten,
 }
 
 /// The sentinels missing now.
@@ -85,67 +127,74 @@ pub fn watch(sentinels: &[Sentinel]) -> Watch {
 /// open, so a call that swapped one for a link gets nothing renamed where it points), and is
 /// itself never followed.
 pub fn set_aside(sentinels: &[Sentinel], watch: &Watch) -> Vec<Planted> {
-    let mut out = Vec::new();
-    for s in watch.0.iter().filter_map(|&i| sentinels.get(i)) {
-        let (Some(dir), Some(name)) = (s.path.parent(), s.path.file_name()) else {
-            continue;
-        };
-        let folder = rustix::fs::openat2(
-            rustix::fs::CWD,
-            dir,
-            rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
-            rustix::fs::Mode::empty(),
-            rustix::fs::ResolveFlags::NO_SYMLINKS | rustix::fs::ResolveFlags::NO_MAGICLINKS,
-        );
-        let folder = match folder {
-            Ok(f) => f,
-            // The folder itself is gone: nothing in it to set aside.
-            Err(rustix::io::Errno::NOENT) => continue,
-            // Swapped for a link (or unreadable): said when the name is there through it.
-            Err(e) => {
-                if exists(&s.path) {
-                    out.push(unmoved(s, format!("its folder cannot be opened: {e}")));
-                }
-                continue;
-            }
-        };
-        let Ok(stat) = rustix::fs::statat(&folder, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
-        else {
-            continue;
-        };
-        let kind = rustix::fs::FileType::from_raw_mode(stat.st_mode);
-        let held = match kind {
-            rustix::fs::FileType::Symlink => rustix::fs::readlinkat(&folder, name, Vec::new())
-                .map(|t| format!("a link to {}", t.to_string_lossy()))
-                .unwrap_or_else(|_| "a link".to_string()),
-            rustix::fs::FileType::Directory => "a folder".to_string(),
-            rustix::fs::FileType::RegularFile => start_of(&folder, name),
-            _ => "a special file".to_string(),
-        };
-        match move_aside(&folder, name) {
-            Some(new) => out.push(Planted {
-                path: s.path.clone(),
-                moved_to: Some(dir.join(new)),
-                held,
-                reader: s.reader,
-            }),
-            None => out.push(unmoved(s, held)),
-        }
-    }
-    out
+    watch
+        .0
+        .iter()
+        .filter_map(|&i| sentinels.get(i))
+        .filter_map(|s| set_aside_one(&s.path, s.reader.to_string()))
+        .collect()
 }
 
-fn unmoved(s: &Sentinel, held: String) -> Planted {
+/// Sets aside `path`, when it exists, as [`set_aside`] does one sentinel; `reader` says who
+/// would read it. `None` when there is nothing there.
+pub fn set_aside_one(path: &Path, reader: String) -> Option<Planted> {
+    let (dir, name) = (path.parent()?, path.file_name()?);
+    let folder = rustix::fs::openat2(
+        rustix::fs::CWD,
+        dir,
+        rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+        rustix::fs::ResolveFlags::NO_SYMLINKS | rustix::fs::ResolveFlags::NO_MAGICLINKS,
+    );
+    let folder = match folder {
+        Ok(f) => f,
+        // The folder itself is gone: nothing in it to set aside.
+        Err(rustix::io::Errno::NOENT) => return None,
+        // Swapped for a link (or unreadable): said when the name is there through it.
+        Err(e) => {
+            return exists(path).then(|| {
+                unmoved_planted(
+                    path.to_path_buf(),
+                    format!("its folder cannot be opened: {e}"),
+                    reader,
+                )
+            });
+        }
+    };
+    let stat = rustix::fs::statat(&folder, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).ok()?;
+    let kind = rustix::fs::FileType::from_raw_mode(stat.st_mode);
+    let held = match kind {
+        rustix::fs::FileType::Symlink => rustix::fs::readlinkat(&folder, name, Vec::new())
+            .map(|t| format!("a link to {}", t.to_string_lossy()))
+            .unwrap_or_else(|_| "a link".to_string()),
+        rustix::fs::FileType::Directory => "a folder".to_string(),
+        rustix::fs::FileType::RegularFile => start_of(&folder, name),
+        _ => "a special file".to_string(),
+    };
+    Some(match move_aside(&folder, name) {
+        Some(new) => Planted {
+            path: path.to_path_buf(),
+            moved_to: Some(dir.join(new)),
+            held,
+            reader,
+            change: Change::Appeared,
+        },
+        None => unmoved_planted(path.to_path_buf(), held, reader),
+    })
+}
+
+/// What could not be set aside: logged, and said in the result.
+pub fn unmoved_planted(path: PathBuf, held: String, reader: String) -> Planted {
     tracing::error!(
-        "sandbox: cannot set aside {}, which a call made ({}); remove it yourself",
-        s.path.display(),
-        s.reader
+        "sandbox: cannot set aside {}, which a call made ({reader}); remove it yourself",
+        path.display(),
     );
     Planted {
-        path: s.path.clone(),
+        path,
         moved_to: None,
         held,
-        reader: s.reader,
+        reader,
+        change: Change::Appeared,
     }
 }
 
@@ -169,7 +218,7 @@ fn start_of(folder: &std::os::fd::OwnedFd, name: &std::ffi::OsStr) -> String {
 }
 
 /// Renames `name` in `folder` beside itself, never over an existing name; the new name.
-fn move_aside(folder: &std::os::fd::OwnedFd, name: &std::ffi::OsStr) -> Option<String> {
+pub fn move_aside(folder: &std::os::fd::OwnedFd, name: &std::ffi::OsStr) -> Option<String> {
     let name = name.to_string_lossy();
     for n in 0..100u32 {
         let new = if n == 0 {

@@ -380,32 +380,40 @@ fn gate_note(stopped: &[Stopped]) -> String {
     note
 }
 
-/// What the result says of a file set aside at the call's end ([`crate::sandbox::planted`]).
+/// What the result says of a file set aside at the call's end ([`crate::sandbox::planted`],
+/// [`crate::sandbox::repos`]).
 fn planted_note(p: &crate::sandbox::planted::Planted) -> String {
-    let what = if p.held.starts_with("a ") || p.held.starts_with("its ") {
+    use crate::sandbox::planted::Change;
+    let plain = ["a ", "its ", "naming "];
+    let what = if plain.iter().any(|s| p.held.starts_with(s)) {
         p.held.clone()
     } else {
         format!("holding `{}`", p.held)
     };
+    let found = match p.change {
+        Change::Appeared => format!("{} appeared while this call ran ({what})", p.path.display()),
+        Change::Found | Change::Rewritten => format!("{} ({what})", p.path.display()),
+    };
     match &p.moved_to {
         Some(to) => {
             tracing::warn!(
-                "sandbox: set aside {} ({what}), made while a call ran, as {}",
-                p.path.display(),
+                "sandbox: set aside {found}, left by a call, as {}",
                 to.display()
             );
+            let rewritten = if p.change == Change::Rewritten {
+                ", and wrote in its place a config with only its settings that run nothing"
+            } else {
+                ""
+            };
             format!(
-                "[sandbox: {} appeared while this call ran ({what}); {}, so pod set it aside \
-                 as {}]\n",
-                p.path.display(),
+                "[sandbox: {found}; {}, so pod set it aside as {}{rewritten}]\n",
                 p.reader,
                 to.display()
             )
         }
         None => format!(
-            "[sandbox: {} appeared while this call ran ({what}); {}, and pod could not set it \
-             aside: remove it before using that tool here]\n",
-            p.path.display(),
+            "[sandbox: {found}; {}, and pod could not set it aside: remove it before using that \
+             tool here]\n",
             p.reader
         ),
     }

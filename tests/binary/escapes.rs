@@ -905,6 +905,261 @@ fn gits_other_configuration_files_hold() {
     assert!(!ws.path("wt/fsmonitor-ran").exists());
 }
 
+/// The user's git, as the user runs it after a call: outside the sandbox, in `dir`, with no
+/// configuration of the machine's or the user's; what it printed.
+fn users_git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .expect("git");
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// A call turns folders of the workspace into repositories: the root, once it broke `.git`
+/// (moved `.git/HEAD` aside), and `src`, with nothing broken; each gets `HEAD`, `objects`,
+/// `refs` and a `config` whose `core.fsmonitor` writes a marker outside. git run there takes
+/// the folder for a (bare) repository, with `core.worktree` a work tree, and runs fsmonitor at
+/// `git status`. When the call ends each such `HEAD` is set aside, and the user's `git status`
+/// at the root and in `src` runs nothing. A call's own `git checkout` and `git commit` (which
+/// replace `.git/HEAD` by a rename) set nothing aside.
+#[test]
+fn a_folder_a_call_makes_a_repository_runs_nothing_at_the_users_git() {
+    let (_keep, out_dir) = outside();
+    let ws = Workspace::with_manifest(&manifest("", ""));
+    let root = ws.dir.path().canonicalize().expect("canonical");
+    users_git(&root, &["init", "-q", "-b", "main"]);
+    std::fs::create_dir_all(root.join("src")).expect("mkdir");
+    std::fs::write(root.join("src/lib.rs"), "fn main() {}\n").expect("write");
+    users_git(&root, &["add", "."]);
+    users_git(&root, &["commit", "-q", "-m", "first"]);
+    let mut pod = start(&ws);
+    let ok = run_script(
+        &mut pod,
+        "c.sh",
+        "bash",
+        "g='git -c user.name=m -c user.email=m@example.com'\n\
+         $g checkout -q -b work && $g commit -q --allow-empty -m second && $g checkout -q main \
+         && echo committed\n",
+        "",
+    );
+    assert!(ok.contains("committed"), "{ok}");
+    assert!(!ok.contains("set it aside"), "{ok}");
+    assert!(users_git(&root, &["log", "--oneline", "work"]).contains("second"));
+    let body = format!(
+        "plant() {{\n\
+         \x20 mkdir -p \"$1/objects\" \"$1/refs\" && echo 'ref: refs/heads/main' > \"$1/HEAD\"\n\
+         \x20 printf '[core]\\n\\trepositoryformatversion = 0\\n\\tbare = false\\n\\tworktree = \
+         %s\\n\\tfsmonitor = \"touch %s\"\\n' \"$(cd \"$1\" && pwd)\" \"$2\" > \"$1/config\"\n\
+         }}\n\
+         mv .git/HEAD .git/HEAD.aside && plant . {out}/root-ran && echo root-planted\n\
+         plant src {out}/src-ran && echo src-planted\n",
+        out = out_dir.display()
+    );
+    let out = run_script(&mut pod, "b.sh", "bash", &body, "");
+    assert!(
+        out.contains("root-planted") && out.contains("src-planted"),
+        "{out}"
+    );
+    // The user's git, as the user would run it after the call.
+    let status = users_git(&root, &["status"]);
+    let in_src = users_git(&root.join("src"), &["status"]);
+    assert!(
+        !out_dir.join("root-ran").exists(),
+        "fsmonitor ran at the root: {status}"
+    );
+    assert!(
+        !out_dir.join("src-ran").exists(),
+        "fsmonitor ran in src: {in_src}"
+    );
+    for dir in [root.clone(), root.join("src")] {
+        let head = dir.join("HEAD");
+        assert!(!head.exists(), "{} left: {out}", head.display());
+        let aside = dir.join("HEAD.pod-planted");
+        assert_eq!(
+            std::fs::read_to_string(&aside).expect("set aside"),
+            "ref: refs/heads/main\n"
+        );
+        assert!(out.contains(&aside.display().to_string()), "{out}");
+        // Nothing of the project is touched: the call's `config` is there as it wrote it.
+        assert!(dir.join("config").is_file());
+    }
+}
+
+/// A call makes a repository, commits in it and registers it in the workspace's index (a
+/// gitlink), with `core.fsmonitor` in its config; another does the same through a submodule's
+/// repository under `.git/modules`. The user's plain `git status` at the root enters both.
+/// When the call ends each config is set aside and written again with its settings that run
+/// nothing, and the user's `git status` runs no fsmonitor; the model's commits and settings
+/// are still there. A later call of the session planting it again is undone the same way, and
+/// after the session the user's git still runs nothing.
+#[test]
+fn a_repository_a_call_registers_runs_nothing_at_the_users_git() {
+    let (_keep, out_dir) = outside();
+    let ws = Workspace::with_manifest(&manifest("", ""));
+    let root = ws.dir.path().canonicalize().expect("canonical");
+    users_git(&root, &["init", "-q", "-b", "main"]);
+    users_git(&root, &["commit", "-q", "--allow-empty", "-m", "first"]);
+    let mut pod = start(&ws);
+    let body = format!(
+        "g='git -c user.name=m -c user.email=m@example.com'\n\
+         git init -q lib && $g -C lib commit -q --allow-empty -m x && git add lib \
+         && echo lib-registered\n\
+         git -C lib config user.email model@example.com\n\
+         git -C lib config core.fsmonitor 'touch {out}/lib-ran'\n\
+         mkdir -p .git/modules && git init -q --separate-git-dir \"$PWD/.git/modules/sub\" sub \
+         && $g -C sub commit -q --allow-empty -m s && git add sub && echo sub-registered\n\
+         git -C sub config core.fsmonitor 'touch {out}/sub-ran'\n",
+        out = out_dir.display()
+    );
+    let out = run_script(&mut pod, "r.sh", "bash", &body, "");
+    assert!(
+        out.contains("lib-registered") && out.contains("sub-registered"),
+        "{out}"
+    );
+    // The user's git, as the user would run it after the call: it enters both repositories.
+    let status = users_git(&root, &["status"]);
+    assert!(!out_dir.join("lib-ran").exists(), "{status}");
+    assert!(!out_dir.join("sub-ran").exists(), "{status}");
+    let staged = users_git(&root, &["diff", "--cached", "--raw"]);
+    assert!(staged.matches(" 160000 ").count() == 2, "{staged}");
+    let lib_aside = root.join("lib/.git/config.pod-planted");
+    let sub_aside = root.join(".git/modules/sub/config.pod-planted");
+    for aside in [&lib_aside, &sub_aside] {
+        assert!(
+            std::fs::read_to_string(aside)
+                .unwrap_or_default()
+                .contains("fsmonitor"),
+            "{}: {out}",
+            aside.display()
+        );
+        assert!(out.contains(&aside.display().to_string()), "{out}");
+    }
+    // The model's work stays: its commit, its other settings.
+    let config = std::fs::read_to_string(root.join("lib/.git/config")).expect("config");
+    assert!(
+        config.contains("model@example.com") && !config.contains("fsmonitor"),
+        "{config}"
+    );
+    assert!(users_git(&root.join("lib"), &["log", "--oneline"]).contains(" x"));
+    // Later in the session: planted again, set aside again.
+    let again = run(
+        &mut pod,
+        &[format!(
+            "printf '[core]\\n\\tfsmonitor = \"touch {}/again-ran\"\\n' >> lib/.git/config && \
+             echo again",
+            out_dir.display()
+        )],
+    )
+    .remove(0);
+    assert!(again.contains("again"), "{again}");
+    let status = users_git(&root, &["status"]);
+    assert!(!out_dir.join("again-ran").exists(), "{status}");
+    assert!(
+        root.join("lib/.git/config.pod-planted-1").is_file(),
+        "{again}"
+    );
+    // After the session.
+    drop(pod);
+    let status = users_git(&root, &["status"]);
+    for marker in ["lib-ran", "sub-ran", "again-ran"] {
+        assert!(!out_dir.join(marker).exists(), "{marker}: {status}");
+    }
+}
+
+/// A repository that sets `extensions.worktreeConfig` (as `git sparse-checkout init` does)
+/// reads `.git/config.worktree` as configuration too, and each linked worktree's
+/// `.git/worktrees/NAME/config.worktree`: an existing one is bound read-only like `.git/config`,
+/// one a call makes where there was none is set aside when the call ends, and that of a
+/// worktree the call adds keeps only the settings that run nothing.
+#[test]
+fn a_worktree_config_is_held_like_config() {
+    let (_keep, out_dir) = outside();
+    let ws = Workspace::with_manifest(&manifest("", ""));
+    let root = ws.dir.path().canonicalize().expect("canonical");
+    let nested = root.join("nested");
+    std::fs::create_dir_all(&nested).expect("mkdir");
+    for dir in [&root, &nested] {
+        users_git(dir, &["init", "-q", "-b", "main"]);
+        users_git(dir, &["commit", "-q", "--allow-empty", "-m", "first"]);
+        users_git(dir, &["config", "extensions.worktreeConfig", "true"]);
+    }
+    users_git(&root, &["worktree", "add", "-q", "wt"]);
+    // A worktree outside the workspace: its `.git` file is not in any folder the sandbox walks.
+    let (_keep_owt, owt_dir) = outside();
+    let owt = owt_dir.join("owt");
+    users_git(&root, &["worktree", "add", "-q", &owt.to_string_lossy()]);
+    // The nested repository has one already; the root has none.
+    std::fs::write(
+        nested.join(".git/config.worktree"),
+        "[core]\n\tbare = false\n",
+    )
+    .expect("w");
+    let mut pod = start(&ws);
+    let body = format!(
+        "printf '[core]\\n\\tfsmonitor = \"touch {out}/root-ran\"\\n' > .git/config.worktree \
+         && echo root-written\n\
+         printf '[core]\\n\\tfsmonitor = \"touch {out}/nested-ran\"\\n' >> \
+         nested/.git/config.worktree && echo nested-written\n\
+         printf '[core]\\n\\tfsmonitor = \"touch {out}/wt-ran\"\\n' > \
+         .git/worktrees/wt/config.worktree && echo wt-written\n\
+         printf '[core]\\n\\tfsmonitor = \"touch {out}/owt-ran\"\\n' > \
+         .git/worktrees/owt/config.worktree && echo owt-written\n\
+         git worktree add -q wt2 && printf '[core]\\n\\tfsmonitor = \"touch {out}/wt2-ran\"\\n' \
+         > .git/worktrees/wt2/config.worktree && echo wt2-written\n\
+         echo tried\n",
+        out = out_dir.display()
+    );
+    let out = run_script(&mut pod, "w.sh", "bash", &body, "");
+    assert!(out.contains("tried"), "{out}");
+    let status = users_git(&root, &["status"]);
+    let nested_status = users_git(&nested, &["status"]);
+    assert!(!out_dir.join("root-ran").exists(), "{status}");
+    assert!(!out_dir.join("nested-ran").exists(), "{nested_status}");
+    for wt in ["wt", "wt2", "owt"] {
+        let dir = if wt == "owt" {
+            owt.clone()
+        } else {
+            root.join(wt)
+        };
+        let status = users_git(&dir, &["status"]);
+        assert!(
+            !out_dir.join(format!("{wt}-ran")).exists(),
+            "{wt}: {status}"
+        );
+    }
+    assert!(
+        ["root", "wt", "wt2", "owt"]
+            .iter()
+            .all(|w| out.contains(&format!("{w}-written"))),
+        "{out}"
+    );
+    for wt in ["wt", "wt2", "owt"] {
+        let aside = root.join(format!(".git/worktrees/{wt}/config.worktree.pod-planted"));
+        assert!(aside.is_file(), "{wt}: {out}");
+    }
+    assert!(!out.contains("nested-written"), "{out}");
+    assert!(!root.join(".git/config.worktree").exists(), "{out}");
+    assert!(
+        root.join(".git/config.worktree.pod-planted").is_file(),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(nested.join(".git/config.worktree")).expect("read"),
+        "[core]\n\tbare = false\n"
+    );
+}
+
 /// Names that tools outside the sandbox read as configuration or code to run (`.envrc`,
 /// `.vscode`, `.mcp.json`) cannot be masked while missing without creating them in the
 /// workspace: one a call makes is set aside when the call ends (renamed beside itself, so

@@ -194,16 +194,15 @@ fn job_control_inside_a_call_works_under_the_gate() {
 fn a_git_hook_is_bound_by_the_deny_rules() {
     let ws = workspace(DENY_LIST);
     let (mut pod, _) = start(&ws, NO_ANALYSIS);
-    let setup = run(
-        &mut pod,
-        "git init -q && printf '#!/bin/sh\\nrm -rf victim\\n' > .git/hooks/pre-commit && \
-         chmod +x .git/hooks/pre-commit && echo ready",
-    );
-    assert!(content(&setup).contains("ready"), "{setup}");
-    let command = "git -c user.name=t -c user.email=t@t commit -q --allow-empty -m x; \
+    // Planted and run in one call: a hook a call leaves in a repository it made is set aside
+    // when the call ends (`sandbox::repos`), so a later call would find none.
+    let command = "git init -q && printf '#!/bin/sh\\nrm -rf victim\\n' > .git/hooks/pre-commit \
+                   && chmod +x .git/hooks/pre-commit && \
+                   git -c user.name=t -c user.email=t@t commit -q --allow-empty -m x; \
                    touch marker";
     let result = run(&mut pod, command);
     assert_held(&ws, &result, command);
+    assert!(content(&result).contains("hooks.pod-planted"), "{result}");
     // The hook's shell is git's child, not one of the call's shells.
     assert!(
         content(&result).contains("`rm -rf victim` (run by "),
