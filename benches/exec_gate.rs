@@ -8,6 +8,8 @@
 //! - `build`: `make -j1` of 30 C files, each `cc -c` (cc, cc1, as: three execs and their forks)
 //!   and a link, the build-like load (goal: within 10% of ungated);
 //!
+//! - `env true`: 100 × `env true`, whose search of PATH (`execvp`) makes an exec that fails in
+//!   each folder before the one holding `true`;
 //! - `in namespaces`: the `per exec` loop inside the namespace sandbox (`Sandbox::command`,
 //!   bubblewrap; its exec of the call's shell is stopped too), gated against ungated;
 //!
@@ -24,7 +26,7 @@ use pod::manifest::{SandboxConfig, SandboxMode};
 use pod::permission::{Policy, RuleSpec, Rules};
 use pod::protocol::Action;
 use pod::protocol::{NetworkAccess, SandboxKind};
-use pod::sandbox::gate::{Exec, ExecJudge, Gate, GatedProcess, Verdict};
+use pod::sandbox::gate::{Exec, ExecJudge, GatedProcess, Verdict};
 use pod::sandbox::Sandbox;
 
 /// Decides as the runtime's judge does for a deny-list (every exec decided, aliases too).
@@ -46,7 +48,7 @@ impl ExecJudge for Judge {
 }
 
 fn command(dir: &Path, script: &str) -> Command {
-    let mut cmd = Command::new("/bin/bash");
+    let mut cmd = Command::new("bash");
     cmd.arg("-c")
         .arg(script)
         .current_dir(dir)
@@ -59,13 +61,8 @@ fn command(dir: &Path, script: &str) -> Command {
 fn gated(rt: &tokio::runtime::Runtime, dir: &Path, script: &str, judge: &Arc<Judge>) -> Duration {
     let start = Instant::now();
     let mut cmd = command(dir, script);
-    let gate = Gate::new(judge.clone()).expect("gate");
-    let end = gate.child_end();
-    // SAFETY: `install` makes only async-signal-safe system calls and allocates nothing.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || end.install());
-    }
-    let mut p = GatedProcess::spawn(cmd, gate).expect("gated spawn");
+    pod::sandbox::gate::trace_me(&mut cmd);
+    let mut p = GatedProcess::spawn(cmd, judge.clone()).expect("gated spawn");
     let status = rt.block_on(p.wait()).expect("status");
     assert!(status.success(), "{script}: {status}");
     assert!(p.stopped().is_empty());
@@ -88,11 +85,10 @@ fn in_namespaces(
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    let gate = judge.map(|j| Gate::new(j.clone()).expect("gate"));
-    let _limit = sandbox.prepare_std(&mut cmd, gate.as_ref().map(Gate::child_end));
-    match gate {
-        Some(gate) => {
-            let mut p = GatedProcess::spawn(cmd, gate).expect("gated spawn");
+    let _limit = sandbox.prepare_std(&mut cmd, judge.is_some());
+    match judge {
+        Some(judge) => {
+            let mut p = GatedProcess::spawn(cmd, judge.clone()).expect("gated spawn");
             let status = rt.block_on(p.wait()).expect("status");
             assert!(status.success(), "{script}: {status}");
             assert!(p.stopped().is_empty());
@@ -157,6 +153,10 @@ fn main() {
     std::fs::write(dir.path().join("Makefile"), make).expect("Makefile");
     let execs = if benching { 300 } else { 3 };
     let loop_script = format!("for i in $(seq {execs}); do /bin/true; done");
+    // `env` finds `true` by trying each folder of PATH with execve (execvp): the folders before
+    // /usr/bin are execs that fail.
+    let searches = if benching { 100 } else { 2 };
+    let search_script = format!("for i in $(seq {searches}); do env true; done");
     let build_script = "rm -f *.o prog && make -s -j1";
     let specs = vec![
         RuleSpec::new("bash", "rm -rf *", Action::Deny),
@@ -194,6 +194,7 @@ fn main() {
         }
         let (mut lg, mut lu, mut bg, mut bu) = (vec![], vec![], vec![], vec![]);
         let (mut ng, mut nu) = (vec![], vec![]);
+        let (mut sg, mut su) = (vec![], vec![]);
         for round in 0..rounds {
             if namespaces {
                 let gate = Some(&judge);
@@ -211,11 +212,15 @@ fn main() {
                 lg.push(gated(&rt, dir.path(), &loop_script, &judge));
                 bu.push(ungated(dir.path(), build_script));
                 bg.push(gated(&rt, dir.path(), build_script, &judge));
+                su.push(ungated(dir.path(), &search_script));
+                sg.push(gated(&rt, dir.path(), &search_script, &judge));
             } else {
                 lg.push(gated(&rt, dir.path(), &loop_script, &judge));
                 lu.push(ungated(dir.path(), &loop_script));
                 bg.push(gated(&rt, dir.path(), build_script, &judge));
                 bu.push(ungated(dir.path(), build_script));
+                sg.push(gated(&rt, dir.path(), &search_script, &judge));
+                su.push(ungated(dir.path(), &search_script));
             }
         }
         let (lg, lu, bg, bu) = (median(lg), median(lu), median(bg), median(bu));
@@ -240,6 +245,14 @@ fn main() {
                 ng.saturating_sub(nu).as_secs_f64() * 1e6 / execs as f64
             );
         }
+        let (sg, su) = (median(sg), median(su));
+        println!(
+            "{where_}: env true (a search of PATH): ungated {:.1} ms, gated {:.1} ms for \
+             {searches}: +{:.1} µs each",
+            su.as_secs_f64() * 1e3,
+            sg.as_secs_f64() * 1e3,
+            sg.saturating_sub(su).as_secs_f64() * 1e6 / searches as f64
+        );
         println!(
             "{where_}: build ({files} files, make -j1 + cc): ungated {:.0} ms, gated {:.0} ms: x{:.3}",
             bu.as_secs_f64() * 1e3,

@@ -125,28 +125,6 @@ impl ChildEnv {
         env
     }
 
-    /// Where `program` is found on this environment's `PATH` (the pod's own where it has
-    /// none), as a child would find it; `None` when it names a path or is found nowhere.
-    pub fn find(&self, program: &std::ffi::OsStr) -> Option<std::path::PathBuf> {
-        use std::os::unix::fs::PermissionsExt;
-        if program.is_empty() || program.as_encoded_bytes().contains(&b'/') {
-            return None;
-        }
-        let path = self
-            .vars
-            .iter()
-            .find(|(k, _)| k == "PATH")
-            .map(|(_, v)| v.clone())
-            .or_else(|| std::env::var_os("PATH"))?;
-        std::env::split_paths(&path)
-            .filter(|dir| dir.is_absolute())
-            .map(|dir| dir.join(program))
-            .find(|p| {
-                std::fs::metadata(p)
-                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-            })
-    }
-
     /// Clears `cmd`'s environment and gives it this one. Callers set their own variables after.
     pub fn apply(&self, cmd: &mut tokio::process::Command) {
         self.apply_std(cmd.as_std_mut());

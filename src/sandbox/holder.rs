@@ -12,10 +12,9 @@
 //! One call, in the forked child before `exec` ([`Holder::enter`]):
 //! - **A**, the pod's child, already in the call's pids cgroup when there is one (the
 //!   `pre_exec` step before this one moves it, while the host's `/sys/fs/cgroup` is still in
-//!   view): a session of its own (the reaper's), `PR_SET_PDEATHSIG`, under the exec gate the
-//!   gate's filters (so everything below inherits them, and the gate's listener goes to the pod
-//!   before anything of the call runs), every descriptor closed but stdio and the namespaces'
-//!   (so the spawn returns now); into the
+//!   view): a session of its own (the reaper's), `PR_SET_PDEATHSIG`, every
+//!   descriptor closed but stdio and the namespaces' (so the spawn returns now, and under the
+//!   exec gate a `SIGSTOP` lets the tracer set its options before anything forks); into the
 //!   session's network namespace, then the holder's outer user namespace and its mount, IPC,
 //!   UTS and cgroup namespaces; `unshare(CLONE_NEWPID)`; forks C and waits for it, then ends as D
 //!   did (C passes D's wait status back on a pipe: killed by the same signal, or its code).
@@ -44,7 +43,6 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::sync::Arc;
 
-use super::gate::ChildEnd;
 use super::namespaces::Wrap;
 use super::netns::SessionNet;
 use super::{domain, reaper, seccomp};
@@ -236,11 +234,12 @@ impl Holder {
     }
 
     /// The `pre_exec` step that puts a forked child into the session's namespaces (see the
-    /// module header): returns only in D, ready to `exec`. `gate`: the call is the exec gate's,
-    /// whose filters A installs before it forks. `ruleset` and `filters` are entered in D.
+    /// module header): returns only in D, ready to `exec`. `traced`: the child is the exec
+    /// gate's (it already asked to be traced), and stops once before forking so the tracer can
+    /// follow the forks. `ruleset` and `filters` are entered in D.
     pub fn enter(
         self: &Arc<Self>,
-        gate: Option<ChildEnd>,
+        traced: bool,
         ruleset: Option<Arc<OwnedFd>>,
         filters: Arc<seccomp::Filters>,
     ) -> impl FnMut() -> std::io::Result<()> + Send + Sync + 'static {
@@ -250,7 +249,7 @@ impl Holder {
         move || {
             // Only async-signal-safe system calls from here on, and no allocation: this runs in
             // a child forked from a multi-threaded process.
-            holder.run_a(parent, gate, ruleset.as_deref(), &filters);
+            holder.run_a(parent, traced, ruleset.as_deref(), &filters);
             Ok(())
         }
     }
@@ -259,7 +258,7 @@ impl Holder {
     fn run_a(
         &self,
         parent: i32,
-        gate: Option<ChildEnd>,
+        traced: bool,
         ruleset: Option<&OwnedFd>,
         filters: &seccomp::Filters,
     ) {
@@ -279,14 +278,11 @@ impl Holder {
             }
             // Nothing of the pod's memory is readable through /proc until the exec.
             check(libc::prctl(libc::PR_SET_DUMPABLE, 0), b"dumpable");
-            // Before the gate's socket is closed with the rest; A, C and D exec nothing, so
-            // the first exec the gate is told of is D's of the call's command.
-            if let Some(gate) = gate {
-                if gate.install().is_err() {
-                    fail(b"exec gate");
-                }
-            }
             self.close_others(ruleset);
+            if traced {
+                // The tracer sets its options at this stop, so every fork below is traced.
+                libc::raise(libc::SIGSTOP);
+            }
             if let Some(net) = &self.session_net {
                 if net.enter().is_err() {
                     fail(b"setns (session network)");

@@ -16,8 +16,7 @@
 //! with [`tree`]). The exec
 //! gate ([`gate`]) lives beside it: whether it is on is the sandbox's to say
 //! ([`Sandbox::gate_on`], `initialize.sandbox.execGate`); the attach seam is
-//! [`Sandbox::prepare_std`] with a [`gate::Gate`]'s child end, then
-//! [`gate::GatedProcess::spawn`].
+//! [`Sandbox::prepare_std`] with `gated`, then [`gate::GatedProcess::spawn`].
 //!
 //! Must not touch: decisions (rules decide what may start; the sandbox only bounds what a started
 //! process can do), the manifest's parsing, the output format of tools. The pod's own process is
@@ -947,15 +946,10 @@ impl Sandbox {
     }
 
     /// A command that runs `program` in the session's sandbox: inside `bwrap` under
-    /// namespaces without the session's holder, else the program itself; found on the
-    /// session's `PATH` by the pod, so the child (or `bwrap`) makes one `exec`, not one per
-    /// folder of `PATH` (the exec gate takes the first exec of a call, and `bwrap`'s of the
-    /// command, for the call's own). Add its arguments, then [`Sandbox::prepare`] it.
+    /// namespaces, else the program itself. Add its arguments, then [`Sandbox::prepare`] it.
     pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> tokio::process::Command {
-        let found = self.env.find(program.as_ref());
-        let program = found.as_deref().map_or(program.as_ref(), |p| p.as_os_str());
         match (&self.wrap, &self.holder) {
-            (Some(wrap), None) => wrap.command(program),
+            (Some(wrap), None) => wrap.command(program.as_ref()),
             _ => tokio::process::Command::new(program),
         }
     }
@@ -967,24 +961,23 @@ impl Sandbox {
     /// it, with `$TMPDIR`. A failure fails the spawn: nothing runs outside the sandbox.
     /// No process limit: [`Sandbox::prepare`] adds the call's cgroup.
     pub fn pre_exec(&self) -> impl FnMut() -> std::io::Result<()> + Send + Sync + 'static {
-        self.pre_exec_gated(None, None)
+        self.pre_exec_traced(false, None)
     }
 
-    /// [`Sandbox::pre_exec`]; `gate`: the exec gate's filters, installed last before `exec`,
-    /// or, in the session's namespaces, before the child forks into them;
+    /// [`Sandbox::pre_exec`]; `traced`: the child already asked to be traced by the exec gate;
     /// `procs`: the `cgroup.procs` of the call's cgroup, which the child moves itself into
     /// first, before it forks anything or enters a namespace (the session's mount namespace
     /// has no `/sys/fs/cgroup`), so that everything the call starts is counted.
-    fn pre_exec_gated(
+    fn pre_exec_traced(
         &self,
-        gate: Option<gate::ChildEnd>,
+        traced: bool,
         procs: Option<std::ffi::CString>,
     ) -> impl FnMut() -> std::io::Result<()> + Send + Sync + 'static {
         let ruleset = self.ruleset.clone();
         let wrap = self.wrap.clone().filter(|_| self.holder.is_none());
         let filters = self.seccomp.clone();
         let mut enter = match (&self.holder, &filters) {
-            (Some(holder), Some(f)) => Some(holder.enter(gate, ruleset.clone(), f.clone())),
+            (Some(holder), Some(f)) => Some(holder.enter(traced, ruleset.clone(), f.clone())),
             _ => None,
         };
         move || {
@@ -1010,9 +1003,6 @@ impl Sandbox {
                 }
                 filters.install()?;
             }
-            if let Some(gate) = &gate {
-                gate.install()?;
-            }
             Ok(())
         }
     }
@@ -1036,19 +1026,17 @@ impl Sandbox {
     /// (its program is not `bwrap`) fails to spawn rather than run outside the namespaces; so
     /// does one whose cgroup cannot be made where the limit is held.
     pub fn prepare(&self, cmd: &mut tokio::process::Command) -> CallLimit {
-        self.prepare_std(cmd.as_std_mut(), None)
+        self.prepare_std(cmd.as_std_mut(), false)
     }
 
-    /// [`Sandbox::prepare`] for a `std::process::Command`. `gate`: the command is for
-    /// [`gate::GatedProcess::spawn`] (the exec gate's attach seam): the child installs the
-    /// gate's filters where nothing of the call has run yet (last before `exec`; in the
-    /// session's namespaces, before it forks into them).
-    pub fn prepare_std(
-        &self,
-        cmd: &mut std::process::Command,
-        gate: Option<gate::ChildEnd>,
-    ) -> CallLimit {
+    /// [`Sandbox::prepare`] for a `std::process::Command`. `gated`: the command is for
+    /// [`gate::GatedProcess::spawn`] (the exec gate's attach seam): its first `pre_exec` step
+    /// asks to be traced, before the domain is entered; the gate adds its seccomp filters last.
+    pub fn prepare_std(&self, cmd: &mut std::process::Command, gated: bool) -> CallLimit {
         use std::os::unix::process::CommandExt;
+        if gated {
+            gate::trace_me(cmd);
+        }
         self.env.apply_std(cmd);
         if let Some(tmp) = self.tmpdir() {
             cmd.env("TMPDIR", tmp);
@@ -1086,7 +1074,7 @@ impl Sandbox {
         let procs = cgroup.as_ref().map(|c| c.procs().to_owned());
         // SAFETY: the hook makes only async-signal-safe system calls and allocates nothing.
         unsafe {
-            cmd.pre_exec(self.pre_exec_gated(gate, procs));
+            cmd.pre_exec(self.pre_exec_traced(gated, procs));
         }
         CallLimit {
             cgroup,

@@ -30,7 +30,7 @@ use tokio::net::unix::pipe;
 
 use super::common::{parse_input, schema_of, HeadTail};
 use super::{Presentation, Tool, ToolContext, ToolKind, ToolOutput};
-use crate::sandbox::gate::{Gate, GatedProcess, Stopped};
+use crate::sandbox::gate::{GatedProcess, Stopped};
 use crate::sandbox::{CallProcess, Sandbox};
 
 /// Default timeout of one command.
@@ -186,19 +186,11 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
         Ok(w) => w,
         Err(e) => return ToolOutput::error(format!("cannot create output pipe: {e}")),
     };
-    let gate = match ctx.exec_gate.clone().filter(|_| ctx.sandbox.gate_on()) {
-        Some(judge) => match Gate::new(judge) {
-            Ok(gate) => Some(gate),
-            Err(e) => return ToolOutput::error(format!("cannot start the exec gate: {e}")),
-        },
-        None => None,
-    };
+    let judge = ctx.exec_gate.clone().filter(|_| ctx.sandbox.gate_on());
     let mut cmd = ctx.sandbox.command("bash").into_std();
     // First: it replaces the environment with the session's.
     // Held until every process of the call is gone: the call's cgroup (its process limit).
-    let limit = ctx
-        .sandbox
-        .prepare_std(&mut cmd, gate.as_ref().map(Gate::child_end));
+    let limit = ctx.sandbox.prepare_std(&mut cmd, judge.is_some());
     // Under `network = "proxy"`: the call's way out, and what it reached (the admission ends
     // with the call, and so do its connections).
     let admission = ctx
@@ -219,8 +211,8 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
     // The Command holds the write ends; it is dropped (moved) here so EOF comes when the
     // processes end.
     let watch = ctx.sandbox.watch_planted();
-    let spawned = match gate {
-        Some(gate) => GatedProcess::spawn(cmd, gate).map(Spawned::Gated),
+    let spawned = match judge {
+        Some(judge) => GatedProcess::spawn(cmd, judge).map(Spawned::Gated),
         None => {
             let mut cmd = tokio::process::Command::from(cmd);
             cmd.kill_on_drop(true);

@@ -173,23 +173,6 @@ fn the_gate_alone_stops_rm_whoever_runs_it() {
     }
 }
 
-/// A process of the call stopped by `SIGSTOP` stays stopped until it is continued: the gate
-/// attaches to a process only from its exec's notification to its exec stop, so job control
-/// inside a call works as without it.
-#[test]
-fn job_control_inside_a_call_works_under_the_gate() {
-    let ws = workspace(DENY_LIST);
-    let (mut pod, _) = start(&ws, NO_ANALYSIS);
-    let command = "sleep 30 & p=$!; kill -STOP $p; s=; for i in $(seq 100); do \
-                   s=$(cut -d' ' -f3 /proc/$p/stat); [ \"$s\" = T ] && break; sleep 0.05; done; \
-                   echo \"stopped: $s\"; kill -CONT $p; kill $p; wait $p; echo \"ended: $?\"";
-    let result = run(&mut pod, command);
-    let text = content(&result);
-    assert!(text.contains("stopped: T"), "{text}");
-    // SIGTERM after the continue: 128 + 15.
-    assert!(text.contains("ended: 143"), "{text}");
-}
-
 #[test]
 fn a_git_hook_is_bound_by_the_deny_rules() {
     let ws = workspace(DENY_LIST);
