@@ -198,10 +198,21 @@ pub fn unmoved_planted(path: PathBuf, held: String, reader: String) -> Planted {
     }
 }
 
-/// The first 200 bytes of a regular file, opened without following a link or blocking.
+/// The first 200 bytes of a file, opened without following a link or blocking.
 fn start_of(folder: &std::os::fd::OwnedFd, name: &std::ffi::OsStr) -> String {
+    let bytes = read_start(folder, name, 200).unwrap_or_default();
+    String::from_utf8_lossy(&bytes).trim().to_string()
+}
+
+/// At most `cap` bytes from the start of `name` in `folder`, opened without following a link
+/// or blocking (a FIFO planted there gives nothing rather than hang the call's end).
+pub(super) fn read_start(
+    folder: &std::os::fd::OwnedFd,
+    name: impl rustix::path::Arg,
+    cap: u64,
+) -> Option<Vec<u8>> {
     use std::io::Read;
-    let Ok(fd) = rustix::fs::openat(
+    let fd = rustix::fs::openat(
         folder,
         name,
         rustix::fs::OFlags::RDONLY
@@ -209,12 +220,14 @@ fn start_of(folder: &std::os::fd::OwnedFd, name: &std::ffi::OsStr) -> String {
             | rustix::fs::OFlags::NONBLOCK
             | rustix::fs::OFlags::CLOEXEC,
         rustix::fs::Mode::empty(),
-    ) else {
-        return String::new();
-    };
+    )
+    .ok()?;
     let mut bytes = Vec::new();
-    let _ = std::fs::File::from(fd).take(200).read_to_end(&mut bytes);
-    String::from_utf8_lossy(&bytes).trim().to_string()
+    std::fs::File::from(fd)
+        .take(cap)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    Some(bytes)
 }
 
 /// Renames `name` in `folder` beside itself, never over an existing name; the new name.

@@ -507,22 +507,7 @@ fn open_dir(dir: &Path) -> Option<OwnedFd> {
 
 /// `name` in `dir` read whole when at most `cap` bytes, UTF-8; `None` otherwise.
 fn read_capped(dir: &OwnedFd, name: &str, cap: usize) -> Option<String> {
-    use std::io::Read;
-    let fd = rustix::fs::openat(
-        dir,
-        name,
-        rustix::fs::OFlags::RDONLY
-            | rustix::fs::OFlags::NOFOLLOW
-            | rustix::fs::OFlags::NONBLOCK
-            | rustix::fs::OFlags::CLOEXEC,
-        rustix::fs::Mode::empty(),
-    )
-    .ok()?;
-    let mut bytes = Vec::new();
-    std::fs::File::from(fd)
-        .take(cap as u64 + 1)
-        .read_to_end(&mut bytes)
-        .ok()?;
+    let bytes = super::planted::read_start(dir, name, cap as u64 + 1)?;
     if bytes.len() > cap {
         return None;
     }

@@ -74,20 +74,8 @@ fn script(name: &str, interpreter: &str, body: &str) -> [String; 2] {
 
 /// Runs one turn of bash calls (side by side); each call's `toolResult` content, in call order.
 fn run(pod: &mut PodProcess, commands: &[String]) -> Vec<String> {
-    let text: Vec<String> = commands.iter().map(|c| format!("!{c}")).collect();
-    let run = pod.call(
-        "run",
-        json!({"input": [{"type": "text", "text": text.join("\n")}]}),
-    );
-    assert_eq!(run["stopReason"], "end_turn", "{run}");
-    let turn = run["turnId"].as_str().unwrap_or_default().to_string();
-    let results: Vec<Value> = pod
-        .turn_events(&turn)
-        .into_iter()
-        .filter(|e| e["type"] == "toolResult")
-        .collect();
-    assert_eq!(results.len(), commands.len(), "{results:#?}");
-    results
+    let lines: Vec<String> = commands.iter().map(|c| format!("!{c}")).collect();
+    run_tools(pod, &lines)
         .iter()
         .map(|r| r["content"].as_str().unwrap_or_default().to_string())
         .collect()
