@@ -935,7 +935,10 @@ fn a_rebase_a_call_leaves_pending_runs_nothing_at_the_users_continue() {
         out = out_dir.display()
     );
     let out = run_script(&mut pod, "r.sh", "sh", &body, "");
-    assert!(out.contains("stopped") && out.contains("exec touch"), "{out}");
+    assert!(
+        out.contains("stopped") && out.contains("exec touch"),
+        "{out}"
+    );
     // The user continues the rebase the call left, as they would after the session.
     let cont = users_git(&root, &["rebase", "--continue"]);
     assert!(!out_dir.join("ran").exists(), "{cont}");
