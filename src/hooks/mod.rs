@@ -29,17 +29,20 @@
 //! that ran), so a hook can never turn a deny into an allow. What a hook's answer does to the
 //! session (history, the model's view, the turn) is the runtime's.
 
+use std::os::fd::OwnedFd;
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::net::unix::pipe;
 use wildmatch::WildMatch;
 
 use crate::manifest::HookConfig;
 use crate::protocol::Decision;
-use crate::sandbox::{CallProcess, Sandbox};
+use crate::sandbox::gate::ExecJudge;
+use crate::sandbox::{Sandbox, Started};
 
 /// At most this much of a hook's stdout and of its stderr is kept; the rest is drained.
 pub const OUTPUT_CAP: usize = 64 * 1024;
@@ -54,6 +57,8 @@ pub struct UserHook {
     pub config: HookConfig,
     tools: Vec<WildMatch>,
     sandbox: Arc<Sandbox>,
+    /// The exec gate's judge for every process the hook starts (when the gate is on).
+    gate: Option<Arc<dyn ExecJudge>>,
 }
 
 /// What a hook said about a call.
@@ -121,6 +126,11 @@ pub enum HookFailure {
     Garbage { why: String, excerpt: String },
     #[error("failed while talking to it: {0}")]
     Io(String),
+    #[error(
+        "ran `{line}`, which the exec gate stopped before it ran: {reason}; the hook's other \
+         processes were ended"
+    )]
+    Stopped { line: String, reason: String },
 }
 
 fn stderr_note(stderr: &str) -> String {
@@ -190,12 +200,20 @@ impl UserHook {
             config,
             tools,
             sandbox: Arc::new(Sandbox::off()),
+            gate: None,
         }
     }
 
     /// Runs the hook in `sandbox` (the session's) instead of none.
     pub fn with_sandbox(mut self, sandbox: Arc<Sandbox>) -> UserHook {
         self.sandbox = sandbox;
+        self
+    }
+
+    /// Decides every exec of the processes the hook starts with `judge` when the sandbox's
+    /// exec gate is on ([`Sandbox::gate_on`]).
+    pub fn with_gate(mut self, judge: Arc<dyn ExecJudge>) -> UserHook {
+        self.gate = Some(judge);
         self
     }
 
@@ -388,26 +406,29 @@ impl UserHook {
         let Some((program, args)) = self.config.command.split_first() else {
             return Err(HookFailure::Spawn("the command is empty".into()));
         };
-        let mut command = self.sandbox.command(program);
-        // First: it replaces the environment with the session's.
-        // Dropped after the process (declared before it): the hook's cgroup goes last.
-        let limit = self.sandbox.prepare(&mut command);
-        command
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        if self.config.dir.is_dir() {
-            command.current_dir(&self.config.dir);
-        }
+        let io = |e: std::io::Error| HookFailure::Io(e.to_string());
+        let judge = self.gate.clone().filter(|_| self.sandbox.gate_on());
         // ETXTBSY: the script was just written and another thread's fork still holds it open
         // for writing; that clears within milliseconds.
         let mut attempts = 0;
-        // Dropped unfinished (the turn dropped the check), it kills every process of the hook.
-        let mut process = loop {
-            match CallProcess::spawn(&mut command) {
-                Ok(process) => break process,
+        let (process, limit, stdin, stdout, stderr) = loop {
+            let (child_in, stdin) = std::io::pipe().map_err(io)?;
+            let (stdout, child_out) = std::io::pipe().map_err(io)?;
+            let (stderr, child_err) = std::io::pipe().map_err(io)?;
+            let mut command = self.sandbox.command(program).into_std();
+            // First: it replaces the environment with the session's.
+            let limit = self.sandbox.prepare_std(&mut command, judge.is_some());
+            command
+                .args(args)
+                .stdin(Stdio::from(OwnedFd::from(child_in)))
+                .stdout(Stdio::from(OwnedFd::from(child_out)))
+                .stderr(Stdio::from(OwnedFd::from(child_err)));
+            if self.config.dir.is_dir() {
+                command.current_dir(&self.config.dir);
+            }
+            // The command (with the child's ends of the pipes) is consumed here.
+            match Started::spawn(command, judge.clone()) {
+                Ok(process) => break (process, limit, stdin, stdout, stderr),
                 Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && attempts < 5 => {
                     attempts += 1;
                     tokio::time::sleep(Duration::from_millis(20)).await;
@@ -415,13 +436,21 @@ impl UserHook {
                 Err(e) => return Err(HookFailure::Spawn(format!("{program}: {e}"))),
             }
         };
+        // Dropped unfinished (the turn dropped the check), it kills every process of the hook;
+        // the hook's cgroup (`limit`, declared first) is removed after them.
+        let mut process = process;
         process.contain(limit.contained());
-        let pipes = process
-            .child()
-            .map(|c| (c.stdin.take(), c.stdout.take(), c.stderr.take()));
-        let Some((Some(mut stdin), Some(stdout), Some(stderr))) = pipes else {
-            process.finish().await;
-            return Err(HookFailure::Io("the hook's pipes are missing".into()));
+        let pipes = (
+            pipe::Sender::from_owned_fd(OwnedFd::from(stdin)),
+            pipe::Receiver::from_owned_fd(OwnedFd::from(stdout)),
+            pipe::Receiver::from_owned_fd(OwnedFd::from(stderr)),
+        );
+        let (mut stdin, stdout, stderr) = match pipes {
+            (Ok(i), Ok(o), Ok(e)) => (i, o, e),
+            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
+                process.finish().await;
+                return Err(io(e));
+            }
         };
         let input = serde_json::to_vec(payload).map_err(|e| HookFailure::Io(e.to_string()))?;
         let write = async move {
@@ -442,14 +471,21 @@ impl UserHook {
         let timeout = self.config.timeout;
         let talked = tokio::time::timeout(timeout, talk).await;
         // Whatever the hook left running dies now, before its verdict counts.
-        process.finish().await;
+        let (_, stopped) = process.finish().await;
+        limit.remove().await;
+        if let Some(s) = stopped.first() {
+            return Err(HookFailure::Stopped {
+                line: s.line.clone(),
+                reason: s.reason.clone(),
+            });
+        }
         let (out, err, status) = match talked {
             Ok(done) => done,
             Err(_) => return Err(HookFailure::Timeout(secs(timeout))),
         };
-        let status = status.map_err(|e| HookFailure::Io(e.to_string()))?;
-        let (stdout, stdout_more) = out.map_err(|e| HookFailure::Io(e.to_string()))?;
-        let (stderr, _) = err.map_err(|e| HookFailure::Io(e.to_string()))?;
+        let status = status.map_err(io)?;
+        let (stdout, stdout_more) = out.map_err(io)?;
+        let (stderr, _) = err.map_err(io)?;
         Ok(Spoken {
             status,
             stdout,

@@ -1,12 +1,16 @@
-//! The exec gate's judge for one `bash` call: the permission engine's decision for each exec,
-//! by its role, and the analysis's prediction it is compared with.
+//! The exec gate's judge for one `bash` call, and for the session's hooks: the permission
+//! engine's decision for each exec, by its role, and the analysis's prediction it is compared
+//! with.
 //!
 //! Owns: what a call's execs are held to (docs/permissions.md, "The exec gate"): a shell-made
 //! exec must be allowed by a rule, the default or a grant on its concrete argv (an ask runs only
 //! when the analysis predicted it and the call was approved with it); a program-made exec is
 //! held to deny and ask rules only; deny and ask rules also apply to every other name of the
 //! run ([`Exec::aliases`]). And the record of every shell-made exec the analysis did not
-//! predict (`analysisMismatch`).
+//! predict (`analysisMismatch`). A hook's execs ([`CallJudge::for_hook`]) are all program-made:
+//! its own command is the user's configuration, what it runs (a test runner, a formatter, a
+//! script of the workspace the model may have written) is held to deny and ask rules, and with
+//! nobody to answer an ask there, an ask stops it.
 //!
 //! Must not touch: the tracing (`sandbox::gate`), matching rules (`permission`): it reads
 //! decisions and applies them.
@@ -43,6 +47,8 @@ pub(super) struct CallJudge {
     /// runs as if the user had allowed it once, so deny rules and a deny default are what the
     /// gate alone holds).
     approve_asks: bool,
+    /// Every exec counts as program-made and none is a mismatch (a hook's judge).
+    hook: bool,
 }
 
 impl CallJudge {
@@ -76,6 +82,23 @@ impl CallJudge {
             identities,
             mismatches: Mutex::new(Vec::new()),
             approve_asks,
+            hook: false,
+        }
+    }
+
+    /// The judge of every process a hook starts: deny and ask rules of shell `tool` hold each
+    /// exec; nothing was approved.
+    pub fn for_hook(policy: Arc<Policy>, tool: &str, identities: Arc<Identities>) -> CallJudge {
+        CallJudge {
+            policy,
+            tool: tool.to_string(),
+            grants: SessionGrants::default(),
+            approved: Vec::new(),
+            predicted: Vec::new(),
+            identities,
+            mismatches: Mutex::new(Vec::new()),
+            approve_asks: false,
+            hook: true,
         }
     }
 
@@ -140,7 +163,8 @@ impl CallJudge {
 
 impl ExecJudge for CallJudge {
     fn judge(&self, exec: &Exec) -> Verdict {
-        if exec.role == Role::Shell && !self.predicted(&exec.argv) {
+        let role = if self.hook { Role::Program } else { exec.role };
+        if role == Role::Shell && !self.predicted(&exec.argv) {
             let mut list = self.mismatches.lock().unwrap_or_else(|e| e.into_inner());
             if list.len() < MAX_MISMATCHES {
                 list.push(Mismatch {
@@ -150,7 +174,7 @@ impl ExecJudge for CallJudge {
             }
         }
         let primary = self.policy.decide_exec(&self.tool, &exec.argv);
-        if let Some(why) = self.stops(&primary, exec.role == Role::Program) {
+        if let Some(why) = self.stops(&primary, role == Role::Program) {
             return Verdict::Stop(why);
         }
         for alias in &exec.aliases {

@@ -463,13 +463,30 @@ impl Pod {
         if let (Some(proxy), Some(listener)) = (&proxy, sandbox.proxy_listener()) {
             proxy.serve_inside(listener).map_err(PodError::Proxy)?;
         }
+        let exec_ids = Arc::new(if sandbox.gate_on() {
+            let programs = policy.exec_programs("bash");
+            crate::sandbox::gate::Identities::new(programs.iter().map(String::as_str))
+        } else {
+            crate::sandbox::gate::Identities::default()
+        });
+        // What a hook starts is held to the deny and ask rules of `bash` (the hook's own
+        // command is the user's configuration and is not judged).
+        let hook_judge = Arc::new(execs::CallJudge::for_hook(
+            policy.clone(),
+            "bash",
+            exec_ids.clone(),
+        ));
         let hooks_of = |event: HookEvent| -> Vec<UserHook> {
             manifest
                 .hooks
                 .iter()
                 .filter(|h| h.event == event)
                 .cloned()
-                .map(|h| UserHook::new(h).with_sandbox(sandbox.clone()))
+                .map(|h| {
+                    UserHook::new(h)
+                        .with_sandbox(sandbox.clone())
+                        .with_gate(hook_judge.clone())
+                })
                 .collect()
         };
         let hooks = hooks_of(HookEvent::PreToolCall);
@@ -495,12 +512,6 @@ impl Pod {
                 .into());
             }
         }
-        let exec_ids = Arc::new(if sandbox.gate_on() {
-            let programs = policy.exec_programs("bash");
-            crate::sandbox::gate::Identities::new(programs.iter().map(String::as_str))
-        } else {
-            crate::sandbox::gate::Identities::default()
-        });
         Ok(Pod {
             ask: approval::AskPolicy::of(&manifest),
             exec_ids,

@@ -16,7 +16,7 @@
 //! with [`tree`]). The exec
 //! gate ([`gate`]) lives beside it: whether it is on is the sandbox's to say
 //! ([`Sandbox::gate_on`], `initialize.sandbox.execGate`); the attach seam is
-//! [`Sandbox::prepare_std`] with `gated`, then [`gate::GatedProcess::spawn`].
+//! [`Sandbox::prepare_std`] with `gated`, then [`Started::spawn`] with a judge.
 //!
 //! Must not touch: decisions (rules decide what may start; the sandbox only bounds what a started
 //! process can do), the manifest's parsing, the output format of tools. The pod's own process is
@@ -33,6 +33,7 @@ pub mod planted;
 pub mod reaper;
 pub mod repos;
 pub mod seccomp;
+pub mod started;
 pub mod tmpfs;
 pub mod tree;
 
@@ -47,6 +48,7 @@ use crate::protocol::{EnvironmentInfo, NetworkAccess, SandboxInfo, SandboxKind};
 pub use cgroup::CallLimit;
 pub use env::ChildEnv;
 pub use reaper::CallProcess;
+pub use started::Started;
 
 /// The oldest ABI that holds the whole write boundary (ABI 3 added truncation).
 pub const FULL_WRITE_ABI: u32 = 3;

@@ -8,10 +8,10 @@
 //! `sandbox::reaper`), so none outlives the call.
 //!
 //! With the exec gate on ([`Sandbox::gate_on`]) and a judge in the context
-//! ([`ToolContext::exec_gate`]), the shell is spawned through [`GatedProcess::spawn`] instead:
+//! ([`ToolContext::exec_gate`]), the shell is started under the gate instead:
 //! every exec of the call is decided on its real argv, and the result names each exec the gate
-//! stopped. This is the gate's attach seam in the spawn path: one `std::process::Command`,
-//! prepared by [`Sandbox::prepare_std`], goes to one spawner or the other (`Spawned`).
+//! stopped. One `std::process::Command`, prepared by [`Sandbox::prepare_std`], goes to
+//! [`Started::spawn`], the seam it shares with hooks.
 //!
 //! Concurrency: `concurrent()` is true. Calls of one model response may run side by side; each
 //! runs in its own session and Landlock domain, and killing one never touches another's live
@@ -30,8 +30,8 @@ use tokio::net::unix::pipe;
 
 use super::common::{parse_input, schema_of, HeadTail};
 use super::{Presentation, Tool, ToolContext, ToolKind, ToolOutput};
-use crate::sandbox::gate::{GatedProcess, Stopped};
-use crate::sandbox::{CallProcess, Sandbox};
+use crate::sandbox::gate::Stopped;
+use crate::sandbox::{Sandbox, Started};
 
 /// Default timeout of one command.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
@@ -131,52 +131,6 @@ impl Tool for Bash {
     }
 }
 
-/// The call's first process, started plainly or under the exec gate.
-enum Spawned {
-    Plain(CallProcess),
-    Gated(GatedProcess),
-}
-
-impl Spawned {
-    async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
-        match self {
-            Spawned::Plain(p) => p.wait().await,
-            Spawned::Gated(p) => p.wait().await,
-        }
-    }
-
-    fn kill(&self) {
-        match self {
-            Spawned::Plain(p) => p.kill(),
-            Spawned::Gated(p) => p.kill(),
-        }
-    }
-
-    fn contain(&mut self, contained: bool) {
-        match self {
-            Spawned::Plain(p) => p.contain(contained),
-            Spawned::Gated(p) => p.contain(contained),
-        }
-    }
-
-    /// Ends the call; returns the status not yet waited for, and the execs the gate stopped.
-    async fn finish(
-        self,
-    ) -> (
-        Option<std::io::Result<std::process::ExitStatus>>,
-        Vec<Stopped>,
-    ) {
-        match self {
-            Spawned::Plain(p) => (p.finish().await, Vec::new()),
-            Spawned::Gated(p) => {
-                let stopped = p.stopped();
-                let status = p.finish().await;
-                (status, stopped)
-            }
-        }
-    }
-}
-
 async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> ToolOutput {
     let (reader, writer) = match std::io::pipe() {
         Ok(p) => p,
@@ -211,14 +165,7 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
     // The Command holds the write ends; it is dropped (moved) here so EOF comes when the
     // processes end.
     let watch = ctx.sandbox.watch_planted();
-    let spawned = match judge {
-        Some(judge) => GatedProcess::spawn(cmd, judge).map(Spawned::Gated),
-        None => {
-            let mut cmd = tokio::process::Command::from(cmd);
-            cmd.kill_on_drop(true);
-            CallProcess::spawn(&mut cmd).map(Spawned::Plain)
-        }
-    };
+    let spawned = Started::spawn(cmd, judge);
     let mut process = match spawned {
         Ok(p) => p,
         Err(e) => return ToolOutput::error(format!("cannot start bash: {e}")),

@@ -386,3 +386,48 @@ fn without_ptrace_a_required_gate_refuses_and_the_default_says_it_is_off() {
         "{text}"
     );
 }
+
+/// A hook's own command is the user's configuration and is not judged; what it runs (here a
+/// script of the workspace, as a test runner runs code the model wrote) is held to the deny
+/// rules like any program a call runs: the exec is stopped, the hook fails, so the call it was
+/// checking is denied, and the victim stays. With the gate off the same hook removes it.
+#[test]
+fn what_a_hook_runs_is_bound_by_the_deny_rules() {
+    for gate in [true, false] {
+        let ws = workspace(&format!(
+            "{DENY_LIST}\n[sandbox]\nexec_gate = {gate}\n\n[[hooks.pre_tool_call]]\n\
+             command = [\"sh\", \"check.sh\"]\n"
+        ));
+        std::fs::write(
+            ws.path("check.sh"),
+            "rm -rf victim\ntouch marker\necho '{\"action\":\"continue\"}'\n",
+        )
+        .expect("hook script");
+        let mut pod = PodProcess::spawn_env(&ws, Framing::Lines, &[], &[]);
+        let init = pod.initialize(false);
+        assert_eq!(init["sandbox"]["execGate"], gate, "{}", init["sandbox"]);
+        let result = run(&mut pod, "echo checked-call-ran");
+        let text = content(&result);
+        if gate {
+            assert_eq!(
+                std::fs::read_to_string(ws.path("victim/data"))
+                    .ok()
+                    .as_deref(),
+                Some("keep"),
+                "the hook's rm ran: {text}"
+            );
+            assert!(!ws.path("marker").exists(), "the hook went on: {text}");
+            assert_eq!(result["isError"], true, "{result}");
+            assert!(!text.contains("checked-call-ran"), "{result}");
+            assert!(
+                text.contains("exec gate") && text.contains("rm -rf victim"),
+                "the stopped exec is not named: {text}"
+            );
+            assert!(text.contains("rm *"), "the rule is not named: {text}");
+        } else {
+            assert!(!ws.path("victim").exists(), "{text}");
+            assert!(ws.path("marker").exists(), "{text}");
+            assert!(text.contains("checked-call-ran"), "{result}");
+        }
+    }
+}
