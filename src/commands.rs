@@ -530,7 +530,33 @@ pub fn check_findings(manifest: &Manifest) -> Vec<lint::Finding> {
             message: format!("{e}: `pod serve` would refuse to open"),
         }),
     }
+    let workspace = crate::permission::path::resolve(&manifest.workspace);
     for hook in &manifest.hooks {
+        // A script the hook runs that lies directly in a folder calls write.
+        for arg in hook.command.iter().skip(1) {
+            let script = hook.dir.join(arg);
+            let Some(folder) = script.parent().filter(|_| script.is_file()) else {
+                continue;
+            };
+            let folder = crate::permission::path::resolve(folder);
+            if folder.starts_with(&workspace)
+                && (folder == crate::permission::path::resolve(&hook.dir) || folder == workspace)
+            {
+                findings.push(lint::Finding {
+                    file: None,
+                    severity: Severity::Warning,
+                    line: Some(hook.line),
+                    message: format!(
+                        "hooks.{}: {arg} lies in {}, which calls can write: what it imports or \
+                         sources from beside itself (Python modules, a shell's `.`) would be the \
+                         model's; put hook scripts in a folder of their own (e.g. hooks/), which \
+                         pod protects whole",
+                        hook.event.key(),
+                        folder.display()
+                    ),
+                });
+            }
+        }
         // A script the program is given (`["python3", "hooks/guard.py"]`): a path that does not
         // exist makes every call the hook sees fail (closed).
         let scripts = hook

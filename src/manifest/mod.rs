@@ -843,8 +843,9 @@ impl Manifest {
     }
 
     /// Pod's own files, which no write gets without a person: the manifest and every other
-    /// configuration file it names, hook programs (and the scripts they are given), skill
-    /// folders and the state folder. A configuration layer added later (a user config file)
+    /// configuration file it names, hook programs (and the scripts they are given) and MCP
+    /// server programs with the folders holding them (unless that is the manifest's folder or
+    /// holds the workspace), skill folders and the state folder. A configuration layer added later (a user config file)
     /// adds its file here.
     pub fn protected_paths(&self) -> Vec<ProtectedPath> {
         let entry = |path: PathBuf, what: &str| ProtectedPath {
@@ -865,11 +866,23 @@ impl Manifest {
         {
             out.push(entry(file.clone(), "a file the manifest configures"));
         }
+        // A hook's or a server's folder too: what the program imports or sources from beside
+        // itself (Python's modules, a shell's `.`) is part of it. Not the manifest's folder or
+        // one holding the workspace (a script there: `pod check` warns).
+        let own_folder = |file: &Path, base: &Path| -> Option<PathBuf> {
+            let folder = file.parent()?;
+            (folder != base && !self.workspace.starts_with(folder)).then(|| folder.to_path_buf())
+        };
         for hook in &self.hooks {
             for (i, word) in hook.command.iter().enumerate() {
                 let candidate = hook.dir.join(word);
                 let named = (i == 0 && word.contains('/')) || (i > 0 && candidate.is_file());
                 if named {
+                    if let Some(folder) = own_folder(&candidate, &hook.dir) {
+                        if !out.iter().any(|e| e.path == folder) {
+                            out.push(entry(folder, "a hook program's folder"));
+                        }
+                    }
                     out.push(entry(candidate, "a hook program"));
                 }
             }
@@ -886,6 +899,11 @@ impl Manifest {
             for (i, (word, base)) in words.enumerate() {
                 let candidate = base.join(word);
                 if (i == 0 && word.contains('/')) || (i > 0 && candidate.is_file()) {
+                    if let Some(folder) = own_folder(&candidate, base) {
+                        if !out.iter().any(|e| e.path == folder) {
+                            out.push(entry(folder, "an MCP server program's folder"));
+                        }
+                    }
                     out.push(entry(candidate, "an MCP server program"));
                 }
             }
@@ -1399,6 +1417,7 @@ mod tests {
             .collect();
         let want = [
             ("pod.toml", "the manifest"),
+            ("hooks", "a hook program's folder"),
             ("hooks/guard.py", "a hook program"),
             ("hooks/check.sh", "a hook program"),
             ("skills", "a skill folder"),

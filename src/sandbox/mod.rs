@@ -26,6 +26,7 @@ pub mod cgroup;
 pub mod domain;
 pub mod env;
 pub mod gate;
+pub mod gitconfig;
 pub mod holder;
 pub mod namespaces;
 pub mod netns;
@@ -833,7 +834,21 @@ impl Sandbox {
             .filter(|w| !w.starts_with(tmpdir.path()))
             .cloned()
             .collect();
-        let sentinels = planted::Sentinel::missing_in(&folders, &repositories);
+        let mut sentinels = planted::Sentinel::missing_in(&folders, &repositories);
+        // The configuration files git would read from a writable folder that are missing now
+        // (the ones there are bound read-only under namespaces: `layout`).
+        let beneath = |p: &Path| folders.iter().any(|w| p.starts_with(w));
+        for git in &repositories {
+            let files = gitconfig::pointed(git).files;
+            sentinels.extend(
+                files
+                    .into_iter()
+                    .filter(|f| beneath(f))
+                    // Its own `config` and `config.worktree` are watched already.
+                    .filter(|f| *f != git.join("config") && *f != git.join("config.worktree"))
+                    .filter_map(planted::Sentinel::config_file),
+            );
+        }
         // Repositories a call makes (or turns a folder into) cannot be bound: what git would run
         // from them is set aside when the call ends.
         let repos = repos::Repos::open(
@@ -1296,6 +1311,35 @@ fn layout(
         }
         for p in reads {
             add(&mut masked, p);
+        }
+    }
+    // What the repositories' configuration points at in a writable folder: a hooks folder
+    // (`core.hooksPath`) and included configuration files, held like `.git/hooks` and
+    // `.git/config`. One that is (or holds) a writable folder cannot be held: said, not bound.
+    for git in &git_dirs {
+        let pointed = gitconfig::pointed(git);
+        let holds_root = |p: &Path| writable.iter().any(|w| w.starts_with(p));
+        for (p, hooks) in pointed
+            .files
+            .into_iter()
+            .map(|f| (f, false))
+            .chain(pointed.hooks.into_iter().map(|h| (h, true)))
+        {
+            if !beneath(&p) {
+                continue;
+            }
+            if holds_root(&p) {
+                tracing::warn!(
+                    "sandbox: {} (named by {}'s configuration) is a writable folder, so a call \
+                     can change what git reads or runs from it",
+                    p.display(),
+                    git.display()
+                );
+            } else if p.symlink_metadata().is_ok() {
+                add(&mut read_only, p);
+            } else if hooks {
+                add(&mut sealed_missing, p);
+            }
         }
     }
     if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {

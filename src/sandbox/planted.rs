@@ -43,6 +43,16 @@ pub struct Sentinel {
 }
 
 impl Sentinel {
+    /// `path`, a file git would read as configuration (an included file, the user's
+    /// `.gitconfig`) that lies in a writable folder, when it is missing now.
+    pub fn config_file(path: PathBuf) -> Option<Sentinel> {
+        (!exists(&path)).then_some(Sentinel {
+            path,
+            reader: "git reads it as configuration: it is included by a repository's \
+                     configuration or is the user's own",
+        })
+    }
+
     /// The watched names of `folder` that are missing now, each repository's `commondir`,
     /// `config` and `config.worktree`, and each of its linked worktrees' `config.worktree`.
     pub fn missing_in(folders: &[PathBuf], repositories: &[PathBuf]) -> Vec<Sentinel> {

@@ -347,6 +347,25 @@ fn check_refuses_what_serve_refuses() {
     let said = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{said}");
     assert!(said.contains("hooks/missing.sh does not exist"), "{said}");
+    // A hook script directly in the workspace: what it imports from beside itself is the
+    // model's; one in a folder of its own is not warned about (the folder is protected).
+    let setup = Setup::new(
+        Some(
+            "[[hooks.pre_tool_call]]\ncommand = [\"python3\", \"guard.py\"]\n\
+             [[hooks.pre_tool_call]]\ncommand = [\"python3\", \"hooks/ok.py\"]\n",
+        ),
+        None,
+    );
+    std::fs::write(setup.project.path().join("guard.py"), "").unwrap();
+    std::fs::create_dir(setup.project.path().join("hooks")).unwrap();
+    std::fs::write(setup.project.path().join("hooks/ok.py"), "").unwrap();
+    let said = text(&setup.pod(&["check"]).stdout);
+    assert!(
+        said.contains("hooks.pre_tool_call: guard.py lies in")
+            && said.contains("which calls can write"),
+        "{said}"
+    );
+    assert!(!said.contains("hooks/ok.py lies in"), "{said}");
 }
 
 #[test]

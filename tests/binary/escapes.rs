@@ -1745,3 +1745,136 @@ fn a_bad_max_tmpdir_size_is_a_load_error_at_its_line() {
         );
     }
 }
+
+/// A repository whose configuration names a hooks folder in the workspace (`core.hooksPath`,
+/// as husky and lefthook set it) or includes a file of the workspace: a call cannot rewrite a
+/// hook or the included file (bound read-only), add a hook to a missing hooks folder (sealed),
+/// or leave an included file that was missing (set aside), so the user's `git commit` and `git
+/// status` run nothing of the call's.
+#[test]
+fn a_hooks_path_and_included_config_in_the_workspace_are_held() {
+    let (_keep, out_dir) = outside();
+    let ws = Workspace::with_manifest(&manifest("", ""));
+    let root = ws.dir.path().canonicalize().expect("canonical");
+    let other = root.join("other");
+    std::fs::create_dir_all(&other).expect("mkdir");
+    for dir in [&root, &other] {
+        users_git(dir, &["init", "-q", "-b", "main"]);
+        users_git(dir, &["commit", "-q", "--allow-empty", "-m", "first"]);
+    }
+    std::fs::create_dir(root.join(".husky")).expect("husky");
+    std::fs::write(root.join(".husky/pre-commit"), "#!/bin/sh\nexit 0\n").expect("hook");
+    std::fs::set_permissions(
+        root.join(".husky/pre-commit"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    users_git(&root, &["config", "core.hooksPath", ".husky"]);
+    std::fs::write(root.join("team.gitconfig"), "[user]\n\tname = t\n").expect("team");
+    users_git(&root, &["config", "include.path", "../team.gitconfig"]);
+    // The other repository names a hooks folder and an included file that are both missing.
+    users_git(&other, &["config", "core.hooksPath", "githooks"]);
+    users_git(&other, &["config", "include.path", "../local.gitconfig"]);
+    let mut pod = start(&ws);
+    let body = format!(
+        "printf '#!/bin/sh\\ntouch {out}/hook-ran\\n' > .husky/pre-commit && echo hook-written\n\
+         printf '#!/bin/sh\\ntouch {out}/new-hook-ran\\n' > .husky/post-commit \
+         && chmod +x .husky/post-commit && echo new-hook-written\n\
+         printf '[core]\\n\\tfsmonitor = \"touch {out}/include-ran; false\"\\n' >> team.gitconfig \
+         && echo include-written\n\
+         mkdir -p other/githooks && printf '#!/bin/sh\\ntouch {out}/other-hook-ran\\n' > \
+         other/githooks/pre-commit && chmod +x other/githooks/pre-commit && echo other-hook-written\n\
+         printf '[core]\\n\\tfsmonitor = \"touch {out}/local-ran; false\"\\n' > \
+         other/local.gitconfig && echo local-written\n\
+         echo tried\n",
+        out = out_dir.display()
+    );
+    let out = run_script(&mut pod, "h.sh", "bash", &body, "");
+    assert!(out.contains("tried"), "{out}");
+    for written in [
+        "hook-written",
+        "new-hook-written",
+        "include-written",
+        "other-hook-written",
+    ] {
+        assert!(!out.contains(written), "{written}: {out}");
+    }
+    // A missing included file cannot be held while it is missing: it is set aside at the end.
+    assert!(out.contains("local-written"), "{out}");
+    assert!(!other.join("local.gitconfig").exists(), "{out}");
+    assert!(other.join("local.gitconfig.pod-planted").is_file(), "{out}");
+    for dir in [&root, &other] {
+        let status = users_git(dir, &["status"]);
+        let commit = users_git(dir, &["commit", "-q", "--allow-empty", "-m", "user"]);
+        for marker in [
+            "hook-ran",
+            "new-hook-ran",
+            "include-ran",
+            "other-hook-ran",
+            "local-ran",
+        ] {
+            assert!(
+                !out_dir.join(marker).exists(),
+                "{marker} in {}: {status} {commit}",
+                dir.display()
+            );
+        }
+    }
+    assert_eq!(
+        std::fs::read_to_string(root.join(".husky/pre-commit")).expect("hook"),
+        "#!/bin/sh\nexit 0\n"
+    );
+}
+
+/// A hook program's folder is protected whole: a call cannot add a module the hook imports
+/// from beside itself (`hooks/json.py` shadowing Python's `json`), so the hook keeps denying
+/// what it denied. With the module in place (written before the session, as a control), the
+/// same hook is subverted, which shows the test would see the escape.
+#[test]
+fn a_hook_programs_folder_cannot_gain_what_it_imports() {
+    let guard = "import json, sys\n\
+                 call = json.load(sys.stdin)\n\
+                 text = json.dumps(call.get('input'))\n\
+                 print(json.dumps({'action': 'deny', 'message': 'no'} if 'forbidden' in text \
+                 else {'action': 'continue'}))\n";
+    let shadow = "import sys, os\nsys.stdout.write('{\"action\": \"continue\"}')\n\
+                  sys.stdout.flush()\nos._exit(0)\n";
+    for control in [false, true] {
+        let ws = Workspace::with_manifest(&manifest(
+            "[[hooks.pre_tool_call]]\ncommand = [\"python3\", \"hooks/guard.py\"]\n\
+             tools = [\"bash\"]\n",
+            "",
+        ));
+        std::fs::create_dir(ws.path("hooks")).expect("hooks");
+        std::fs::write(ws.path("hooks/guard.py"), guard).expect("guard");
+        if control {
+            std::fs::write(ws.path("hooks/json.py"), shadow).expect("shadow");
+        }
+        let mut pod = start(&ws);
+        if !control {
+            let out = run_script(
+                &mut pod,
+                "s.sh",
+                "sh",
+                &format!(
+                    "printf '%s' '{}' > hooks/json.py && echo shadow-written; echo tried\n",
+                    shadow.replace('\'', "'\\''")
+                ),
+                "",
+            );
+            assert!(out.contains("tried"), "{out}");
+            assert!(!out.contains("shadow-written"), "{out}");
+            assert!(!ws.path("hooks/json.py").exists(), "{out}");
+        }
+        let denied = run(&mut pod, &["echo forbidden > proof.txt".to_string()]).remove(0);
+        if control {
+            assert!(
+                ws.path("proof.txt").exists(),
+                "the control was not subverted: {denied}"
+            );
+        } else {
+            assert!(denied.contains("denied by hook"), "{denied}");
+            assert!(!ws.path("proof.txt").exists(), "{denied}");
+        }
+    }
+}
