@@ -12,8 +12,9 @@
 //! ([`Sandbox::blocked_writes`]; a full `$TMPDIR`, [`Sandbox::tmpdir_full`]), each call's
 //! process limit ([`cgroup`]: the session's pids cgroup, a call's made by [`Sandbox::prepare`]
 //! and entered first in `pre_exec`), and what a call must not leave for tools outside to run
-//! ([`Sandbox::set_aside_planted`]: [`planted`]'s watched names, [`repos`]' repositories, found
-//! with [`tree`]). The exec
+//! ([`Sandbox::set_aside_planted`]: [`planted`]'s watched names, those missing when the session
+//! opened, recorded in the state folder while it runs so that the next open sets aside what a
+//! killed pod left, [`planted::recover`]; [`repos`]' repositories, found with [`tree`]). The exec
 //! gate ([`gate`]) lives beside it: whether it is on is the sandbox's to say
 //! ([`Sandbox::gate_on`], `initialize.sandbox.execGate`); the attach seam is
 //! [`Sandbox::prepare_std`] with `gated`, then [`Started::spawn`] with a judge.

@@ -1,12 +1,20 @@
 //! Files that did not exist when the session opened and that no call may leave behind: names a
 //! tool outside the sandbox reads later as configuration or code to run (a repository's
 //! `.git/commondir`, `.git/config`, `.git/config.worktree`, a writable folder's `.envrc`,
-//! `.vscode`, `.mcp.json`, `.idea`, `.gitmodules`). They cannot be masked while missing (a mount needs its point to exist, so
-//! masking would create them in the user's folder), so one that appears while a call runs is
-//! set aside when the call ends: renamed beside itself to `NAME.pod-planted` (never over
-//! anything), so nothing is lost and nothing reads it.
+//! `.vscode`, `.mcp.json`, `.idea`, `.gitmodules`). They cannot be masked while missing (a mount
+//! needs its point to exist, so masking would create them in the user's folder), so the names
+//! missing at open are the session's ([`Watched`]: a name is the user's only if it existed
+//! then, or pod's own `file_write` made it), and every call's end sets aside what of them
+//! exists, whichever call made it: renamed beside itself to `NAME.pod-planted`, else
+//! `NAME.pod-planted-` and random digits (never over anything; `u+w` added for the rename to a
+//! read-only folder pod's user owns, and the mode put back), so nothing is lost and nothing
+//! reads it; removed when it cannot be renamed; said loudly when even that fails.
 //!
-//! Owns the list and the renaming; it decides nothing and runs no process.
+//! A session's watched names are recorded in the state folder while it runs (locked); the next
+//! open in the workspace sets aside what a pod killed mid-call left of them ([`recover`]), and a
+//! session that closes sets them aside one last time.
+//!
+//! Owns the list, the record and the renaming; it decides nothing and runs no process.
 
 use std::path::{Path, PathBuf};
 

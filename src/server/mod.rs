@@ -6,8 +6,8 @@
 //! `run` drives its turn through [`stream`], whose events go back out through the same writer.
 //!
 //! Invariants: stdout is written only by the transport's writer; a `run` response follows the
-//! turn's last event; stdin EOF and `shutdown` both end with pending requests resolved, the turn
-//! cancelled, the session log flushed and exit code 0. A pod that cannot open answers
+//! turn's last event; stdin EOF, SIGTERM, SIGINT and `shutdown` all end with pending requests
+//! resolved, the turn cancelled (its calls' ends run), the session log flushed and exit code 0. A pod that cannot open answers
 //! `initialize` with -32007, logs why on stderr and exits 1.
 //!
 //! [`memory`] serves the same on an in-memory connection, with the typed client, for tests that
