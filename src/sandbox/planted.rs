@@ -477,7 +477,7 @@ const RANDOM_NAMES: usize = 16;
 /// `NAME.pod-planted`, else `NAME.pod-planted-` and 16 random hex digits (a call can make the
 /// first beforehand, not the others). When the folder refuses (`EACCES`, `EPERM`: a call made
 /// it read-only) and pod's user owns it, `u+wx` is added for the rename and the folder's mode
-/// put back after ([`with_write_access`]). `None` when it cannot be renamed.
+/// put back after (`with_write_access`). `None` when it cannot be renamed.
 pub fn move_aside(folder: &std::os::fd::OwnedFd, name: &std::ffi::OsStr) -> Option<String> {
     match rename_beside(folder, name) {
         Ok(new) => Some(new),
