@@ -103,16 +103,15 @@ fn main() {
         };
         let sandbox =
             Sandbox::open(&config, &ws, std::slice::from_ref(&ws), "bench").expect("sandbox");
-        let watch = sandbox.watch_planted();
         for _ in 0..20 {
-            assert!(sandbox.set_aside_planted(&watch).is_empty());
+            assert!(sandbox.set_aside_planted().is_empty());
         }
         // (wall, cpu) samples: unchanged, one new file, full walk.
         let mut samples: [(Vec<f64>, Vec<f64>); 3] = Default::default();
         let mut n = 0usize;
         for _ in 0..runs {
             for _ in 0..PER_ROUND {
-                let (planted, wall, c) = timed(|| sandbox.set_aside_planted(&watch));
+                let (planted, wall, c) = timed(|| sandbox.set_aside_planted());
                 assert!(planted.is_empty());
                 samples[0].0.push(wall);
                 samples[0].1.push(c);
@@ -125,7 +124,7 @@ fn main() {
                     .join(format!("b{}", (f / 10) % 10))
                     .join(format!("c{f}"));
                 std::fs::write(sub.join(format!("new{n}.rs")), "").expect("write");
-                let (planted, wall, c) = timed(|| sandbox.set_aside_planted(&watch));
+                let (planted, wall, c) = timed(|| sandbox.set_aside_planted());
                 assert!(planted.is_empty());
                 samples[1].0.push(wall);
                 samples[1].1.push(c);

@@ -456,6 +456,7 @@ impl Pod {
             crate::sandbox::Guard {
                 protected: &protected,
                 state_root: Some(&manifest.pod.state_root),
+                state_dir: Some(&manifest.pod.state_dir),
                 policy: Some(&policy),
             },
             proxy.as_ref().map(|p| p.port()),

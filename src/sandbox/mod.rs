@@ -12,8 +12,9 @@
 //! ([`Sandbox::blocked_writes`]; a full `$TMPDIR`, [`Sandbox::tmpdir_full`]), each call's
 //! process limit ([`cgroup`]: the session's pids cgroup, a call's made by [`Sandbox::prepare`]
 //! and entered first in `pre_exec`), and what a call must not leave for tools outside to run
-//! ([`Sandbox::set_aside_planted`]: [`planted`]'s watched names, [`repos`]' repositories, found
-//! with [`tree`]). The exec
+//! ([`Sandbox::set_aside_planted`]: [`planted`]'s watched names, those missing when the session
+//! opened, recorded in the state folder while it runs so that the next open sets aside what a
+//! killed pod left, [`planted::recover`]; [`repos`]' repositories, found with [`tree`]). The exec
 //! gate ([`gate`]) lives beside it: whether it is on is the sandbox's to say
 //! ([`Sandbox::gate_on`], `initialize.sandbox.execGate`); the attach seam is
 //! [`Sandbox::prepare_std`] with `gated`, then [`Started::spawn`] with a judge.
@@ -520,6 +521,9 @@ pub struct Guard<'a> {
     pub protected: &'a [PathBuf],
     /// The state folder of every workspace, masked.
     pub state_root: Option<&'a Path>,
+    /// This workspace's state folder, where a session's watched names are recorded while it
+    /// runs ([`planted::Watched`]) and what a killed pod left is found ([`planted::recover`]).
+    pub state_dir: Option<&'a Path>,
     /// The rules: existing files a `file_write` deny rule matches become read-only, files and
     /// folders a `read` deny rule matches are masked.
     pub policy: Option<&'a crate::permission::Policy>,
@@ -558,7 +562,7 @@ pub struct Sandbox {
     session_net: Option<Arc<netns::SessionNet>>,
     /// Files that did not exist when the session opened and that no call may leave behind
     /// ([`Sandbox::set_aside_planted`]).
-    sentinels: Vec<planted::Sentinel>,
+    watched: planted::Watched,
     /// The repositories a call may make, checked when it ends ([`Sandbox::set_aside_planted`]);
     /// `None` when the sandbox is off.
     repos: Option<Arc<repos::Repos>>,
@@ -593,7 +597,7 @@ impl Sandbox {
             workspace: PathBuf::new(),
             env: ChildEnv::new(&crate::manifest::EnvConfig::default()),
             session_net: None,
-            sentinels: Vec::new(),
+            watched: planted::Watched::default(),
             repos: None,
             pids: None,
             tmpfs: None,
@@ -649,6 +653,12 @@ impl Sandbox {
         }
         let base = std::env::temp_dir();
         remove_stale_tmpdirs(&base);
+        // What a pod killed mid-call left of its watched names, before anything here is taken
+        // for the user's (bound, or left out of the watched names).
+        let records = guard.state_dir.map(|d| d.join(planted::RECORDS));
+        if let Some(dir) = &records {
+            planted::recover(dir, &path::resolve(workspace));
+        }
         let tmpdir = tempfile::Builder::new()
             .prefix(&format!("{TMPDIR_PREFIX}{label}-"))
             .tempdir_in(&base)
@@ -849,6 +859,12 @@ impl Sandbox {
                     .filter_map(planted::Sentinel::config_file),
             );
         }
+        let watched = planted::Watched::open(
+            sentinels,
+            records.as_deref(),
+            &path::resolve(workspace),
+            label,
+        );
         // Repositories a call makes (or turns a folder into) cannot be bound: what git would run
         // from them is set aside when the call ends.
         let repos = repos::Repos::open(
@@ -875,7 +891,7 @@ impl Sandbox {
             workspace: workspace.to_path_buf(),
             env: ChildEnv::new(&config.env),
             session_net,
-            sentinels,
+            watched,
             repos: Some(Arc::new(repos)),
             pids,
             tmpfs,
@@ -933,23 +949,25 @@ impl Sandbox {
         self.session_net.as_ref().and_then(|n| n.take_listener())
     }
 
-    /// What of the files that must stay missing is missing now: taken as a call starts, for
-    /// [`Sandbox::set_aside_planted`] when it ends.
-    pub fn watch_planted(&self) -> planted::Watch {
-        planted::watch(&self.sentinels)
-    }
-
-    /// Sets aside what a call left of the files that must stay missing (a repository's
+    /// Sets aside what calls left of the files that must stay missing (a repository's
     /// `.git/commondir`, a writable folder's `.envrc`, `.vscode`, `.mcp.json`, …: read later by
     /// tools outside the sandbox), and what git would run from a repository made since the
-    /// session opened ([`repos`]): each renamed beside itself, so nothing is lost. Run when a
-    /// call ends, with the [`Sandbox::watch_planted`] taken as it started.
-    pub fn set_aside_planted(&self, watch: &planted::Watch) -> Vec<planted::Planted> {
-        let mut out = planted::set_aside(&self.sentinels, watch);
+    /// session opened ([`repos`]): each renamed beside itself, so nothing is lost (removed when
+    /// it cannot be renamed). Run when a call ends. The names are those missing when the
+    /// session opened, whichever call made them ([`planted::Watched`]); those pod's own tools
+    /// made ([`Sandbox::made_by_pod`]) are left alone.
+    pub fn set_aside_planted(&self) -> Vec<planted::Planted> {
+        let mut out = self.watched.set_aside();
         if let Some(repos) = &self.repos {
             out.extend(repos.check());
         }
         out
+    }
+
+    /// Says that pod's own tool (`file_write`, an editor's write) wrote `path`, which the user
+    /// allowed: a watched name it made is not set aside.
+    pub fn made_by_pod(&self, path: &Path) {
+        self.watched.made_by_pod(path);
     }
 
     /// The session's `$TMPDIR`, when there is one.

@@ -6,8 +6,8 @@
 //! `run` drives its turn through [`stream`], whose events go back out through the same writer.
 //!
 //! Invariants: stdout is written only by the transport's writer; a `run` response follows the
-//! turn's last event; stdin EOF and `shutdown` both end with pending requests resolved, the turn
-//! cancelled, the session log flushed and exit code 0. A pod that cannot open answers
+//! turn's last event; stdin EOF, SIGTERM, SIGINT and `shutdown` all end with pending requests
+//! resolved, the turn cancelled (its calls' ends run), the session log flushed and exit code 0. A pod that cannot open answers
 //! `initialize` with -32007, logs why on stderr and exits 1.
 //!
 //! [`memory`] serves the same on an in-memory connection, with the typed client, for tests that
@@ -139,7 +139,8 @@ fn report_configuration(manifest: &Manifest) {
 /// Runs a front-end's `serve` on stdin and stdout until it ends; returns its exit code. Shared
 /// by `pod serve` and `pod acp`: the process first becomes a child subreaper (orphans of tool
 /// calls and hooks come back to the pod, which kills them with their call), `serve` runs as the
-/// one task of a current-thread runtime, and whatever a call left running is killed at the end.
+/// one task of a current-thread runtime, SIGTERM and SIGINT end its input as stdin EOF does
+/// ([`stdio::UntilSignal`]), and whatever a call left running is killed at the end.
 /// `who` names the command in errors.
 pub fn run_on_stdio<F, Fut>(who: &str, serve: F) -> u8
 where
@@ -167,7 +168,10 @@ where
     // future only after its run queue drains (an `epoll_wait` each time), which would cost a
     // syscall and a separate stdout write per request.
     let code = runtime.block_on(async {
-        let served = tokio::spawn(serve(stdio::stdin(), stdio::stdout()));
+        // SIGTERM and SIGINT end the input: the pod then closes as when its client went away,
+        // running the ends of its calls (docs/protocol.md, "Cancel, shutdown, EOF").
+        let input = Box::new(stdio::UntilSignal::new(stdio::stdin()));
+        let served = tokio::spawn(serve(input, stdio::stdout()));
         served.await.unwrap_or_else(|e| {
             eprintln!("{who}: the serving task failed: {e}");
             1

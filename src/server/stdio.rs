@@ -6,6 +6,9 @@
 //! wake-ups per message (tens of µs on a small VM) and caps the message rate; here a message costs
 //! none. Anything else (a terminal, a file) falls back to tokio's versions.
 //!
+//! [`UntilSignal`] ends what is read at SIGTERM or SIGINT, so that a signalled pod closes as it
+//! does when its client goes away.
+//!
 //! Invariants: the descriptor is switched to `O_NONBLOCK` only while a [`Pipe`] owns it; its
 //! original flags are put back when the `Pipe` is dropped. The descriptor is never closed here.
 
@@ -137,6 +140,60 @@ pub fn stdin() -> Box<dyn AsyncRead + Unpin + Send> {
     match Pipe::new(libc::STDIN_FILENO, Interest::READABLE) {
         Some(pipe) => Box::new(pipe),
         None => Box::new(tokio::io::stdin()),
+    }
+}
+
+/// `input` until the process gets SIGTERM or SIGINT, then end of file: the server winds down as
+/// when its client goes away (the running calls are cancelled and their ends run, so what they
+/// left is set aside; the session log is flushed), within the same bound, instead of dying
+/// mid-call. Must be made inside a tokio runtime; a signal that cannot be watched is logged and
+/// keeps its default action.
+pub struct UntilSignal {
+    inner: Box<dyn AsyncRead + Unpin + Send>,
+    signals: Vec<(tokio::signal::unix::Signal, &'static str)>,
+    ended: bool,
+}
+
+impl UntilSignal {
+    pub fn new(inner: Box<dyn AsyncRead + Unpin + Send>) -> UntilSignal {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut signals = Vec::new();
+        for (kind, name) in [
+            (SignalKind::terminate(), "SIGTERM"),
+            (SignalKind::interrupt(), "SIGINT"),
+        ] {
+            match signal(kind) {
+                Ok(s) => signals.push((s, name)),
+                Err(e) => tracing::warn!("cannot watch for {name}: {e}"),
+            }
+        }
+        UntilSignal {
+            inner,
+            signals,
+            ended: false,
+        }
+    }
+}
+
+impl AsyncRead for UntilSignal {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if self.ended {
+            return Poll::Ready(Ok(()));
+        }
+        let got = self
+            .signals
+            .iter_mut()
+            .find_map(|(s, name)| s.poll_recv(cx).is_ready().then_some(*name));
+        if let Some(name) = got {
+            tracing::warn!("{name}: cancelling the running calls, then closing");
+            self.ended = true;
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.inner).poll_read(cx, buf)
     }
 }
 

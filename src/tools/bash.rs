@@ -31,6 +31,7 @@ use tokio::net::unix::pipe;
 use super::common::{parse_input, schema_of, HeadTail};
 use super::{Presentation, Tool, ToolContext, ToolKind, ToolOutput};
 use crate::sandbox::gate::Stopped;
+use crate::sandbox::planted::Change;
 use crate::sandbox::{Sandbox, Started};
 
 /// Default timeout of one command.
@@ -164,7 +165,6 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
         .env("GIT_PAGER", "cat");
     // The Command holds the write ends; it is dropped (moved) here so EOF comes when the
     // processes end.
-    let watch = ctx.sandbox.watch_planted();
     let spawned = Started::spawn(cmd, judge);
     let mut process = match spawned {
         Ok(p) => p,
@@ -255,8 +255,25 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
              unavailable\")]\n"
         ));
     }
-    for planted in ctx.sandbox.set_aside_planted(&watch) {
+    // A file left that pod could neither rename nor remove: the result is an error, and says
+    // so first, where a client or the model cannot miss it.
+    let mut left = Vec::new();
+    for planted in ctx.sandbox.set_aside_planted() {
+        if planted.moved_to.is_none() && planted.change != Change::Removed {
+            left.push(planted.path.display().to_string());
+        }
         text.push_str(&planted_note(&planted));
+    }
+    if !left.is_empty() {
+        text.insert_str(
+            0,
+            &format!(
+                "[sandbox: WARNING: this call left {} where tools outside the sandbox would \
+                 run what it holds, and pod could neither set it aside nor remove it; remove it \
+                 before running git, direnv or an editor here]\n",
+                left.join(", ")
+            ),
+        );
     }
     if let Some(summary) = admission.as_ref().and_then(|a| a.summary()) {
         text.push_str(&summary);
@@ -267,7 +284,8 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
         text.push_str(&gate_note(&stopped));
         return ToolOutput::error(text);
     }
-    match ending {
+
+    let mut output = match ending {
         Ending::TimedOut => {
             text.push_str(&format!(
                 "timed out after {} s; the command and its processes were killed",
@@ -297,7 +315,9 @@ async fn run_command(command: &str, timeout: Duration, ctx: &ToolContext) -> Too
                 ToolOutput::error(text)
             }
         },
-    }
+    };
+    output.is_error |= !left.is_empty();
+    output
 }
 
 /// What the exec gate stopped: each exec, who ran it and the rule, then the call's end.
@@ -322,7 +342,6 @@ fn gate_note(stopped: &[Stopped]) -> String {
 /// What the result says of a file set aside at the call's end ([`crate::sandbox::planted`],
 /// [`crate::sandbox::repos`]).
 fn planted_note(p: &crate::sandbox::planted::Planted) -> String {
-    use crate::sandbox::planted::Change;
     let plain = ["a ", "its ", "naming "];
     let what = if plain.iter().any(|s| p.held.starts_with(s)) {
         p.held.clone()
@@ -330,9 +349,19 @@ fn planted_note(p: &crate::sandbox::planted::Planted) -> String {
         format!("holding `{}`", p.held)
     };
     let found = match p.change {
-        Change::Appeared => format!("{} appeared while this call ran ({what})", p.path.display()),
+        Change::Appeared | Change::Removed => format!(
+            "{} appeared after the session opened, made by a call ({what})",
+            p.path.display()
+        ),
         Change::Found | Change::Rewritten => format!("{} ({what})", p.path.display()),
     };
+    if p.change == Change::Removed {
+        tracing::warn!("sandbox: removed {found}: it could not be renamed");
+        return format!(
+            "[sandbox: {found}; {}, and could not be renamed, so pod removed it]\n",
+            p.reader
+        );
+    }
     match &p.moved_to {
         Some(to) => {
             tracing::warn!(

@@ -85,10 +85,18 @@ impl Tool for FileWrite {
             .is_ok();
         let len = input.content.len();
         let verb = if existed { "replaced" } else { "created" };
+        let sandbox = ctx.sandbox.clone();
+        let written = target.path.clone();
+        // A watched name this write made (`.envrc`, `.vscode/…`, allowed by the user) is not a
+        // call's to set aside.
+        let mine = move || sandbox.made_by_pod(&written);
         if let Some(editor) = ctx.editor_writes() {
             return tokio::select! {
                 written = editor.write(&target.path, &input.content) => match written {
-                    Ok(()) => ToolOutput::ok(format!("{verb} {shown}: {len} bytes written")),
+                    Ok(()) => {
+                        mine();
+                        ToolOutput::ok(format!("{verb} {shown}: {len} bytes written"))
+                    }
                     Err(e) => ToolOutput::error(format!(
                         "cannot write {shown}: {e}; nothing was written"
                     )),
@@ -100,7 +108,10 @@ impl Tool for FileWrite {
             confined::write_atomic(&target.beneath, &target.path, input.content.as_bytes())
         });
         match job.await {
-            Ok(Ok(())) => ToolOutput::ok(format!("{verb} {shown}: {len} bytes written")),
+            Ok(Ok(())) => {
+                mine();
+                ToolOutput::ok(format!("{verb} {shown}: {len} bytes written"))
+            }
             Ok(Err(e)) => ToolOutput::error(format!(
                 "cannot write {shown}: {}; nothing was written",
                 confined::describe(&e)

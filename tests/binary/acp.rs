@@ -459,3 +459,60 @@ fn a_prompt_a_user_prompt_hook_refuses_ends_in_refusal_saying_why() {
     assert_eq!(done["result"]["stopReason"], "refusal", "{done}");
     assert!(!Path::new(&cwd(&ws)).join("made-anyway").exists());
 }
+
+/// SIGTERM of `pod acp` while a `bash` call runs: the call is cancelled and its end runs before
+/// the agent exits, so the `.git/commondir` it made where there was none is set aside, not left
+/// for the next session to take for the user's.
+#[test]
+fn a_signalled_agent_sets_aside_what_the_running_call_left() {
+    let ws = Workspace::with_manifest(
+        "[pod]\nname = \"acp-signal\"\n\n[permissions]\ndefault_action = \"allow\"\n\n\
+         [[permissions.rule]]\ntool = \"*\"\naction = \"allow\"\n",
+    );
+    ws.trust();
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(ws.dir.path())
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com")
+            .output()
+            .expect("git");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    };
+    git(&["init", "-q"]);
+    git(&["commit", "-q", "--allow-empty", "-m", "x"]);
+    let mut agent = Agent::spawn(&ws);
+    agent.initialize();
+    let session = agent.new_session(&ws);
+    agent.prompt(7, &session, "!echo planted > .git/commondir; sleep 600");
+    let planted = ws.path(".git/commondir");
+    common::wait_until("the call planted .git/commondir", || planted.exists());
+    // SAFETY: a signal to the child this test spawned.
+    assert_eq!(
+        unsafe { libc::kill(agent.child.id() as i32, libc::SIGTERM) },
+        0
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let status = loop {
+        if let Some(status) = agent.child.try_wait().expect("try_wait") {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "pod acp did not exit after SIGTERM"
+        );
+        // Paces the poll for the exit; the deadline decides.
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(status.success(), "{status:?}");
+    assert!(!planted.exists(), "the call's commondir was left");
+    assert_eq!(
+        common::read(&ws.path(".git/commondir.pod-planted")),
+        "planted\n"
+    );
+}

@@ -1091,8 +1091,11 @@ fn a_repository_a_call_registers_runs_nothing_at_the_users_git() {
     assert!(again.contains("again"), "{again}");
     let status = users_git(&root, &["status"]);
     assert!(!out_dir.join("again-ran").exists(), "{status}");
+    // Set aside again beside the first, under a name of random digits.
     assert!(
-        root.join("lib/.git/config.pod-planted-1").is_file(),
+        names_in(&root.join("lib/.git"))
+            .iter()
+            .any(|n| n.starts_with("config.pod-planted-")),
         "{again}"
     );
     // After the session.
@@ -1224,6 +1227,244 @@ fn reread_names_a_call_creates_are_set_aside_when_it_ends() {
         again.contains("again") && !again.contains("set it aside"),
         "{again}"
     );
+}
+
+/// A repository whose copy beside it (`.git-common`, as an earlier turn could make it) names
+/// `core.fsmonitor`: a `.git/commondir` pointing there makes the user's `git status` run it,
+/// which leaves `fsmonitor-ran` in the workspace. `run_as` runs the set-up's git (the owner of
+/// the workspace when the pod runs as another user).
+fn repository_with_a_planted_copy(root: &Path, run_as: &[&str]) {
+    for args in [
+        &["init", "-q"][..],
+        &["commit", "-q", "--allow-empty", "-m", "x"],
+    ] {
+        let out = git_as(run_as, root, args);
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    }
+    let out = Command::new("cp")
+        .args(["-a", ".git", ".git-common"])
+        .current_dir(root)
+        .output()
+        .expect("cp");
+    assert!(out.status.success(), "{out:?}");
+    let out = git_as(
+        run_as,
+        root,
+        &[
+            "--git-dir=.git-common",
+            "config",
+            "core.fsmonitor",
+            "touch fsmonitor-ran; false",
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+}
+
+/// git run by `run_as` (empty: this process's user) in `dir`, with no configuration of the
+/// machine's or the user's.
+fn git_as(run_as: &[&str], dir: &Path, args: &[&str]) -> std::process::Output {
+    let mut c = match run_as.split_first() {
+        Some((first, rest)) => {
+            let mut c = Command::new(first);
+            c.args(rest).arg("git");
+            c
+        }
+        None => Command::new("git"),
+    };
+    c.args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .expect("git")
+}
+
+/// The user's `git status` in `root` after the session: runs nothing a call planted.
+fn users_git_runs_nothing(root: &Path, run_as: &[&str], said: &str) {
+    let out = git_as(run_as, root, &["status", "--short"]);
+    assert!(
+        !root.join("fsmonitor-ran").exists(),
+        "the user's git ran the planted fsmonitor: {out:?}\n{said}"
+    );
+}
+
+/// Two calls side by side: the second starts (a `pre_tool_call` hook holds it until then)
+/// while the first's `.git/commondir` is there, waits until the first's end set it aside, and
+/// writes it again. The names missing when the session opened are the session's, not each
+/// call's: the second call's end sets it aside too, and the user's git runs nothing.
+#[test]
+fn a_call_started_beside_a_planted_name_still_sets_it_aside() {
+    let hook = "[[hooks.pre_tool_call]]\ncommand = [\"sh\", \"gate.sh\"]\ntools = [\"bash\"]\n";
+    let ws = Workspace::with_manifest(&manifest(hook, ""));
+    std::fs::write(
+        ws.path("gate.sh"),
+        "input=$(cat)\n\
+         case \"$input\" in *second-call*)\n\
+           until [ -e .git/commondir ]; do sleep 0.05; done;;\n\
+         esac\n\
+         echo '{\"action\": \"continue\"}'\n",
+    )
+    .expect("hook");
+    let root = ws.dir.path().canonicalize().expect("canonical");
+    repository_with_a_planted_copy(&root, &[]);
+    let mut pod = start(&ws);
+    let first = "echo ../.git-common > .git/commondir; \
+                 until [ -e b-started ]; do sleep 0.05; done; echo first-done"
+        .to_string();
+    let second = ": second-call; touch b-started; \
+                  while [ -e .git/commondir ]; do sleep 0.05; done; \
+                  echo ../.git-common > .git/commondir; echo second-done"
+        .to_string();
+    let out = run(&mut pod, &[first, second]);
+    assert!(out[0].contains("first-done"), "{out:?}");
+    assert!(out[1].contains("second-done"), "{out:?}");
+    assert!(
+        !ws.path(".git/commondir").exists(),
+        "the second call's commondir was left: {out:?}"
+    );
+    assert!(out[1].contains("pod set it aside"), "{out:?}");
+    users_git_runs_nothing(&root, &[], &format!("{out:?}"));
+}
+
+/// `move_aside` used to try 100 names (`NAME.pod-planted`, `-1` … `-99`): a call that made
+/// them all first left its `.git/commondir` in place. The names tried now cannot be made
+/// beforehand.
+#[test]
+fn names_made_beforehand_do_not_keep_a_planted_file_in_place() {
+    let ws = Workspace::with_manifest(&manifest("", ""));
+    let root = ws.dir.path().canonicalize().expect("canonical");
+    repository_with_a_planted_copy(&root, &[]);
+    let mut pod = start(&ws);
+    let out = in_script(
+        &mut pod,
+        "touch .git/commondir.pod-planted\n\
+         for n in $(seq 1 99); do touch .git/commondir.pod-planted-$n; done\n\
+         echo ../.git-common > .git/commondir && echo planted",
+    );
+    assert!(out.contains("planted"), "{out}");
+    assert!(ws.path(".git/commondir.pod-planted-99").exists(), "{out}");
+    assert!(!ws.path(".git/commondir").exists(), "{out}");
+    assert!(out.contains("pod set it aside"), "{out}");
+    users_git_runs_nothing(&root, &[], &out);
+}
+
+/// As a user other than root, a call that makes the folder read-only (`chmod 555 .git`) kept
+/// pod (the same user) from renaming its `commondir`. pod adds `u+w` to a folder it owns for
+/// the rename, then puts the mode back. Run as `nobody` when the tests run as root.
+#[test]
+fn a_read_only_folder_does_not_keep_a_planted_file_in_place() {
+    // SAFETY: geteuid has no preconditions.
+    let root_user = unsafe { libc::geteuid() } == 0;
+    let runner: &[&str] = if root_user {
+        &["runuser", "-u", "nobody", "--"]
+    } else {
+        &[]
+    };
+    let ws = Workspace::with_manifest(&manifest("", ""));
+    let root = ws.dir.path().canonicalize().expect("canonical");
+    if root_user {
+        for dir in [ws.dir.path(), ws.state_home()] {
+            let out = Command::new("chown")
+                .args(["-R", "nobody:", &dir.display().to_string()])
+                .output()
+                .expect("chown");
+            assert!(out.status.success(), "{out:?}");
+        }
+    }
+    repository_with_a_planted_copy(&root, runner);
+    let mut pod = PodProcess::spawn_run_by(&ws, runner, &[]);
+    let init = pod.initialize(false);
+    assert_eq!(init["sandbox"]["kind"], "namespaces", "{}", init["sandbox"]);
+    let out = run(
+        &mut pod,
+        &["echo ../.git-common > .git/commondir && chmod 555 .git && echo planted".to_string()],
+    )
+    .remove(0);
+    assert!(out.contains("planted"), "{out}");
+    assert!(!ws.path(".git/commondir").exists(), "{out}");
+    let mode = std::fs::metadata(ws.path(".git")).expect(".git").mode() & 0o7777;
+    assert_eq!(mode, 0o555, "the folder's mode is put back: {out}");
+    // The user's git, which needs to write in `.git`, after the user notices.
+    let out2 = Command::new("chmod")
+        .args(["755", &ws.path(".git").display().to_string()])
+        .output()
+        .expect("chmod");
+    assert!(out2.status.success());
+    users_git_runs_nothing(&root, runner, &out);
+}
+
+/// SIGTERM (and SIGINT) during a call used to end the pod without the call's end: its planted
+/// `.git/commondir` stayed, and the next session took it for the user's. Now the running calls
+/// are cancelled and their ends run before the pod exits.
+#[test]
+fn a_signalled_pod_sets_aside_what_the_running_call_left() {
+    for signal in [libc::SIGTERM, libc::SIGINT] {
+        let ws = Workspace::with_manifest(&manifest("", ""));
+        let root = ws.dir.path().canonicalize().expect("canonical");
+        repository_with_a_planted_copy(&root, &[]);
+        let mut pod = start(&ws);
+        pod.start(
+            "run",
+            json!({"input": [{"type": "text", "text": "!echo ../.git-common > .git/commondir; sleep 600"}]}),
+        );
+        common::wait_until("the call planted .git/commondir", || {
+            ws.path(".git/commondir").exists()
+        });
+        // SAFETY: a signal to the child this test spawned.
+        assert_eq!(unsafe { libc::kill(pod.pid() as i32, signal) }, 0);
+        let status = pod.wait_exit(Duration::from_secs(5));
+        assert!(status.success(), "signal {signal}: {status:?}");
+        assert!(
+            !ws.path(".git/commondir").exists(),
+            "signal {signal}: the call's commondir was left"
+        );
+        assert_eq!(
+            common::read(&ws.path(".git/commondir.pod-planted")),
+            "../.git-common\n"
+        );
+        users_git_runs_nothing(&root, &[], &format!("signal {signal}"));
+    }
+}
+
+/// A pod killed (SIGKILL) during a call cannot run its end: the next pod in the workspace sets
+/// aside what the killed session's calls left of the names missing when it opened (recorded in
+/// the state folder), before it binds anything, and the user's git runs nothing.
+#[test]
+fn the_next_pod_sets_aside_what_a_killed_pods_call_left() {
+    let ws = Workspace::with_manifest(&manifest("", ""));
+    let root = ws.dir.path().canonicalize().expect("canonical");
+    repository_with_a_planted_copy(&root, &[]);
+    let mut pod = start(&ws);
+    pod.start(
+        "run",
+        json!({"input": [{"type": "text", "text": "!echo ../.git-common > .git/commondir; sleep 600"}]}),
+    );
+    common::wait_until("the call planted .git/commondir", || {
+        ws.path(".git/commondir").exists()
+    });
+    pod.kill9();
+    assert!(ws.path(".git/commondir").exists(), "nothing ran at SIGKILL");
+    let mut next = start(&ws);
+    assert!(
+        !ws.path(".git/commondir").exists(),
+        "the next session kept the killed call's commondir"
+    );
+    assert_eq!(
+        common::read(&ws.path(".git/commondir.pod-planted")),
+        "../.git-common\n"
+    );
+    // It is not the user's for this session either: a call runs as usual.
+    let out = run(&mut next, &["echo again".to_string()]).remove(0);
+    assert!(
+        out.contains("again") && !out.contains("set it aside"),
+        "{out}"
+    );
+    drop(next);
+    users_git_runs_nothing(&root, &[], "after SIGKILL");
 }
 
 /// Calls enter the session's namespaces (one `bwrap` per session holds them) and each makes

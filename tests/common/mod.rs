@@ -162,7 +162,13 @@ impl PodProcess {
         args: &[&str],
         env: &[(&str, &str)],
     ) -> PodProcess {
-        PodProcess::spawn_from(ws, framing, args, env, Stdio::inherit(), false)
+        PodProcess::spawn_from(ws, framing, args, env, Stdio::inherit(), false, &[])
+    }
+
+    /// [`PodProcess::spawn_env`] run by `runner` (`["runuser", "-u", "nobody", "--"]`: the pod
+    /// as another user; its workspace and state folder must be that user's).
+    pub fn spawn_run_by(ws: &Workspace, runner: &[&str], env: &[(&str, &str)]) -> PodProcess {
+        PodProcess::spawn_from(ws, Framing::Lines, &[], env, Stdio::inherit(), true, runner)
     }
 
     fn spawn_full(
@@ -172,7 +178,7 @@ impl PodProcess {
         env: &[(&str, &str)],
         stderr: Stdio,
     ) -> PodProcess {
-        PodProcess::spawn_from(ws, framing, args, env, stderr, true)
+        PodProcess::spawn_from(ws, framing, args, env, stderr, true, &[])
     }
 
     fn spawn_from(
@@ -182,8 +188,17 @@ impl PodProcess {
         env: &[(&str, &str)],
         stderr: Stdio,
         trust: bool,
+        runner: &[&str],
     ) -> PodProcess {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_pod"))
+        let mut command = match runner.split_first() {
+            Some((first, rest)) => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(env!("CARGO_BIN_EXE_pod"));
+                c
+            }
+            None => Command::new(env!("CARGO_BIN_EXE_pod")),
+        };
+        let mut child = command
             .arg("serve")
             .arg("--manifest")
             .arg(ws.manifest())
