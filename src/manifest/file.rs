@@ -331,8 +331,8 @@ pub struct SandboxSection {
     /// The most processes and threads one call (a command, a hook, an MCP server) may have at
     /// once, counted by a pids cgroup: a fork past it fails with EAGAIN. Default 4096. Layered:
     /// the smaller of the user's and the project's; the managed layer's is a ceiling; an
-    /// untrusted project may only lower it. Held where a pids cgroup is writable (`pod check`
-    /// says).
+    /// untrusted project may only lower it. Held where pod can make a pids cgroup (a delegated
+    /// one on cgroup v2; `pod check` says).
     #[schemars(range(min = 1))]
     pub max_processes: Option<u32>,
     /// The most the session's `$TMPDIR` may hold, its calls, hooks and MCP servers together:

@@ -3,17 +3,33 @@
 //! forks anything, so every process and thread of the call is counted and a fork past the limit
 //! fails with `EAGAIN`.
 //!
-//! Owns: finding a pids cgroup the pod may make children in ([`probe`]: cgroup v2 with `pids`
-//! among the controllers of the pod's own cgroup, else cgroup v1's `pids` hierarchy, from
-//! `/proc/self/cgroup` and `/proc/self/mountinfo`); the session's cgroup ([`Session`]:
-//! `pod-<pid>-<n>` beside the pod's own, made at open, removed when it drops; those of pods that
-//! died are removed at the next open); each call's (`call-<n>`, [`CallLimit`]: made before the
-//! spawn, removed once its processes are gone, what is left in it killed); moving a forked
-//! child into it ([`join`], from `pre_exec`: no allocation); and whether the limit was reached
+//! Owns: finding a pids cgroup the pod may make children in ([`probe`], from `/proc/self/cgroup`
+//! and `/proc/self/mountinfo`), and making the session's cgroup (`pod-<pid>-<n>`, [`Session`])
+//! there:
+//! - cgroup v2 with `pids` among the controllers of the pod's own cgroup. v2 lets a cgroup
+//!   enable a controller for its children only while it holds no process (the root excepted),
+//!   and the pod writes only cgroups delegated to it: ones this user may write, and for root
+//!   (who may write all) ones systemd marked delegated (`trusted.delegate`) or the root of a
+//!   container's cgroup namespace. In this order: in the root cgroup when the pod is there; in
+//!   the pod's own cgroup when it is delegated and holds only the pod and its descendants, which
+//!   the pod first moves into a leaf `pod-<pid>.self` of it so that it may enable `pids` for its
+//!   children (`systemd-run [--user] --scope -p Delegate=yes pod …`, a service with
+//!   `Delegate=yes`, a container); else beside the pod's own cgroup, in its parent, when that is
+//!   delegated and enables `pids` for its children (a later session of a pod in its leaf; a
+//!   user's slice under `user@<uid>.service`). Elsewhere (a service or scope without delegation,
+//!   an ssh session) the limit is not held, and [`probe`]'s error names each place and why not.
+//! - else cgroup v1's `pids` hierarchy: in the pod's own cgroup there.
+//!
+//! Also: the session's cgroup removed when it drops, those (and leaves) of pods that died
+//! removed at the next open; each call's (`call-<n>`, [`CallLimit`]: made before the spawn,
+//! removed once its processes are gone, what is left in it killed); moving a forked child into
+//! it ([`join`], from `pre_exec`: no allocation); and whether the limit was reached
 //! (`pids.events`).
 //!
-//! Must not touch: any cgroup it did not make (the pod's own is only read, and written only to
-//! enable `pids` for its children on v2), other controllers, the processes of a call beyond
+//! Must not touch: a cgroup not delegated to it (above), any cgroup it did not make (the pod's
+//! own is only read, and on v2 written only to move the pod and its descendants into the pod's
+//! leaf and to enable `pids` for its children; a parent only gets the session's cgroup made in
+//! it), other controllers, processes that are not the pod's, the processes of a call beyond
 //! killing what is left in its cgroup at the end (the reaper owns their lifetime).
 
 use std::ffi::{CStr, CString};
@@ -24,6 +40,15 @@ use std::time::{Duration, Instant};
 
 /// How long the removal of a call's cgroup keeps killing what is left in it and retrying.
 const REMOVE_WAIT: Duration = Duration::from_secs(5);
+
+/// How long moving the pod into its leaf retries while a child it forked meanwhile keeps its
+/// own cgroup busy.
+const LEAVE_WAIT: Duration = Duration::from_secs(1);
+
+/// What to run pod under so that cgroup v2 holds the limit, in words.
+const V2_HINT: &str = "run pod in a cgroup of its own delegated to this user, e.g. \
+     `systemd-run --user --scope -p Delegate=yes pod …` (without `--user` as root) or a systemd \
+     service with `Delegate=yes`";
 
 /// Which cgroup file system the limit lives in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +62,9 @@ pub enum Version {
 pub struct Parent {
     pub dir: PathBuf,
     pub version: Version,
+    /// cgroup v2, `dir` being the pod's own cgroup: the leaf the pod first moves itself and its
+    /// descendants into, so that `dir` holds no process and may enable `pids` for its children.
+    pub leaf: Option<PathBuf>,
 }
 
 impl std::fmt::Display for Parent {
@@ -45,7 +73,11 @@ impl std::fmt::Display for Parent {
             Version::V1 => "cgroup v1",
             Version::V2 => "cgroup v2",
         };
-        write!(f, "{v}, under {}", self.dir.display())
+        write!(f, "{v}, under {}", self.dir.display())?;
+        if let Some(leaf) = &self.leaf {
+            write!(f, ", the pod moving itself into {} first", leaf.display())?;
+        }
+        Ok(())
     }
 }
 
@@ -56,7 +88,7 @@ pub fn probe() -> Result<Parent, String> {
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
         .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
     let mut why = Vec::new();
-    match v2_parent(&cgroups, &mountinfo) {
+    match v2_parent(&cgroups, &mountinfo, &Host, std::process::id()) {
         Ok(p) => return Ok(p),
         Err(e) => why.push(e),
     }
@@ -132,38 +164,221 @@ fn writable(p: &Path) -> bool {
     unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
 }
 
-fn v2_parent(cgroups: &str, mountinfo: &str) -> Result<Parent, String> {
+/// What choosing a v2 parent reads of the cgroup tree and of the processes in it: the
+/// machine's ([`Host`]) or a test's.
+trait Tree {
+    /// A file's content; `None` when it cannot be read.
+    fn read(&self, file: &Path) -> Option<String>;
+    /// Whether `path` exists.
+    fn exists(&self, path: &Path) -> bool;
+    /// Whether this user may write `path`.
+    fn writable(&self, path: &Path) -> bool;
+    /// Whether systemd marked the cgroup `dir` as delegated (its `trusted.delegate` attribute).
+    fn marked(&self, dir: &Path) -> bool;
+    /// Whether this user is root, who may write every cgroup.
+    fn root(&self) -> bool;
+    /// Whether process `pid` is the pod or one of its descendants.
+    fn ours(&self, pid: u32) -> bool;
+}
+
+/// The machine's cgroup tree and processes.
+struct Host;
+
+impl Tree for Host {
+    fn read(&self, file: &Path) -> Option<String> {
+        std::fs::read_to_string(file).ok()
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        path.exists()
+    }
+
+    fn writable(&self, path: &Path) -> bool {
+        writable(path)
+    }
+
+    fn marked(&self, dir: &Path) -> bool {
+        let Ok(c) = CString::new(dir.as_os_str().as_bytes()) else {
+            return false;
+        };
+        let mut value = [0u8; 8];
+        // SAFETY: NUL-terminated path and name; a buffer of ours and its length.
+        let n = unsafe {
+            libc::getxattr(
+                c.as_ptr(),
+                c"trusted.delegate".as_ptr(),
+                value.as_mut_ptr().cast(),
+                value.len(),
+            )
+        };
+        usize::try_from(n).is_ok_and(|n| value.get(..n) == Some(b"1".as_slice()))
+    }
+
+    fn root(&self) -> bool {
+        // SAFETY: no arguments, cannot fail.
+        unsafe { libc::geteuid() == 0 }
+    }
+
+    fn ours(&self, pid: u32) -> bool {
+        descends_from(pid, std::process::id())
+    }
+}
+
+/// Whether process `pid` is `ancestor` or a descendant of it, by the parent pids in `/proc`
+/// (a process that is gone is not).
+fn descends_from(pid: u32, ancestor: u32) -> bool {
+    let mut pid = pid;
+    // Bounded: a parent chain is short, and a cycle cannot be.
+    for _ in 0..256 {
+        if pid == ancestor {
+            return true;
+        }
+        match parent_pid(pid) {
+            Some(p) if p != 0 && p != pid => pid = p,
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// The parent pid of `pid` (the field after the state in `/proc/<pid>/stat`, after the command
+/// name's closing parenthesis).
+fn parent_pid(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Whether the whitespace-separated `list` (a `cgroup.controllers` or
+/// `cgroup.subtree_control`) names `pids`.
+fn names_pids(list: Option<&str>) -> bool {
+    list.is_some_and(|l| l.split_whitespace().any(|c| c == "pids"))
+}
+
+/// The name of the leaf the pod with pid `pid` moves itself into (cgroup v2).
+fn leaf_name(pid: u32) -> String {
+    format!("{PREFIX}{pid}{LEAF}")
+}
+
+fn v2_parent(cgroups: &str, mountinfo: &str, tree: &impl Tree, pid: u32) -> Result<Parent, String> {
     let path = cgroups
         .lines()
         .find_map(|l| l.strip_prefix("0::"))
         .ok_or("cgroup v2: the pod is in no cgroup v2")?;
     let (point, root) = mount_of(mountinfo, "cgroup2", |_| true).ok_or("cgroup v2: not mounted")?;
-    let dir = cgroup_dir(&point, &root, path).ok_or_else(|| {
+    let own = cgroup_dir(&point, &root, path).ok_or_else(|| {
         format!(
             "cgroup v2: the pod's cgroup {path} is not under {}",
             point.display()
         )
     })?;
-    let controllers = std::fs::read_to_string(dir.join("cgroup.controllers")).unwrap_or_default();
-    if !controllers.split_whitespace().any(|c| c == "pids") {
-        return Err(format!(
-            "cgroup v2: the pids controller is not available in {}",
+    choose_v2(tree, &point, &own, pid)
+}
+
+/// Why this user may not make cgroups in `dir` and move processes into them, of the hierarchy
+/// mounted at `point`; `None` when it may: it may write `dir` and its `cgroup.procs`, and, for
+/// root (who may write every cgroup), systemd marked `dir` delegated or `dir` is the root of
+/// what the pod sees (a container's cgroup namespace).
+fn not_delegated(tree: &impl Tree, point: &Path, dir: &Path) -> Option<String> {
+    if !(tree.writable(dir) && tree.writable(&dir.join("cgroup.procs"))) {
+        return Some(format!("{} is not writable by this user", dir.display()));
+    }
+    if tree.root() && !tree.marked(dir) && dir != point {
+        return Some(format!(
+            "{} is not delegated (no trusted.delegate mark)",
             dir.display()
         ));
     }
-    let enabled = std::fs::read_to_string(dir.join("cgroup.subtree_control")).unwrap_or_default();
-    let subtree_ok = enabled.split_whitespace().any(|c| c == "pids")
-        || writable(&dir.join("cgroup.subtree_control"));
-    if !(writable(&dir) && writable(&dir.join("cgroup.procs")) && subtree_ok) {
-        return Err(format!(
-            "cgroup v2: {} is not writable by this user (not delegated)",
-            dir.display()
-        ));
-    }
-    Ok(Parent {
-        dir,
+    None
+}
+
+/// Where the session's cgroup goes on cgroup v2, the pod (pid `pid`) being in `own` of the
+/// hierarchy mounted at `point` (the order is the module's).
+fn choose_v2(tree: &impl Tree, point: &Path, own: &Path, pid: u32) -> Result<Parent, String> {
+    let at = |dir: &Path, leaf: Option<PathBuf>| Parent {
+        dir: dir.to_path_buf(),
         version: Version::V2,
-    })
+        leaf,
+    };
+    let controllers = tree.read(&own.join("cgroup.controllers"));
+    if !names_pids(controllers.as_deref()) {
+        return Err(format!(
+            "cgroup v2: the pids controller is not available in the pod's cgroup {} (its \
+             cgroup.controllers: \"{}\")",
+            own.display(),
+            controllers.unwrap_or_default().trim()
+        ));
+    }
+    let subtree = own.join("cgroup.subtree_control");
+    // The root of the hierarchy has no `cgroup.type`: it may hold processes and still enable
+    // controllers for its children.
+    if !tree.exists(&own.join("cgroup.type")) {
+        if tree.writable(own)
+            && (names_pids(tree.read(&subtree).as_deref()) || tree.writable(&subtree))
+        {
+            return Ok(at(own, None));
+        }
+        return Err(format!(
+            "cgroup v2: the root cgroup {} is not writable by this user",
+            own.display()
+        ));
+    }
+    let parent = own.parent().filter(|_| own != point);
+    let beside = || match parent {
+        None => Err(format!(
+            "it has no parent cgroup in view (the root of {})",
+            point.display()
+        )),
+        Some(p) if !names_pids(tree.read(&p.join("cgroup.subtree_control")).as_deref()) => {
+            Err(format!(
+                "its parent {} does not enable pids for its children",
+                p.display()
+            ))
+        }
+        Some(p) => match not_delegated(tree, point, p) {
+            Some(why) => Err(format!("its parent {why}")),
+            None => Ok(at(p, None)),
+        },
+    };
+    let name = leaf_name(pid);
+    if own
+        .file_name()
+        .is_some_and(|n| n.as_bytes() == name.as_bytes())
+    {
+        // Moved there by an earlier session of this pod.
+        return beside().map_err(|e| {
+            format!(
+                "cgroup v2: the pod's cgroup {} is its own leaf, but {e}",
+                own.display()
+            )
+        });
+    }
+    let here =
+        if let Some(why) = not_delegated(tree, point, own) {
+            format!("the pod's cgroup {why}")
+        } else if !tree.writable(&subtree) {
+            format!("{} is not writable by this user", subtree.display())
+        } else {
+            let others: Vec<u32> = tree
+                .read(&own.join("cgroup.procs"))
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| l.trim().parse::<u32>().ok())
+                .filter(|p| !tree.ours(*p))
+                .collect();
+            if others.is_empty() {
+                return Ok(at(own, Some(own.join(name))));
+            }
+            let shown: Vec<String> = others.iter().take(5).map(u32::to_string).collect();
+            format!(
+            "the pod's cgroup {} holds processes that are not the pod's (pid {}{}), and cgroup \
+             v2 lets only a cgroup without processes enable pids for its children",
+            own.display(),
+            shown.join(", "),
+            if others.len() > shown.len() { ", …" } else { "" }
+        )
+        };
+    beside().map_err(|e| format!("cgroup v2: {here}; {e}; {V2_HINT}"))
 }
 
 fn v1_parent(cgroups: &str, mountinfo: &str) -> Result<Parent, String> {
@@ -194,13 +409,16 @@ fn v1_parent(cgroups: &str, mountinfo: &str) -> Result<Parent, String> {
     Ok(Parent {
         dir,
         version: Version::V1,
+        leaf: None,
     })
 }
 
 /// Numbers the sessions of this process.
 static SESSIONS: AtomicU64 = AtomicU64::new(0);
-/// The prefix of a session's cgroup: `pod-<pid>-<n>`.
+/// The prefix of a session's cgroup, `pod-<pid>-<n>`, and of the pod's leaf.
 const PREFIX: &str = "pod-";
+/// The suffix of the leaf the pod moves itself into on cgroup v2: `pod-<pid>.self`.
+const LEAF: &str = ".self";
 
 /// The session's cgroup: each call's is made in it.
 #[derive(Debug)]
@@ -215,6 +433,9 @@ impl Session {
     /// Makes the session's cgroup in `parent` for calls of at most `limit` tasks each, after
     /// removing the empty ones of pods that are gone; checks a call's cgroup can be made.
     pub fn create(parent: &Parent, limit: u32) -> Result<Session, String> {
+        if let Some(leaf) = &parent.leaf {
+            leave_for(&parent.dir, leaf)?;
+        }
         remove_stale(&parent.dir);
         let n = SESSIONS.fetch_add(1, Ordering::Relaxed);
         let dir = parent
@@ -289,13 +510,74 @@ impl Drop for Session {
 
 /// Writes `+pids` to `dir`'s `cgroup.subtree_control` unless it is there.
 fn enable_pids(dir: &Path) -> Result<(), String> {
+    try_enable_pids(dir).map_err(|e| {
+        format!(
+            "cannot enable pids in {}: {e}",
+            dir.join("cgroup.subtree_control").display()
+        )
+    })
+}
+
+fn try_enable_pids(dir: &Path) -> std::io::Result<()> {
     let file = dir.join("cgroup.subtree_control");
-    let on = std::fs::read_to_string(&file).unwrap_or_default();
-    if on.split_whitespace().any(|c| c == "pids") {
+    if names_pids(std::fs::read_to_string(&file).ok().as_deref()) {
         return Ok(());
     }
     std::fs::write(&file, "+pids")
-        .map_err(|e| format!("cannot enable pids in {}: {e}", file.display()))
+}
+
+/// cgroup v2: moves the pod and its descendants out of its own cgroup `own` into `leaf`, then
+/// enables `pids` for `own`'s children, which v2 allows only once `own` holds no process. A
+/// process in `own` that is not the pod's stops it (the pod moves no other process); a child
+/// the pod forks meanwhile is moved on the next round.
+fn leave_for(own: &Path, leaf: &Path) -> Result<(), String> {
+    /// Sessions opening at once move the pod one at a time.
+    static LEAVING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = LEAVING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    match std::fs::create_dir(leaf) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(format!("cannot make {}: {e}", leaf.display())),
+    }
+    let into = leaf.join("cgroup.procs");
+    let deadline = Instant::now() + LEAVE_WAIT;
+    loop {
+        let listed = std::fs::read_to_string(own.join("cgroup.procs"))
+            .map_err(|e| format!("cannot read {}/cgroup.procs: {e}", own.display()))?;
+        for pid in listed.lines().filter_map(|l| l.trim().parse::<u32>().ok()) {
+            if !Host.ours(pid) {
+                return Err(format!(
+                    "{} holds process {pid}, which is not the pod's, so cgroup v2 lets it \
+                     enable no controller for its children; {V2_HINT}",
+                    own.display()
+                ));
+            }
+            match std::fs::write(&into, pid.to_string()) {
+                Ok(()) => {}
+                // Gone meanwhile.
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+                Err(e) => {
+                    return Err(format!(
+                        "cannot move process {pid} into {}: {e}",
+                        leaf.display()
+                    ))
+                }
+            }
+        }
+        match try_enable_pids(own) {
+            Ok(()) => return Ok(()),
+            // A process is still in `own` (forked while the others moved): another round.
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) && Instant::now() < deadline => {}
+            Err(e) => {
+                return Err(format!(
+                    "cannot enable pids in {}/cgroup.subtree_control: {e}",
+                    own.display()
+                ))
+            }
+        }
+    }
 }
 
 /// Removes every empty child cgroup of `dir` (a failure leaves it).
@@ -309,20 +591,30 @@ fn remove_children(dir: &Path) {
     }
 }
 
-/// Removes the cgroups `pod-<pid>-<n>` in `parent` whose pod is gone and which are empty:
-/// what a killed pod left.
+/// The pid of the pod that made the cgroup `name`: a session's `pod-<pid>-<n>` or a leaf
+/// `pod-<pid>.self`.
+fn maker(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix(PREFIX)?;
+    let pid = match rest.strip_suffix(LEAF) {
+        Some(pid) => pid,
+        None => {
+            let (pid, n) = rest.split_once('-')?;
+            n.parse::<u64>().ok()?;
+            pid
+        }
+    };
+    pid.parse().ok()
+}
+
+/// Removes the cgroups `pod-<pid>-<n>` and `pod-<pid>.self` in `parent` whose pod is gone and
+/// which are empty: what a killed pod left.
 fn remove_stale(parent: &Path) {
     let Ok(entries) = std::fs::read_dir(parent) else {
         return;
     };
     for e in entries.flatten() {
         let name = e.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(PREFIX))
-            .and_then(|n| n.split_once('-'))
-            .and_then(|(pid, n)| n.parse::<u64>().ok().and(pid.parse::<u32>().ok()))
-        else {
+        let Some(pid) = name.to_str().and_then(maker) else {
             continue;
         };
         if Path::new(&format!("/proc/{pid}")).exists() {
@@ -535,5 +827,230 @@ a line without the separator\n\
             Some(PathBuf::from("/sys/fs/cgroup/pids"))
         );
         assert_eq!(unescape("/a\\040b"), "/a b");
+    }
+
+    /// A cgroup tree of a test: the files' contents, what is writable and marked delegated,
+    /// whether the user is root, and which pids are the pod's.
+    #[derive(Default)]
+    struct Fake {
+        files: std::collections::HashMap<PathBuf, String>,
+        writable: std::collections::HashSet<PathBuf>,
+        marked: std::collections::HashSet<PathBuf>,
+        root: bool,
+        ours: Vec<u32>,
+    }
+
+    const POINT: &str = "/sys/fs/cgroup";
+    const POD: u32 = 100;
+
+    impl Fake {
+        /// A non-root cgroup `dir` (under [`POINT`]) with `pids` available, holding `procs`,
+        /// enabling `subtree` for its children.
+        fn cgroup(mut self, dir: &str, procs: &[u32], subtree: &str) -> Fake {
+            let d = Path::new(POINT).join(dir);
+            let file = |f: &str| d.join(f);
+            self.files
+                .insert(file("cgroup.controllers"), "cpu memory pids\n".into());
+            self.files.insert(file("cgroup.type"), "domain\n".into());
+            self.files
+                .insert(file("cgroup.subtree_control"), format!("{subtree}\n"));
+            let listed: Vec<String> = procs.iter().map(u32::to_string).collect();
+            self.files.insert(file("cgroup.procs"), listed.join("\n"));
+            self
+        }
+
+        /// `dir`, its `cgroup.procs` and `cgroup.subtree_control` writable by this user.
+        fn writable(mut self, dir: &str) -> Fake {
+            let d = Path::new(POINT).join(dir);
+            for f in ["cgroup.procs", "cgroup.subtree_control"] {
+                self.writable.insert(d.join(f));
+            }
+            self.writable.insert(d);
+            self
+        }
+
+        fn marked(mut self, dir: &str) -> Fake {
+            self.marked.insert(Path::new(POINT).join(dir));
+            self
+        }
+
+        fn root(mut self) -> Fake {
+            self.root = true;
+            self
+        }
+
+        /// The pod (and `POD + 1`, its child) are the pod's.
+        fn pod(mut self) -> Fake {
+            self.ours = vec![POD, POD + 1];
+            self
+        }
+
+        fn choose(&self, own: &str) -> Result<Parent, String> {
+            choose_v2(self, Path::new(POINT), &Path::new(POINT).join(own), POD)
+        }
+    }
+
+    impl Tree for Fake {
+        fn read(&self, file: &Path) -> Option<String> {
+            self.files.get(file).cloned()
+        }
+        fn exists(&self, path: &Path) -> bool {
+            self.files.contains_key(path)
+        }
+        fn writable(&self, path: &Path) -> bool {
+            self.writable.contains(path)
+        }
+        fn marked(&self, dir: &Path) -> bool {
+            self.marked.contains(dir)
+        }
+        fn root(&self) -> bool {
+            self.root
+        }
+        fn ours(&self, pid: u32) -> bool {
+            self.ours.contains(&pid)
+        }
+    }
+
+    fn v2(dir: &str, leaf: Option<&str>) -> Parent {
+        Parent {
+            dir: Path::new(POINT).join(dir),
+            version: Version::V2,
+            leaf: leaf.map(|l| Path::new(POINT).join(l)),
+        }
+    }
+
+    const USER: &str = "user.slice/user-1000.slice/user@1000.service/app.slice";
+    const SCOPE: &str = "user.slice/user-1000.slice/user@1000.service/app.slice/run-r1.scope";
+    const ROOT_SCOPE: &str = "system.slice/run-r2.scope";
+
+    #[test]
+    fn a_delegated_cgroup_of_the_pods_own_gets_a_leaf_for_the_pod() {
+        let tree = Fake::default()
+            .pod()
+            .cgroup(USER, &[], "pids")
+            .cgroup(SCOPE, &[POD, POD + 1], "")
+            .writable(SCOPE);
+        let leaf = format!("{SCOPE}/pod-{POD}.self");
+        assert_eq!(tree.choose(SCOPE), Ok(v2(SCOPE, Some(&leaf))));
+        // The pod's later sessions, from its leaf: beside it, once the first enabled pids.
+        let tree = tree.cgroup(&leaf, &[POD], "");
+        let err = tree.choose(&leaf).expect_err("pids not enabled");
+        assert!(err.contains("is its own leaf, but its parent"), "{err}");
+        let tree = tree.cgroup(SCOPE, &[], "pids");
+        assert_eq!(tree.choose(&leaf), Ok(v2(SCOPE, None)));
+    }
+
+    #[test]
+    fn a_process_not_the_pods_sends_the_session_beside_or_nowhere() {
+        // A test harness, the pod's parent, shares the user's delegated scope.
+        let tree = Fake::default()
+            .pod()
+            .cgroup(USER, &[], "memory pids")
+            .writable(USER)
+            .cgroup(SCOPE, &[7, POD], "")
+            .writable(SCOPE);
+        assert_eq!(tree.choose(SCOPE), Ok(v2(USER, None)));
+        // The same without pids enabled in the parent: nowhere, and why in each place.
+        let tree = tree.cgroup(USER, &[], "memory");
+        let err = tree.choose(SCOPE).expect_err("no place");
+        assert!(err.contains("not the pod's (pid 7)"), "{err}");
+        assert!(err.contains("does not enable pids"), "{err}");
+        assert!(err.contains("Delegate=yes"), "{err}");
+    }
+
+    #[test]
+    fn a_cgroup_not_delegated_to_this_user_is_not_written() {
+        // A user's ssh session: neither the scope nor its slice is the user's.
+        let ssh = "user.slice/user-1000.slice/session-3.scope";
+        let tree = Fake::default()
+            .pod()
+            .cgroup("user.slice/user-1000.slice", &[], "pids")
+            .cgroup(ssh, &[POD], "");
+        let err = tree.choose(ssh).expect_err("not delegated");
+        assert!(err.contains("session-3.scope is not writable"), "{err}");
+        assert!(err.contains("user-1000.slice is not writable"), "{err}");
+        // Root may write both, but systemd delegated neither.
+        let err = tree
+            .writable(ssh)
+            .writable("user.slice/user-1000.slice")
+            .root()
+            .choose(ssh)
+            .expect_err("root, not delegated");
+        assert!(err.contains("session-3.scope is not delegated"), "{err}");
+        assert!(err.contains("user-1000.slice is not delegated"), "{err}");
+    }
+
+    #[test]
+    fn root_writes_what_systemd_delegated_or_its_namespaces_root() {
+        let tree = Fake::default()
+            .pod()
+            .root()
+            .cgroup("system.slice", &[], "pids")
+            .writable("system.slice")
+            .cgroup(ROOT_SCOPE, &[POD], "")
+            .writable(ROOT_SCOPE)
+            .marked(ROOT_SCOPE);
+        let leaf = format!("{ROOT_SCOPE}/pod-{POD}.self");
+        assert_eq!(tree.choose(ROOT_SCOPE), Ok(v2(ROOT_SCOPE, Some(&leaf))));
+        // With another process in the scope: not beside it in system.slice, not delegated.
+        let err = tree
+            .cgroup(ROOT_SCOPE, &[1, POD], "")
+            .choose(ROOT_SCOPE)
+            .expect_err("system.slice");
+        assert!(err.contains("system.slice is not delegated"), "{err}");
+        // A container's cgroup namespace: its root is the container's own cgroup.
+        let point = Path::new(POINT);
+        let tree = Fake::default()
+            .pod()
+            .root()
+            .cgroup("", &[POD], "")
+            .writable("");
+        assert_eq!(
+            choose_v2(&tree, point, point, POD),
+            Ok(v2("", Some(&format!("pod-{POD}.self"))))
+        );
+    }
+
+    #[test]
+    fn the_root_cgroup_holds_the_session_itself() {
+        let point = Path::new(POINT);
+        let mut tree = Fake::default().pod().writable("");
+        tree.files
+            .insert(point.join("cgroup.controllers"), "pids\n".into());
+        assert_eq!(choose_v2(&tree, point, point, POD), Ok(v2("", None)));
+        let tree = Fake {
+            writable: Default::default(),
+            ..tree
+        };
+        let err = choose_v2(&tree, point, point, POD).expect_err("not writable");
+        assert!(
+            err.contains("root cgroup /sys/fs/cgroup is not writable"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn without_pids_in_the_pods_cgroup_v2_is_not_used() {
+        let mut tree = Fake::default()
+            .pod()
+            .cgroup(SCOPE, &[POD], "")
+            .writable(SCOPE);
+        tree.files.insert(
+            Path::new(POINT).join(SCOPE).join("cgroup.controllers"),
+            "memory\n".into(),
+        );
+        let err = tree.choose(SCOPE).expect_err("no pids");
+        assert!(err.contains("pids controller is not available"), "{err}");
+        assert!(err.contains("\"memory\""), "{err}");
+    }
+
+    #[test]
+    fn a_leaf_or_session_is_known_by_its_pods_pid() {
+        assert_eq!(maker("pod-12-0"), Some(12));
+        assert_eq!(maker("pod-12.self"), Some(12));
+        assert_eq!(maker("pod-12-x"), None);
+        assert_eq!(maker("pod-12"), None);
+        assert_eq!(maker("call-1"), None);
+        assert_eq!(leaf_name(12), "pod-12.self");
     }
 }

@@ -154,7 +154,8 @@ pub struct Plan {
     pub refuses: bool,
     /// Where the per-call process limit's cgroups will be made, or why it is not held (an
     /// explicit `max_processes` not held is a gap too; the default is not, as with the exec
-    /// gate's default: most machines let only root make cgroups).
+    /// gate's default: most machines let pod make a cgroup only as root on cgroup v1, or in a
+    /// cgroup delegated to it on v2).
     pub pids: Result<cgroup::Parent, String>,
     /// `$TMPDIR`'s size limit in bytes where it will hold (a tmpfs in the session's view,
     /// [`tmpfs`]), or why it will not (`$TMPDIR` is then a folder on the host's disk).
@@ -293,8 +294,8 @@ fn pids_guarantee(limit: u32) -> String {
 /// Why `[sandbox] max_processes` is not held, in words.
 pub fn pids_gap(limit: u32, why: &str) -> String {
     format!(
-        "no per-call process limit ([sandbox] max_processes = {limit}): no pids cgroup is \
-         writable here ({why})"
+        "no per-call process limit ([sandbox] max_processes = {limit}): no pids cgroup can be \
+         made here ({why})"
     )
 }
 
@@ -1705,6 +1706,7 @@ mod tests {
             Ok(cgroup::Parent {
                 dir: PathBuf::from("/sys/fs/cgroup/pids"),
                 version: cgroup::Version::V1,
+                leaf: None,
             })
         };
         let mut c = config(SandboxMode::Namespaces, NetworkAccess::Allow, Required::All);
