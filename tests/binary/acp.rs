@@ -74,7 +74,7 @@ impl Agent {
     }
 
     fn wait(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + WAIT;
+        let deadline = Instant::now() + *WAIT;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let v = self.next(left).expect("pod acp went silent");

@@ -33,7 +33,7 @@ fn chat_with(ws: &Workspace, args: &[&str], input: &str) -> Output {
     let mut stdin = child.stdin.take().expect("stdin");
     stdin.write_all(input.as_bytes()).expect("write input");
     drop(stdin);
-    let deadline = Instant::now() + common::WAIT;
+    let deadline = Instant::now() + *common::WAIT;
     while child.try_wait().expect("try_wait").is_none() {
         if Instant::now() > deadline {
             let _ = child.kill();
@@ -271,7 +271,7 @@ fn chat_on_a_terminal(ws: &Workspace, input: &str) -> Output {
     });
     // Ctrl-D at the start of a line: EOF after the lines above, in order.
     terminal.write_all(&[4]).expect("ctrl-d");
-    match done.recv_timeout(common::WAIT) {
+    match done.recv_timeout(*common::WAIT) {
         Ok(out) => out.expect("output"),
         Err(_) => panic!("pod chat did not exit on a terminal"),
     }
@@ -361,7 +361,7 @@ fn ctrl_c_during_a_turn_cancels_it() {
         }
     });
     let wait_for = |what: &str| -> String {
-        let deadline = Instant::now() + common::WAIT;
+        let deadline = Instant::now() + *common::WAIT;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match lines.recv_timeout(left) {
@@ -383,7 +383,7 @@ fn ctrl_c_during_a_turn_cancels_it() {
     wait_for("deny by cancel");
     wait_for("(turn ended: cancelled)");
     drop(stdin);
-    let deadline = Instant::now() + common::WAIT;
+    let deadline = Instant::now() + *common::WAIT;
     let status = loop {
         if let Some(status) = child.try_wait().expect("try_wait") {
             break status;

@@ -466,7 +466,7 @@ fn sleepers(marker: &str) -> usize {
 }
 
 fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + *common::WAIT;
     while !done() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         // Paces the poll; the condition decides.
@@ -1576,11 +1576,12 @@ fn a_call_reaches_no_other_calls_terminal_or_shared_memory() {
     assert!(!three.contains("pod-marker"), "{three}");
 }
 
-/// The session's pids cgroup of the pod `pid` (`pod-<pid>-<n>` beside the pod's own), found as
-/// the pod finds it: its cgroup in the v2 hierarchy when `pids` is there, else in v1's.
-fn session_cgroups(pid: u32) -> Vec<PathBuf> {
+/// Where the pod `pid` may make its session's pids cgroup, found as the pod finds it: its own
+/// cgroup in the v2 hierarchy and in v1's `pids`, and the parent of each (on v2 the session's
+/// cgroup may go beside the pod's own, or the pod may have moved into a leaf of its own).
+fn cgroup_places(pid: u32) -> Vec<PathBuf> {
     let cgroups = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
-    let mut parents = Vec::new();
+    let mut places = Vec::new();
     for line in cgroups.lines() {
         let mut parts = line.splitn(3, ':');
         let (_, controllers, path) = match (parts.next(), parts.next(), parts.next()) {
@@ -1588,22 +1589,44 @@ fn session_cgroups(pid: u32) -> Vec<PathBuf> {
             _ => continue,
         };
         let rel = path.trim_start_matches('/');
-        if controllers.is_empty() {
-            for root in ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"] {
-                parents.push(Path::new(root).join(rel));
-            }
+        let roots: &[&str] = if controllers.is_empty() {
+            &["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
         } else if controllers.split(',').any(|c| c == "pids") {
-            parents.push(Path::new("/sys/fs/cgroup/pids").join(rel));
+            &["/sys/fs/cgroup/pids"]
+        } else {
+            &[]
+        };
+        for root in roots {
+            let own = Path::new(root).join(rel);
+            if let Some(parent) = own.parent().filter(|_| !rel.is_empty()) {
+                places.push(parent.to_path_buf());
+            }
+            places.push(own);
         }
     }
-    let prefix = format!("pod-{pid}-");
-    parents
+    places
+}
+
+/// The cgroups in `places` the pod `pid` made: its sessions' (`pod-<pid>-<n>`) and, with
+/// `leaf`, the leaf it moves itself into on cgroup v2 (`pod-<pid>.self`).
+fn made_by(places: &[PathBuf], pid: u32, leaf: bool) -> Vec<PathBuf> {
+    let session = format!("pod-{pid}-");
+    let own_leaf = format!("pod-{pid}.self");
+    places
         .iter()
         .filter_map(|p| std::fs::read_dir(p).ok())
         .flat_map(|d| d.flatten())
-        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.starts_with(&session) || (leaf && name == own_leaf)
+        })
         .map(|e| e.path())
         .collect()
+}
+
+/// The session's pids cgroups of the live pod `pid`.
+fn session_cgroups(pid: u32) -> Vec<PathBuf> {
+    made_by(&cgroup_places(pid), pid, false)
 }
 
 /// The calls' cgroups in the pod's session cgroups.
@@ -1615,6 +1638,17 @@ fn call_cgroups(pid: u32) -> Vec<PathBuf> {
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .map(|e| e.path())
         .collect()
+}
+
+/// Whether no process is in the cgroup `dir` or below it.
+fn no_process_in(dir: &Path) -> bool {
+    let here = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+    here.trim().is_empty()
+        && std::fs::read_dir(dir).map_or(true, |d| {
+            d.flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .all(|e| no_process_in(&e.path()))
+        })
 }
 
 /// `[sandbox] max_processes` holds a fork bomb (bounded: 200 sleepers) to the limit, for the
@@ -1653,7 +1687,7 @@ fn a_fork_bomb_stops_at_max_processes() {
         let held = init["sandbox"]["guarantees"].to_string();
         if !held.contains("max_processes") {
             println!(
-                "skipped: no pids cgroup is writable here, so the limit is not held: {}",
+                "skipped: no pids cgroup can be made here, so the limit is not held: {}",
                 init["sandbox"]
             );
             return;
@@ -1696,13 +1730,63 @@ fn a_fork_bomb_stops_at_max_processes() {
         );
         assert!(!after[0].contains("max_processes"), "{}", after[0]);
         let pid = pod.pid();
+        let places = cgroup_places(pid);
+        let sessions = made_by(&places, pid, false);
         pod.call("shutdown", json!({}));
         pod.close_stdin();
-        pod.wait_exit(Duration::from_secs(10));
+        pod.wait_exit(*common::WAIT);
         wait_for("the session's cgroup to be removed", || {
-            session_cgroups(pid).is_empty()
+            made_by(&places, pid, false).is_empty()
         });
+        println!(
+            "{mode}, holder {holder}: spawned {spawned} of 200 at max_processes = 50; the \
+             session's cgroup {sessions:?} removed"
+        );
     }
+}
+
+/// A pod killed with SIGKILL cannot remove its cgroups: once its processes are gone, nothing of
+/// them is left after the next pod opens (which removes a dead pod's empty session's cgroup and
+/// leaf beside its own; systemd removes a scope of the dead pod's own, with what is in it).
+#[test]
+fn a_killed_pods_cgroups_are_gone_once_the_next_pod_opens() {
+    let ws = Workspace::with_manifest(&manifest("", "[sandbox]\nmax_processes = 50\n"));
+    let mut pod = PodProcess::spawn_env(&ws, Framing::Lines, &[], &[]);
+    let init = pod.initialize(false);
+    if !init["sandbox"]["guarantees"]
+        .to_string()
+        .contains("max_processes")
+    {
+        println!("skipped: the limit is not held here: {}", init["sandbox"]);
+        return;
+    }
+    let out = run(&mut pod, &["echo before".to_string()]);
+    assert!(out[0].contains("before"), "{}", out[0]);
+    let pid = pod.pid();
+    let places = cgroup_places(pid);
+    assert_eq!(made_by(&places, pid, false).len(), 1, "{places:?}");
+    pod.kill9();
+    let left = made_by(&places, pid, true);
+    wait_for("the killed pod's processes to be gone", || {
+        left.iter().all(|d| no_process_in(d))
+    });
+    let mut next = PodProcess::spawn_env(&ws, Framing::Lines, &[], &[]);
+    let init = next.initialize(false);
+    assert!(
+        init["sandbox"]["guarantees"]
+            .to_string()
+            .contains("max_processes"),
+        "{}",
+        init["sandbox"]
+    );
+    wait_for("the killed pod's cgroups to be removed", || {
+        made_by(&places, pid, true).is_empty()
+    });
+    println!(
+        "left by the killed pod: {left:?}; gone once the next pod opened (its session's \
+         cgroup: {:?})",
+        session_cgroups(next.pid())
+    );
 }
 
 /// A pod of `ws` with `env`, in namespaces: it and its `initialize` result.

@@ -147,7 +147,7 @@ fn alive(pid: u32) -> bool {
 }
 
 fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + common::WAIT;
+    let deadline = Instant::now() + *common::WAIT;
     while !done() {
         assert!(Instant::now() < deadline, "timed out waiting until {what}");
         // Paces the poll; the condition decides.
@@ -753,7 +753,7 @@ fn servers_stop_at_eof_and_their_stderr_goes_to_the_log() {
     running.sort();
     assert_eq!(running.len(), 2, "{running:?}");
     pod.close_stdin();
-    assert!(pod.wait_exit(common::WAIT).success());
+    assert!(pod.wait_exit(*common::WAIT).success());
     for pid in running {
         assert!(!alive(pid), "server {pid} outlived the pod");
     }
@@ -1034,7 +1034,7 @@ struct HttpEverything {
 
 impl HttpEverything {
     fn start(servers: &Path) -> HttpEverything {
-        let deadline = Instant::now() + common::WAIT;
+        let deadline = Instant::now() + *common::WAIT;
         loop {
             // A free port: the server takes it from PORT (it reports no port it picked itself).
             let port = std::net::TcpListener::bind("127.0.0.1:0")

@@ -206,7 +206,7 @@ fn a_project_mcp_server_the_managed_layer_does_not_allow_never_starts() {
         ws.path("MCP_STARTED").exists()
     });
     control.close_stdin();
-    control.wait_exit(common::WAIT);
+    control.wait_exit(*common::WAIT);
     std::fs::remove_file(ws.path("MCP_STARTED")).expect("remove marker");
 
     for lock in [
@@ -233,7 +233,7 @@ fn a_project_mcp_server_the_managed_layer_does_not_allow_never_starts() {
         // A turn goes by: had the server started, its marker would be there by now.
         run(&mut pod, "hello");
         pod.close_stdin();
-        pod.wait_exit(common::WAIT);
+        pod.wait_exit(*common::WAIT);
         assert!(
             !ws.path("MCP_STARTED").exists(),
             "{lock}: the server started"
@@ -384,7 +384,7 @@ fn a_failing_example_stops_the_load_with_file_line_and_the_example() {
     );
     // `pod serve` does not start on it either.
     let mut pod = PodProcess::spawn(&ws, Framing::Lines);
-    let status = pod.wait_exit(common::WAIT);
+    let status = pod.wait_exit(*common::WAIT);
     assert!(!status.success());
 }
 
@@ -434,7 +434,7 @@ fn the_decision_log_chains_every_decision_and_pod_why_explains_them() {
     pod.wait_event_type("permissionRequest");
     pod.response(&json!(id));
     pod.close_stdin();
-    pod.wait_exit(common::WAIT);
+    pod.wait_exit(*common::WAIT);
     assert_eq!(common::read(&ws.path("victim")), "keep me");
     assert!(ws.path("approved").exists());
     assert!(!ws.path("timed_out").exists());

@@ -13,7 +13,7 @@ use pod::protocol::{
 };
 
 async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
-    match tokio::time::timeout(common::WAIT, f).await {
+    match tokio::time::timeout(*common::WAIT, f).await {
         Ok(t) => t,
         Err(_) => panic!("timed out: {what}"),
     }

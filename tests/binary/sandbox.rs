@@ -94,7 +94,7 @@ fn marker(n: u32) -> String {
 }
 
 fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + *common::WAIT;
     while !done() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         // Paces the poll; the condition decides.

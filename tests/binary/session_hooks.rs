@@ -126,7 +126,7 @@ print(json.dumps({"action": "context", "text": "CTX-PROMPT for " + event["turnId
     let first = pod.call("run", json!({"input": [{"type": "text", "text": PROMPT}]}));
     assert_eq!(first["stopReason"], "end_turn", "{first}");
     pod.close_stdin();
-    assert!(pod.wait_exit(common::WAIT).success());
+    assert!(pod.wait_exit(*common::WAIT).success());
     let mut pod = PodProcess::spawn_with(&ws, Framing::Lines, &["--resume", &session]);
     let init = pod.initialize(false);
     assert_eq!(init["session"]["resumed"], true, "{init}");
@@ -330,7 +330,7 @@ fn an_untrusted_projects_prompt_and_session_hooks_never_run() {
         );
     }
     pod.close_stdin();
-    assert!(pod.wait_exit(common::WAIT).success());
+    assert!(pod.wait_exit(*common::WAIT).success());
     // The control: trusted, the same hooks run (so their absence above means something).
     let mut pod = PodProcess::spawn(&ws, Framing::Lines);
     pod.initialize(false);

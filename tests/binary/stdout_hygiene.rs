@@ -73,7 +73,7 @@ impl Raw {
 
     /// Reads stdout until the response to `id`; every line must be a protocol message.
     fn until_response(&mut self, id: u64) -> Value {
-        let deadline = Instant::now() + common::WAIT;
+        let deadline = Instant::now() + *common::WAIT;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let line = self
@@ -244,7 +244,7 @@ action = "ask"
     assert!(status.success(), "{status:?}");
     // Every line left, up to the end of stdout (the pod is gone, so it comes at once), however
     // slowly the reader thread gets them.
-    while let Ok(line) = pod.lines.recv_timeout(common::WAIT) {
+    while let Ok(line) = pod.lines.recv_timeout(*common::WAIT) {
         let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
         assert_eq!(v["jsonrpc"], "2.0");
     }

@@ -14,8 +14,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-/// How long a wait may go without a message from the pod before the test fails.
-pub const WAIT: Duration = Duration::from_secs(10);
+/// How long a wait may go without a message from the pod before the test fails: 10 s, or
+/// `POD_TEST_WAIT_SECS` (the run in an emulated VM of `tests/vm/`, many times slower).
+pub static WAIT: std::sync::LazyLock<Duration> = std::sync::LazyLock::new(|| {
+    let secs = std::env::var("POD_TEST_WAIT_SECS").ok();
+    Duration::from_secs(secs.and_then(|s| s.parse().ok()).unwrap_or(10))
+});
 /// How long one wait may take however much the pod says meanwhile: a session of many calls
 /// (`tests/binary/prompts.rs`) takes longer than [`WAIT`] on a loaded machine, but never this.
 pub const LONGEST: Duration = Duration::from_secs(300);
@@ -70,7 +74,7 @@ impl Conversation {
     /// Files every message left until the pod's output ends (it is gone, so that comes at
     /// once), however slowly they are read; fails after [`WAIT`] without the end.
     pub fn drain_to_end(&mut self) {
-        while let Some(m) = self.receive(WAIT) {
+        while let Some(m) = self.receive(*WAIT) {
             self.file(m);
         }
     }
@@ -172,7 +176,7 @@ impl Conversation {
             if let Some(t) = done(self) {
                 return t;
             }
-            let left = end.saturating_duration_since(Instant::now()).min(WAIT);
+            let left = end.saturating_duration_since(Instant::now()).min(*WAIT);
             match self.receive(left) {
                 Some(m) => self.file(m),
                 None => panic!(

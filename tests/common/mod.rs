@@ -40,6 +40,28 @@ pub fn trust(dir: &Path, state_home: &Path) {
     );
 }
 
+/// The command that starts `pod`: the binary run by `runner` (its first words), else by the
+/// command line `POD_TEST_WRAP` holds (split at spaces), else the binary itself. The tests of
+/// cgroup v2 in a VM (`tests/vm/`) start each pod in a cgroup of its own that way
+/// (`systemd-run --scope …`, which runs the binary in its own process: the pid a test sees is
+/// the pod's).
+pub fn pod_command(runner: &[&str]) -> Command {
+    let wrap = std::env::var("POD_TEST_WRAP").unwrap_or_default();
+    let words: Vec<&str> = if runner.is_empty() {
+        wrap.split_whitespace().collect()
+    } else {
+        runner.to_vec()
+    };
+    match words.split_first() {
+        Some((first, rest)) => {
+            let mut command = Command::new(first);
+            command.args(rest).arg(env!("CARGO_BIN_EXE_pod"));
+            command
+        }
+        None => Command::new(env!("CARGO_BIN_EXE_pod")),
+    }
+}
+
 /// A temporary workspace holding `pod.toml`, and a temporary per-user state folder (the pods
 /// it spawns get it as `XDG_STATE_HOME`, so session logs never land in the real home).
 pub struct Workspace {
@@ -190,15 +212,7 @@ impl PodProcess {
         trust: bool,
         runner: &[&str],
     ) -> PodProcess {
-        let mut command = match runner.split_first() {
-            Some((first, rest)) => {
-                let mut c = Command::new(first);
-                c.args(rest).arg(env!("CARGO_BIN_EXE_pod"));
-                c
-            }
-            None => Command::new(env!("CARGO_BIN_EXE_pod")),
-        };
-        let mut child = command
+        let mut child = pod_command(runner)
             .arg("serve")
             .arg("--manifest")
             .arg(ws.manifest())
@@ -333,7 +347,7 @@ pub fn read(path: &Path) -> String {
 /// Waits until `done` holds, failing the test after [`WAIT`]. For a state nothing announces (a
 /// file appearing, a process gone): the poll's pause only paces it, the condition decides.
 pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + WAIT;
+    let deadline = Instant::now() + *WAIT;
     while !done() {
         assert!(Instant::now() < deadline, "timed out waiting until {what}");
         std::thread::sleep(Duration::from_millis(10));

@@ -185,7 +185,7 @@ impl Drop for MemoryPod {
         // processes are killed on drop), once the poll under way has ended, so nothing it was
         // writing (a session log line) is left half done for the next pod to read.
         if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_timeout(WAIT);
+            runtime.shutdown_timeout(*WAIT);
         }
     }
 }
@@ -205,7 +205,7 @@ pub fn processes_in(dir: &Path) -> usize {
 /// Waits until `done` holds, failing the test after [`WAIT`]. For a state nothing announces (a
 /// file appearing, a process gone): the poll's pause only paces it, the condition decides.
 pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + WAIT;
+    let deadline = std::time::Instant::now() + *WAIT;
     while !done() {
         assert!(
             std::time::Instant::now() < deadline,
