@@ -124,8 +124,8 @@ pub fn watch(sentinels: &[Sentinel]) -> Watch {
 
 /// Sets aside each sentinel `watch` saw missing that exists now. Each is reached through its
 /// folder opened with no symlink on the way (`RESOLVE_NO_SYMLINKS`: the folders are resolved at
-/// open, so a call that swapped one for a link gets nothing renamed where it points), and is
-/// itself never followed.
+/// open, so a call that swapped one for a link gets nothing renamed where it points: the link
+/// itself is set aside instead), and is itself never followed.
 pub fn set_aside(sentinels: &[Sentinel], watch: &Watch) -> Vec<Planted> {
     watch
         .0
@@ -150,7 +150,28 @@ pub fn set_aside_one(path: &Path, reader: String) -> Option<Planted> {
         Ok(f) => f,
         // The folder itself is gone: nothing in it to set aside.
         Err(rustix::io::Errno::NOENT) => return None,
-        // Swapped for a link (or unreadable): said when the name is there through it.
+        // A folder on the way swapped for a link: what is reached through it is the link's
+        // (the paths are resolved, so every link on them was made since), and git and the
+        // other readers follow it; the link itself is set aside, nothing where it points.
+        Err(rustix::io::Errno::LOOP) if exists(path) => {
+            let through = first_link(dir).and_then(|link| set_aside_one(&link, reader.clone()));
+            return Some(match through {
+                Some(mut planted) => {
+                    planted.held = format!(
+                        "{}, through which {} is reached",
+                        planted.held,
+                        path.display()
+                    );
+                    planted
+                }
+                None => unmoved_planted(
+                    path.to_path_buf(),
+                    "its folder is reached through a link that cannot be set aside".to_string(),
+                    reader,
+                ),
+            });
+        }
+        // Unreadable: said when the name is there.
         Err(e) => {
             return exists(path).then(|| {
                 unmoved_planted(
@@ -181,6 +202,20 @@ pub fn set_aside_one(path: &Path, reader: String) -> Option<Planted> {
         },
         None => unmoved_planted(path.to_path_buf(), held, reader),
     })
+}
+
+/// The first component of `dir` that is a symlink, from the root down.
+fn first_link(dir: &Path) -> Option<PathBuf> {
+    let mut at = PathBuf::new();
+    for c in dir.components() {
+        at.push(c);
+        match at.symlink_metadata() {
+            Ok(m) if m.file_type().is_symlink() => return Some(at),
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+    }
+    None
 }
 
 /// What could not be set aside: logged, and said in the result.
@@ -298,7 +333,7 @@ mod tests {
     }
 
     #[test]
-    fn a_folder_swapped_for_a_link_gets_nothing_renamed_where_it_points() {
+    fn a_folder_swapped_for_a_link_is_set_aside_as_a_link() {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path().canonicalize().expect("canonical");
         let build = root.join("build");
@@ -314,8 +349,11 @@ mod tests {
         let planted = set_aside(&sentinels, &w);
         assert!(elsewhere.join(".vscode").is_dir(), "{planted:?}");
         assert!(!elsewhere.join(".vscode.pod-planted").exists());
-        // What could not be reached is said, not passed over.
+        // The link is set aside instead: nothing reads `.vscode` through `build` any more.
         assert_eq!(planted.len(), 1, "{planted:?}");
-        assert!(planted[0].moved_to.is_none() && planted[0].path == build.join(".vscode"));
+        assert_eq!(planted[0].path, build, "{planted:?}");
+        assert_eq!(planted[0].moved_to, Some(root.join("build.pod-planted")));
+        assert!(!build.exists());
+        assert!(std::fs::read_link(root.join("build.pod-planted")).is_ok());
     }
 }
