@@ -6,7 +6,7 @@
 //! lists again only the folders that changed ([`super::tree`]). A repository is what git's own
 //! test takes for one ([`is_repository`]: a valid `HEAD`, and `objects` and `refs` that pass
 //! `access(X_OK)`, which an executable file or a link to one does, or a `commondir`); a `.git`
-//! file, or a `.git` link to a file, is read as git reads it ([`link_target`]).
+//! file, or a `.git` link to a file, is read as git reads it (`link_target`).
 //!
 //! - **a folder that became a repository** inside the workspace: git run there or below takes
 //!   it for a bare repository before it reaches the real `.git` above (and at the root, once
@@ -40,7 +40,7 @@
 //! deletes, each one reported ([`super::planted::Planted`]). Must not touch: mounts (the binds
 //! are `super::layout`'s), decisions; it runs no process (git is never run on what a call made).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
@@ -103,6 +103,9 @@ const GITFILE_CAP: u64 = 1 << 20;
 /// Symlinks of the writable folders whose targets are looked at per check.
 const LINK_CAP: usize = 4096;
 
+/// The repository git finds from a folder, with the `.git` file or link that led to it.
+type Discovered = Option<(PathBuf, Option<PathBuf>)>;
+
 /// What the check walks and what it found at open.
 #[derive(Debug)]
 pub struct Repos {
@@ -119,7 +122,7 @@ pub struct Repos {
     known: HashSet<PathBuf>,
     /// The to-do lists there at open ([`TODOS`], the user's own operations, in each known
     /// repository and each of its linked worktrees' folders), as they were.
-    todos: std::collections::HashMap<PathBuf, FileState>,
+    todos: HashMap<PathBuf, FileState>,
     /// What the last walk listed. Calls end side by side: one check at a time.
     tree: std::sync::Mutex<Tree>,
 }
@@ -159,7 +162,7 @@ impl Repos {
             roots,
             writable: writable.to_vec(),
             known: known.iter().cloned().collect(),
-            todos: std::collections::HashMap::new(),
+            todos: HashMap::new(),
             tree: std::sync::Mutex::new(Tree::new()),
         };
         let inventory = {
@@ -174,18 +177,22 @@ impl Repos {
                 }
             }
         }
-        let reached = inventory
-            .links
-            .iter()
-            .filter_map(|l| link_target(l))
-            .filter(|t| is_repository(t))
-            .chain(
-                repos
-                    .leads(&inventory)
-                    .into_iter()
-                    .filter_map(|(_, t)| repos.discover(&t).map(|(g, _)| g)),
-            )
-            .collect::<Vec<_>>();
+        let reached = {
+            let tree = repos.tree.lock().unwrap_or_else(|e| e.into_inner());
+            let mut seen = HashMap::new();
+            inventory
+                .links
+                .iter()
+                .filter_map(|l| link_target(l))
+                .filter(|t| is_repository(t))
+                .chain(
+                    repos
+                        .leads(&inventory, &tree)
+                        .into_iter()
+                        .filter_map(|(_, t)| repos.discover(&t, &mut seen).map(|(g, _)| g)),
+                )
+                .collect::<Vec<_>>()
+        };
         for t in reached {
             for m in submodules(&t) {
                 repos.known.insert(m);
@@ -231,8 +238,9 @@ impl Repos {
         // Where a symlink leads outside what the walk sees (inside a `.git`, another writable
         // folder): the user's git run there, or below, takes the first repository above for
         // its own.
-        for (link, t) in self.leads(&inventory) {
-            if let Some((g, via)) = self.discover(&t) {
+        let mut seen = HashMap::new();
+        for (link, t) in self.leads(&inventory, &tree) {
+            if let Some((g, via)) = self.discover(&t, &mut seen) {
                 run.repository(&g, Some(via.as_deref().unwrap_or(&link)), 0);
             }
         }
@@ -271,11 +279,21 @@ impl Repos {
     /// `.git`, outside every walked folder, or anywhere once the walk ran out of budget), each
     /// once, in a writable folder: where the user's git may be run through a link. Each with
     /// the first symlink that leads there.
-    fn leads(&self, inventory: &Inventory) -> Vec<(PathBuf, PathBuf)> {
+    /// A symlink whose text leads, step by step, only through folders the walk listed (known
+    /// from the walk, no system call) leads where the walk sees already; the others are
+    /// resolved by the kernel.
+    fn leads(&self, inventory: &Inventory, tree: &Tree) -> Vec<(PathBuf, PathBuf)> {
         let mut seen = HashSet::new();
         let mut out = Vec::new();
-        for s in inventory.symlinks.iter().take(LINK_CAP) {
-            let Ok(t) = std::fs::canonicalize(s) else {
+        for (s, text) in inventory.symlinks.iter().take(LINK_CAP) {
+            let listed = !inventory.truncated
+                && text
+                    .as_deref()
+                    .is_some_and(|text| self.through_walked(s, text, tree));
+            if listed {
+                continue;
+            }
+            let Some(t) = folder_at(s) else {
                 continue;
             };
             let walked = !inventory.truncated
@@ -283,7 +301,7 @@ impl Repos {
                     t.strip_prefix(r)
                         .is_ok_and(|rel| !rel.components().any(|c| c.as_os_str() == ".git"))
                 });
-            if walked || !self.writable(&t) || !t.is_dir() || !seen.insert(t.clone()) {
+            if walked || !self.writable(&t) || !seen.insert(t.clone()) {
                 continue;
             }
             out.push((s.clone(), t));
@@ -297,29 +315,70 @@ impl Repos {
         out
     }
 
+    /// Whether symlink `s` holding `text` leads, as the kernel would follow it, to a folder the
+    /// last walk listed, every step on the way being one too (or a folder above a walked
+    /// root, which no call can change): then no step is a symlink, so the kernel goes where
+    /// the text says.
+    fn through_walked(&self, s: &Path, text: &Path, tree: &Tree) -> bool {
+        use std::path::Component;
+        let Some(mut at) = s.parent().map(Path::to_path_buf) else {
+            return false;
+        };
+        for c in text.components() {
+            match c {
+                Component::RootDir => at = PathBuf::from("/"),
+                Component::CurDir => continue,
+                Component::ParentDir => {
+                    at.pop();
+                }
+                Component::Normal(n) => at.push(n),
+                Component::Prefix(_) => return false,
+            }
+            let above = self.roots.iter().any(|r| r.starts_with(&at) && *r != at);
+            if !above && !tree.walked(&at) {
+                return false;
+            }
+        }
+        tree.walked(&at)
+    }
+
     /// The repository git run in folder `t` takes for its own, as git finds it (in `t` and each
     /// folder above it: a `.git` folder, a `.git` file or link, the folder itself), looked for
-    /// only within the writable folders; with the `.git` file or link that led there.
-    fn discover(&self, t: &Path) -> Option<(PathBuf, Option<PathBuf>)> {
+    /// only within the writable folders; with the `.git` file or link that led there. `seen`
+    /// holds what the folders looked at before found (links often share their folders).
+    fn discover(&self, t: &Path, seen: &mut HashMap<PathBuf, Discovered>) -> Discovered {
+        let mut passed = Vec::new();
+        let mut found = None;
         for a in t.ancestors() {
-            if !self.writable(a) {
-                return None;
+            if let Some(known) = seen.get(a) {
+                found = known.clone();
+                break;
             }
+            if !self.writable(a) {
+                break;
+            }
+            passed.push(a.to_path_buf());
             let dot = a.join(".git");
             if let Ok(meta) = dot.symlink_metadata() {
                 if meta.is_dir() {
                     if is_repository(&dot) {
-                        return Some((dot, None));
+                        found = Some((dot, None));
+                        break;
                     }
                 } else if let Some(g) = link_target(&dot).filter(|g| is_repository(g)) {
-                    return Some((g, Some(dot)));
+                    found = Some((g, Some(dot)));
+                    break;
                 }
             }
             if is_repository(a) {
-                return Some((a.to_path_buf(), None));
+                found = Some((a.to_path_buf(), None));
+                break;
             }
         }
-        None
+        for a in passed {
+            seen.insert(a, found.clone());
+        }
+        found
     }
 
     /// A repository folder whose `config` and `hooks` are the model's to keep (set aside only
@@ -585,6 +644,26 @@ fn file_state(p: &Path) -> Option<FileState> {
     ))
 }
 
+/// The folder `p` leads to, resolved by the kernel in one lookup (opened, then named by
+/// `/proc/self/fd`: a few system calls however deep, where `realpath` looks at each
+/// component); `None` when it leads to no folder.
+fn folder_at(p: &Path) -> Option<PathBuf> {
+    use std::os::fd::AsRawFd;
+    let fd = rustix::fs::open(
+        p,
+        rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .ok()?;
+    match std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())) {
+        // (A folder removed since is named `… (deleted)`: looking there finds nothing.)
+        Ok(t) if t.is_absolute() => Some(t),
+        Ok(_) => None,
+        // No `/proc`: resolved component by component.
+        Err(_) => std::fs::canonicalize(p).ok().filter(|t| t.is_dir()),
+    }
+}
+
 /// Repository folder `g` and its linked worktrees' folders (`worktrees/*`, at most 256): where
 /// each work tree's operation in progress (a rebase, the sequencer) keeps its to-do list.
 fn admin_folders(g: &Path) -> Vec<PathBuf> {
@@ -622,7 +701,7 @@ pub fn is_repository(g: &Path) -> bool {
                 t.starts_with("ref:") || t.bytes().take_while(u8::is_ascii_hexdigit).count() >= 40
             }));
     let searchable =
-        |name: &str| rustix::fs::access(&g.join(name), rustix::fs::Access::EXEC_OK).is_ok();
+        |name: &str| rustix::fs::access(g.join(name), rustix::fs::Access::EXEC_OK).is_ok();
     valid
         && ((searchable("objects") && searchable("refs"))
             || g.join("commondir").symlink_metadata().is_ok())

@@ -61,8 +61,9 @@ struct Folder {
     entries: usize,
     /// Its folders (not `.git`, not symlinks), with their inodes as the listing gave them.
     subdirs: Vec<(OsString, u64)>,
-    /// Its symlinks other than `.git` (the user may `cd` through one).
-    links: Vec<OsString>,
+    /// Its symlinks other than `.git` (the user may `cd` through one), with what they hold
+    /// (a symlink cannot be changed, only replaced, which changes its folder).
+    links: Vec<(OsString, Option<PathBuf>)>,
     /// A `.git` in it: a folder (`true`), or a file or link.
     dot_git: Option<bool>,
     /// It holds `HEAD` and `objects` and `refs`, or `HEAD` and `commondir`.
@@ -78,8 +79,9 @@ pub struct Inventory {
     pub links: Vec<PathBuf>,
     /// Other folders holding what git's test for a repository folder looks at (to be tested).
     pub candidates: Vec<PathBuf>,
-    /// Symlinks other than `.git`: where they lead may lie where the walk does not go.
-    pub symlinks: Vec<PathBuf>,
+    /// Symlinks other than `.git`, with what they hold: where they lead may lie where the walk
+    /// does not go.
+    pub symlinks: Vec<(PathBuf, Option<PathBuf>)>,
     /// The budget ran out in at least one root.
     pub truncated: bool,
     /// Folders looked at.
@@ -130,6 +132,11 @@ impl Tree {
             folders: HashMap::new(),
             watcher: None,
         }
+    }
+
+    /// Whether `p` is a folder the last walk listed (a real folder, reached with no symlink).
+    pub fn walked(&self, p: &Path) -> bool {
+        self.folders.contains_key(p)
     }
 
     /// Walks `roots` (module header).
@@ -251,7 +258,7 @@ impl Tree {
                 }
                 found
                     .symlinks
-                    .extend(folder.links.iter().map(|n| dir.join(n)));
+                    .extend(folder.links.iter().map(|(n, t)| (dir.join(n), t.clone())));
                 queue.extend(
                     folder
                         .subdirs
@@ -314,7 +321,8 @@ fn list(dir: &Path) -> Folder {
         if kind.is_dir() {
             folder.subdirs.push((name, entry.ino()));
         } else if kind.is_symlink() {
-            folder.links.push(name);
+            let text = std::fs::read_link(dir.join(&name)).ok();
+            folder.links.push((name, text));
         }
     }
     folder.candidate = head && ((objects && refs) || commondir);
@@ -387,7 +395,12 @@ mod tests {
         let swapped = tree.walk_settled(&roots, i64::MAX);
         assert!(swapped.links.contains(&ws.join("c/.git")), "{swapped:?}");
         // Its symlinks are found, and not followed.
-        assert_eq!(swapped.symlinks, [ws.join("c/up")], "{swapped:?}");
+        assert_eq!(
+            swapped.symlinks,
+            [(ws.join("c/up"), Some(PathBuf::from("../a")))],
+            "{swapped:?}"
+        );
+        assert!(tree.walked(&ws.join("a/b")) && !tree.walked(&ws.join("c/up")));
         let quiet = tree.walk_settled(&roots, i64::MAX);
         assert_eq!((quiet.listed, quiet.stated), (0, 1), "{quiet:?}");
         // Gone: its watches go too.
