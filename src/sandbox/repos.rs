@@ -100,7 +100,8 @@ const CONFIG_CAP: usize = 64 * 1024;
 const REPOSITORY_CAP: usize = 256;
 /// The largest gitfile git reads (its `read_gitfile_gently` refuses a larger one).
 const GITFILE_CAP: u64 = 1 << 20;
-/// Symlinks of the writable folders whose targets are looked at per check.
+/// Symlinks of the writable folders resolved by the kernel per check (those that lead out of
+/// what the walk lists; the others cost no system call).
 const LINK_CAP: usize = 4096;
 
 /// The repository git finds from a folder, with the `.git` file or link that led to it.
@@ -285,13 +286,22 @@ impl Repos {
     fn leads(&self, inventory: &Inventory, tree: &Tree) -> Vec<(PathBuf, PathBuf)> {
         let mut seen = HashSet::new();
         let mut out = Vec::new();
-        for (s, text) in inventory.symlinks.iter().take(LINK_CAP) {
+        let mut resolved = 0usize;
+        for (s, text) in &inventory.symlinks {
             let listed = !inventory.truncated
                 && text
                     .as_deref()
                     .is_some_and(|text| self.through_walked(s, text, tree));
             if listed {
                 continue;
+            }
+            resolved += 1;
+            if resolved > LINK_CAP {
+                tracing::warn!(
+                    "sandbox: more than {LINK_CAP} symlinks of the writable folders lead out of \
+                     what the walk sees; where the rest lead is not checked"
+                );
+                break;
             }
             let Some(t) = folder_at(s) else {
                 continue;
@@ -305,12 +315,6 @@ impl Repos {
                 continue;
             }
             out.push((s.clone(), t));
-        }
-        if inventory.symlinks.len() > LINK_CAP {
-            tracing::warn!(
-                "sandbox: more than {LINK_CAP} symlinks in the writable folders; where the rest lead \
-                 is not checked"
-            );
         }
         out
     }
@@ -1248,6 +1252,10 @@ mod tests {
         std::fs::write(other.join("mine.git/config"), "[alias]\n\tx = !true\n").expect("w");
         std::os::unix::fs::symlink(other.join("mine.git"), ws.join("mine")).expect("ln");
         std::fs::create_dir_all(ws.join("later")).expect("mkdir");
+        std::fs::create_dir_all(ws.join("sub")).expect("mkdir");
+        // Links within what the walk lists: nothing to look at.
+        std::os::unix::fs::symlink("../sub/.", ws.join("later/up")).expect("ln");
+        std::os::unix::fs::symlink(ws.join("sub"), ws.join("abs")).expect("ln");
         std::fs::write(ws.join("later/.git"), "gitdir: ../.git/later\n").expect("w");
         let writable = [ws.clone(), other.clone()];
         let repos = Repos::open(&ws, &writable, None, &[ws.join(".git")]);
@@ -1260,7 +1268,7 @@ mod tests {
         // gitfile; the one the unchanged gitfile names.
         planted(".git/w");
         std::fs::create_dir_all(ws.join(".git/w/deep")).expect("mkdir");
-        std::os::unix::fs::symlink(ws.join(".git/w/deep"), ws.join("src")).expect("ln");
+        std::os::unix::fs::symlink("sub/../.git/w/deep", ws.join("src")).expect("ln");
         planted(".git/x");
         std::fs::create_dir_all(ws.join("vendor")).expect("mkdir");
         std::fs::write(ws.join("vendor/.gitfile"), "gitdir: ../.git/x\n").expect("w");
@@ -1276,6 +1284,20 @@ mod tests {
         }
         assert_eq!(planted.len(), 3, "{planted:#?}");
         assert!(repos.check().is_empty());
+        // Only the links that leave what the walk lists are resolved.
+        let mut tree = repos.tree.lock().unwrap_or_else(|e| e.into_inner());
+        let inventory = tree.walk(repos.roots());
+        assert_eq!(inventory.symlinks.len(), 4, "{inventory:?}");
+        let mut leads: Vec<_> = repos.leads(&inventory, &tree).into_iter().collect();
+        leads.sort();
+        assert_eq!(
+            leads,
+            [
+                (ws.join("mine"), other.join("mine.git")),
+                (ws.join("src"), ws.join(".git/w/deep"))
+            ]
+        );
+        drop(tree);
         assert!(std::fs::read_to_string(other.join("mine.git/config"))
             .expect("mine")
             .contains("alias"));
