@@ -4,7 +4,9 @@
 //! `.vscode`, `.mcp.json`, `.idea`, `.gitmodules`). They cannot be masked while missing (a mount needs its point to exist, so
 //! masking would create them in the user's folder), so one that appears while a call runs is
 //! set aside when the call ends: renamed beside itself to `NAME.pod-planted` (never over
-//! anything), so nothing is lost and nothing reads it.
+//! anything), so nothing is lost and nothing reads it. When a folder on its way was swapped for
+//! a symlink (the paths are resolved at open, so the link is the session's), the symlink is set
+//! aside instead, and nothing where it points is touched.
 //!
 //! Owns the list and the renaming; it decides nothing and runs no process.
 
