@@ -5,7 +5,10 @@
 //! - `small`: 3,000 files in 300 folders (three levels), the size the check is meant for;
 //! - `medium`: 10,000 files in 1,000 folders;
 //! - `capped`: 40,000 files in 2,000 folders, past the walk's budget (20,000 entries): the
-//!   most a check costs, whatever the workspace.
+//!   most a check costs, whatever the workspace;
+//! - `linked`: `small` with 3 symlinks in each folder to other folders of the workspace (900,
+//!   as a `node_modules` of links would have): each is resolved at every check, to see whether
+//!   it leads where the walk does not go.
 //!
 //! Each is timed with the page cache warm (the check runs right after a call that touched the
 //! same folders), `POD_BENCH_RUNS` rounds (default 5) of 200 checks, medians, in two cases:
@@ -29,22 +32,31 @@ use pod::sandbox::Sandbox;
 
 const PER_ROUND: usize = 200;
 
-/// `folders` folders of `files_each` files each, nested three deep, in a fresh repository.
-fn workspace(dir: &Path, folders: usize, files_each: usize) {
+/// `folders` folders of `files_each` files each and `links_each` symlinks to other folders,
+/// nested three deep, in a fresh repository.
+fn workspace(dir: &Path, folders: usize, files_each: usize, links_each: usize) {
     let status = std::process::Command::new("git")
         .args(["init", "-q"])
         .current_dir(dir)
         .status()
         .expect("git init");
     assert!(status.success());
-    for f in 0..folders {
-        let sub = dir
-            .join(format!("a{}", f % 10))
+    let folder = |f: usize| {
+        dir.join(format!("a{}", f % 10))
             .join(format!("b{}", (f / 10) % 10))
-            .join(format!("c{f}"));
+            .join(format!("c{f}"))
+    };
+    for f in 0..folders {
+        let sub = folder(f);
         std::fs::create_dir_all(&sub).expect("mkdir");
         for i in 0..files_each {
             std::fs::write(sub.join(format!("f{i}.rs")), "fn x() {}\n").expect("write");
+        }
+    }
+    for f in 0..folders {
+        for i in 0..links_each {
+            let to = folder((f + 7 * i + 1) % folders);
+            std::os::unix::fs::symlink(to, folder(f).join(format!("l{i}"))).expect("ln");
         }
     }
 }
@@ -87,14 +99,15 @@ fn main() {
          {} cores",
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
-    for (name, folders, files_each) in [
-        ("small", 300, 10),
-        ("medium", 1_000, 10),
-        ("capped", 2_000, 20),
+    for (name, folders, files_each, links_each) in [
+        ("small", 300, 10, 0),
+        ("medium", 1_000, 10, 0),
+        ("capped", 2_000, 20, 0),
+        ("linked", 300, 10, 3),
     ] {
         let dir = tempfile::tempdir().expect("tempdir");
         let ws = dir.path().canonicalize().expect("canonical");
-        workspace(&ws, folders, files_each);
+        workspace(&ws, folders, files_each, links_each);
         // Folders changed in the last 2 s are listed at every check (module doc).
         std::thread::sleep(std::time::Duration::from_secs(3));
         let config = SandboxConfig {

@@ -8,7 +8,9 @@
 //! exists, whichever call made it: renamed beside itself to `NAME.pod-planted`, else
 //! `NAME.pod-planted-` and random digits (never over anything; `u+w` added for the rename to a
 //! read-only folder pod's user owns, and the mode put back), so nothing is lost and nothing
-//! reads it; removed when it cannot be renamed; said loudly when even that fails.
+//! reads it; removed when it cannot be renamed; said loudly when even that fails. When a folder
+//! on its way was swapped for a symlink (the paths are resolved at open, so the link is the
+//! session's), the symlink is set aside instead, and nothing where it points is touched.
 //!
 //! A session's watched names are recorded in the state folder while it runs (locked); the next
 //! open in the workspace sets aside what a pod killed mid-call left of them ([`recover`]), and a
@@ -363,7 +365,28 @@ pub fn set_aside_one(path: &Path, reader: String) -> Option<Planted> {
         Ok(f) => f,
         // The folder itself is gone: nothing in it to set aside.
         Err(rustix::io::Errno::NOENT) => return None,
-        // Swapped for a link (or unreadable): said when the name is there through it.
+        // A folder on the way swapped for a link: what is reached through it is the link's
+        // (the paths are resolved, so every link on them was made since), and git and the
+        // other readers follow it; the link itself is set aside, nothing where it points.
+        Err(rustix::io::Errno::LOOP) if exists(path) => {
+            let through = first_link(dir).and_then(|link| set_aside_one(&link, reader.clone()));
+            return Some(match through {
+                Some(mut planted) => {
+                    planted.held = format!(
+                        "{}, through which {} is reached",
+                        planted.held,
+                        path.display()
+                    );
+                    planted
+                }
+                None => unmoved_planted(
+                    path.to_path_buf(),
+                    "its folder is reached through a link that cannot be set aside".to_string(),
+                    reader,
+                ),
+            });
+        }
+        // Unreadable: said when the name is there.
         Err(e) => {
             return exists(path).then(|| {
                 unmoved_planted(
@@ -430,6 +453,20 @@ fn remove(folder: &std::os::fd::OwnedFd, name: &std::ffi::OsStr) -> std::io::Res
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// The first component of `dir` that is a symlink, from the root down.
+fn first_link(dir: &Path) -> Option<PathBuf> {
+    let mut at = PathBuf::new();
+    for c in dir.components() {
+        at.push(c);
+        match at.symlink_metadata() {
+            Ok(m) if m.file_type().is_symlink() => return Some(at),
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+    }
+    None
 }
 
 /// What could not be set aside: logged, and said in the result.
@@ -677,7 +714,7 @@ mod tests {
     }
 
     #[test]
-    fn a_folder_swapped_for_a_link_gets_nothing_renamed_where_it_points() {
+    fn a_folder_swapped_for_a_link_is_set_aside_as_a_link() {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path().canonicalize().expect("canonical");
         let build = root.join("build");
@@ -697,8 +734,11 @@ mod tests {
         let planted = watched.set_aside();
         assert!(elsewhere.join(".vscode").is_dir(), "{planted:?}");
         assert!(!elsewhere.join(".vscode.pod-planted").exists());
-        // What could not be reached is said, not passed over.
+        // The link is set aside instead: nothing reads `.vscode` through `build` any more.
         assert_eq!(planted.len(), 1, "{planted:?}");
-        assert!(planted[0].moved_to.is_none() && planted[0].path == build.join(".vscode"));
+        assert_eq!(planted[0].path, build, "{planted:?}");
+        assert_eq!(planted[0].moved_to, Some(root.join("build.pod-planted")));
+        assert!(!build.exists());
+        assert!(std::fs::read_link(root.join("build.pod-planted")).is_ok());
     }
 }

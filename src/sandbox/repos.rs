@@ -3,41 +3,49 @@
 //! The repositories found when the session opens are bound read-only (`super::protect_git`);
 //! these are the ones a bind cannot reach, because they did not exist yet, so they are checked
 //! when each call ends, by a walk of at most [`super::WALK_BUDGET`] entries per folder that
-//! lists again only the folders that changed ([`super::tree`]):
+//! lists again only the folders that changed ([`super::tree`]). A repository is what git's own
+//! test takes for one ([`is_repository`]: a valid `HEAD`, and `objects` and `refs` that pass
+//! `access(X_OK)`, which an executable file or a link to one does, or a `commondir`); a `.git`
+//! file, or a `.git` link to a file, is read as git reads it (`link_target`).
 //!
-//! - **a folder that became a repository** (`HEAD` beside `objects` and `refs`, git's own test
-//!   for a repository folder) inside the workspace: git run there or below takes it for a bare
-//!   repository before it reaches the real `.git` above (and at the root, once the call broke
-//!   `.git`), and runs what its `config` names. Its `HEAD` is set aside (`HEAD.pod-planted`):
-//!   the folder is no repository any more, and nothing of the project in it is touched. One
-//!   named as a repository (`remote.git`, `.git.bak`), where nobody runs git, is treated as the
-//!   model's repository instead (below).
+//! - **a folder that became a repository** inside the workspace: git run there or below takes
+//!   it for a bare repository before it reaches the real `.git` above (and at the root, once
+//!   the call broke `.git`), and runs what its `config` names. Its `HEAD` is set aside
+//!   (`HEAD.pod-planted`): the folder is no repository any more, and nothing of the project in
+//!   it is touched. One named as a repository (`remote.git`, `.git.bak`), where nobody runs
+//!   git, is treated as the model's repository instead (below).
 //! - **a repository the call made** (a new `.git`, a repository a `.git` file or link points to,
-//!   a submodule's under `.git/modules`): the user's git enters it when it is registered in a
-//!   known repository's index (a gitlink) or lies between where the user runs git and the real
-//!   `.git`. Its `config` is set aside when it holds anything but [`ALLOWED`] settings (which
+//!   a submodule's under `.git/modules`, one a symlink of the walked folders leads into where
+//!   the walk does not go: inside a `.git` (`git init --bare .git/x`, then `src` made a link
+//!   to it), another writable folder): the user's git enters it when it is registered in a
+//!   known repository's index (a gitlink), lies between where the user runs git and the real
+//!   `.git`, or is where a link the user `cd`s through leads. Its `config` is set aside when
+//!   it holds anything but [`ALLOWED`] settings (which
 //!   run nothing), and a `config` with only those is written in its place, so the model's
 //!   repository keeps working; its `hooks` are set aside when they hold a hook; a `commondir`
 //!   naming a plain folder of the workspace is set aside. A link (`.git` file or symlink) to a
 //!   plain folder of the workspace is set aside too. Repositories outside the workspace (in
 //!   `$TMPDIR`, another writable folder) are treated like the model's own: config and hooks.
-//! - **a to-do list with commands** in any repository, known or new: an interactive rebase's
-//!   `rebase-merge/git-rebase-todo` or the sequencer's `sequencer/todo` holding an `exec` (`x`)
-//!   line, which the user's `git rebase --continue` (`cherry-pick`, `revert --continue`) runs
-//!   outside the sandbox. Set aside when it was made or changed since the session opened (one
-//!   there at open is the user's own operation, left alone); the operation then stops, and
-//!   the user sees why.
+//! - **a to-do list with commands** in any repository, known or new, in each of its linked
+//!   worktrees' folders (`worktrees/*`) and each submodule's repository: an interactive
+//!   rebase's `rebase-merge/git-rebase-todo` or the sequencer's `sequencer/todo` holding an
+//!   `exec` (`x`) line, which the user's `git rebase --continue` (`cherry-pick`, `revert
+//!   --continue`) runs outside the sandbox. Set aside when it was made or changed since the
+//!   session opened (its inode, size, modification or change time differ: the change time
+//!   cannot be put back); one there at open and unchanged is the user's own operation, left
+//!   alone; the operation then stops, and the user sees why. A folder on its way swapped for a
+//!   link (`.git/rebase-merge`) is set aside itself.
 //!
 //! Owns: the inventory taken at open, the check and what it sets aside; renames only, never
 //! deletes, each one reported ([`super::planted::Planted`]). Must not touch: mounts (the binds
 //! are `super::layout`'s), decisions; it runs no process (git is never run on what a call made).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
 use super::planted::{self, Change, Planted};
-use super::tree::Tree;
+use super::tree::{Inventory, Tree};
 use crate::permission::path;
 
 /// The settings of a repository's `config` that run nothing: section, key (lower case; a
@@ -90,6 +98,14 @@ const TODO_CAP: u64 = 256 * 1024;
 const CONFIG_CAP: usize = 64 * 1024;
 /// Repositories looked into per check (new ones and their submodules and common folders).
 const REPOSITORY_CAP: usize = 256;
+/// The largest gitfile git reads (its `read_gitfile_gently` refuses a larger one).
+const GITFILE_CAP: u64 = 1 << 20;
+/// Symlinks of the writable folders resolved by the kernel per check (those that lead out of
+/// what the walk lists; the others cost no system call).
+const LINK_CAP: usize = 4096;
+
+/// The repository git finds from a folder, with the `.git` file or link that led to it.
+type Discovered = Option<(PathBuf, Option<PathBuf>)>;
 
 /// What the check walks and what it found at open.
 #[derive(Debug)]
@@ -102,12 +118,12 @@ pub struct Repos {
     roots: Vec<PathBuf>,
     /// Every writable folder, `$TMPDIR` included: only what lies in one can be a call's.
     writable: Vec<PathBuf>,
-    /// Repository folders at open, and the folders that looked like one (left as they are).
+    /// Repository folders at open (those `.git` folders, files and links and the workspace's
+    /// symlinks lead to, their submodules'), left as they are.
     known: HashSet<PathBuf>,
-    /// `.git` files and links at open, with where they pointed.
-    links: Vec<(PathBuf, Option<PathBuf>)>,
-    /// The to-do lists there at open ([`TODOS`], the user's own operations), as they were.
-    todos: std::collections::HashMap<PathBuf, FileState>,
+    /// The to-do lists there at open ([`TODOS`], the user's own operations, in each known
+    /// repository and each of its linked worktrees' folders), as they were.
+    todos: HashMap<PathBuf, FileState>,
     /// What the last walk listed. Calls end side by side: one check at a time.
     tree: std::sync::Mutex<Tree>,
 }
@@ -147,8 +163,7 @@ impl Repos {
             roots,
             writable: writable.to_vec(),
             known: known.iter().cloned().collect(),
-            links: Vec::new(),
-            todos: std::collections::HashMap::new(),
+            todos: HashMap::new(),
             tree: std::sync::Mutex::new(Tree::new()),
         };
         let inventory = {
@@ -163,19 +178,32 @@ impl Repos {
                 }
             }
         }
-        for l in inventory.links {
-            let target = link_target(&l);
-            if let Some(t) = target.as_ref().filter(|t| is_repository(t)) {
-                repos.known.insert(t.clone());
-                for m in submodules(t) {
-                    repos.known.insert(m);
-                }
+        let reached = {
+            let tree = repos.tree.lock().unwrap_or_else(|e| e.into_inner());
+            let mut seen = HashMap::new();
+            inventory
+                .links
+                .iter()
+                .filter_map(|l| link_target(l))
+                .filter(|t| is_repository(t))
+                .chain(
+                    repos
+                        .leads(&inventory, &tree)
+                        .into_iter()
+                        .filter_map(|(_, t)| repos.discover(&t, &mut seen).map(|(g, _)| g)),
+                )
+                .collect::<Vec<_>>()
+        };
+        for t in reached {
+            for m in submodules(&t) {
+                repos.known.insert(m);
             }
-            repos.links.push((l, target));
+            repos.known.insert(t);
         }
         let todos: Vec<(PathBuf, FileState)> = repos
             .known
             .iter()
+            .flat_map(|g| admin_folders(g))
             .flat_map(|g| TODOS.map(|t| g.join(t)))
             .filter_map(|t| file_state(&t).map(|s| (t, s)))
             .collect();
@@ -202,14 +230,19 @@ impl Repos {
         for g in &inventory.dot_git {
             run.repository(g, None, 0);
         }
+        // Every link, changed or not: what it points to may have become a repository since.
         for l in &inventory.links {
-            let target = link_target(l);
-            let unchanged = self
-                .links
-                .iter()
-                .any(|(known, t)| known == l && *t == target);
-            if let Some(t) = target.filter(|_| !unchanged) {
+            if let Some(t) = link_target(l) {
                 run.repository(&t, Some(l), 0);
+            }
+        }
+        // Where a symlink leads outside what the walk sees (inside a `.git`, another writable
+        // folder): the user's git run there, or below, takes the first repository above for
+        // its own.
+        let mut seen = HashMap::new();
+        for (link, t) in self.leads(&inventory, &tree) {
+            if let Some((g, via)) = self.discover(&t, &mut seen) {
+                run.repository(&g, Some(via.as_deref().unwrap_or(&link)), 0);
             }
         }
         for d in &inventory.candidates {
@@ -241,6 +274,115 @@ impl Repos {
 
     fn writable(&self, p: &Path) -> bool {
         self.writable.iter().any(|w| p.starts_with(w))
+    }
+
+    /// The folders the symlinks of `inventory` lead to that the walk does not see (inside a
+    /// `.git`, outside every walked folder, or anywhere once the walk ran out of budget), each
+    /// once, in a writable folder: where the user's git may be run through a link. Each with
+    /// the first symlink that leads there.
+    /// A symlink whose text leads, step by step, only through folders the walk listed (known
+    /// from the walk, no system call) leads where the walk sees already; the others are
+    /// resolved by the kernel.
+    fn leads(&self, inventory: &Inventory, tree: &Tree) -> Vec<(PathBuf, PathBuf)> {
+        let mut seen = HashSet::new();
+        let mut out = Vec::new();
+        let mut resolved = 0usize;
+        for (s, text) in &inventory.symlinks {
+            let listed = !inventory.truncated
+                && text
+                    .as_deref()
+                    .is_some_and(|text| self.through_walked(s, text, tree));
+            if listed {
+                continue;
+            }
+            resolved += 1;
+            if resolved > LINK_CAP {
+                tracing::warn!(
+                    "sandbox: more than {LINK_CAP} symlinks of the writable folders lead out of \
+                     what the walk sees; where the rest lead is not checked"
+                );
+                break;
+            }
+            let Some(t) = folder_at(s) else {
+                continue;
+            };
+            let walked = !inventory.truncated
+                && self.roots.iter().any(|r| {
+                    t.strip_prefix(r)
+                        .is_ok_and(|rel| !rel.components().any(|c| c.as_os_str() == ".git"))
+                });
+            if walked || !self.writable(&t) || !seen.insert(t.clone()) {
+                continue;
+            }
+            out.push((s.clone(), t));
+        }
+        out
+    }
+
+    /// Whether symlink `s` holding `text` leads, as the kernel would follow it, to a folder the
+    /// last walk listed, every step on the way being one too (or a folder above a walked
+    /// root, which no call can change): then no step is a symlink, so the kernel goes where
+    /// the text says.
+    fn through_walked(&self, s: &Path, text: &Path, tree: &Tree) -> bool {
+        use std::path::Component;
+        let Some(mut at) = s.parent().map(Path::to_path_buf) else {
+            return false;
+        };
+        for c in text.components() {
+            match c {
+                Component::RootDir => at = PathBuf::from("/"),
+                Component::CurDir => continue,
+                Component::ParentDir => {
+                    at.pop();
+                }
+                Component::Normal(n) => at.push(n),
+                Component::Prefix(_) => return false,
+            }
+            let above = self.roots.iter().any(|r| r.starts_with(&at) && *r != at);
+            if !above && !tree.walked(&at) {
+                return false;
+            }
+        }
+        tree.walked(&at)
+    }
+
+    /// The repository git run in folder `t` takes for its own, as git finds it (in `t` and each
+    /// folder above it: a `.git` folder, a `.git` file or link, the folder itself), looked for
+    /// only within the writable folders; with the `.git` file or link that led there. `seen`
+    /// holds what the folders looked at before found (links often share their folders).
+    fn discover(&self, t: &Path, seen: &mut HashMap<PathBuf, Discovered>) -> Discovered {
+        let mut passed = Vec::new();
+        let mut found = None;
+        for a in t.ancestors() {
+            if let Some(known) = seen.get(a) {
+                found = known.clone();
+                break;
+            }
+            if !self.writable(a) {
+                break;
+            }
+            passed.push(a.to_path_buf());
+            let dot = a.join(".git");
+            if let Ok(meta) = dot.symlink_metadata() {
+                if meta.is_dir() {
+                    if is_repository(&dot) {
+                        found = Some((dot, None));
+                        break;
+                    }
+                } else if let Some(g) = link_target(&dot).filter(|g| is_repository(g)) {
+                    found = Some((g, Some(dot)));
+                    break;
+                }
+            }
+            if is_repository(a) {
+                found = Some((a.to_path_buf(), None));
+                break;
+            }
+        }
+        for a in passed {
+            seen.insert(a, found.clone());
+        }
+        found
     }
 
     /// A repository folder whose `config` and `hooks` are the model's to keep (set aside only
@@ -278,14 +420,15 @@ impl Run<'_> {
             return;
         }
         if self.repos.writable(g) {
-            self.todos(g);
+            for admin in admin_folders(g) {
+                self.todos(&admin);
+            }
         }
         if self.repos.known.contains(g) {
-            // Bound at open; a submodule's repository made since is not.
+            // Bound at open; a submodule's repository made since is not, and a known one's
+            // to-do lists are checked.
             for m in submodules(g) {
-                if !self.repos.known.contains(&m) {
-                    self.repository(&m, None, depth + 1);
-                }
+                self.repository(&m, None, depth + 1);
             }
             return;
         }
@@ -316,8 +459,9 @@ impl Run<'_> {
         self.hooks(g);
         let commondir = g.join("commondir");
         if commondir.symlink_metadata().is_ok() {
-            let named = read_start(&commondir)
-                .map(|t| path::resolve_in(g, Path::new(t.trim_end_matches(['\n', '\r']))));
+            let named = read_bytes(&commondir, GITFILE_CAP)
+                .and_then(|b| git_path(&b))
+                .map(|p| path::resolve_in(g, &p));
             match named {
                 Some(c) if self.repos.known.contains(&c) || !self.repos.writable(&c) => {}
                 Some(c) if self.repos.repository_shaped(&c) => self.repository(&c, None, depth + 1),
@@ -487,13 +631,57 @@ impl Run<'_> {
     }
 }
 
-/// What tells a file apart from itself later: inode, modification time, size.
-type FileState = (u64, i64, i64, u64);
+/// What tells a file apart from itself later: inode, modification time, size, and change
+/// time, which a call can put back no more than the clock (`touch -d` sets the others).
+type FileState = (u64, i64, i64, u64, i64, i64);
 
 fn file_state(p: &Path) -> Option<FileState> {
     use std::os::unix::fs::MetadataExt;
     let m = p.symlink_metadata().ok()?;
-    Some((m.ino(), m.mtime(), m.mtime_nsec(), m.size()))
+    Some((
+        m.ino(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.size(),
+        m.ctime(),
+        m.ctime_nsec(),
+    ))
+}
+
+/// The folder `p` leads to, resolved by the kernel in one lookup (opened, then named by
+/// `/proc/self/fd`: a few system calls however deep, where `realpath` looks at each
+/// component); `None` when it leads to no folder.
+fn folder_at(p: &Path) -> Option<PathBuf> {
+    use std::os::fd::AsRawFd;
+    let fd = rustix::fs::open(
+        p,
+        rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .ok()?;
+    match std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())) {
+        // (A folder removed since is named `… (deleted)`: looking there finds nothing.)
+        Ok(t) if t.is_absolute() => Some(t),
+        Ok(_) => None,
+        // No `/proc`: resolved component by component.
+        Err(_) => std::fs::canonicalize(p).ok().filter(|t| t.is_dir()),
+    }
+}
+
+/// Repository folder `g` and its linked worktrees' folders (`worktrees/*`, at most 256): where
+/// each work tree's operation in progress (a rebase, the sequencer) keeps its to-do list.
+fn admin_folders(g: &Path) -> Vec<PathBuf> {
+    let mut out = vec![g.to_path_buf()];
+    if let Ok(entries) = std::fs::read_dir(g.join("worktrees")) {
+        out.extend(
+            entries
+                .flatten()
+                .take(256)
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.path()),
+        );
+    }
+    out
 }
 
 /// Whether a to-do list holds a command git runs (`exec` or `x`, then the command).
@@ -502,8 +690,10 @@ fn runs_commands(text: &str) -> bool {
         .any(|l| matches!(l.split_whitespace().next(), Some("exec" | "x")))
 }
 
-/// Whether `g` is a repository folder as git tests one: a `HEAD` that reads as a ref or an
-/// object name (or is a link), and `objects` and `refs`, or a `commondir`.
+/// Whether `g` is a repository folder as git tests one (its `is_git_directory`): a `HEAD` that
+/// reads as a symbolic ref or an object name (or is a link), and `objects` and `refs` that
+/// pass `access(X_OK)`, all git asks of them (a folder, or an executable file or a link to
+/// one), or a `commondir` (whatever it names: a wider test than git's, never a narrower one).
 pub fn is_repository(g: &Path) -> bool {
     let head = g.join("HEAD");
     let Ok(meta) = head.symlink_metadata() else {
@@ -514,9 +704,11 @@ pub fn is_repository(g: &Path) -> bool {
             && read_start(&head).is_some_and(|t| {
                 t.starts_with("ref:") || t.bytes().take_while(u8::is_ascii_hexdigit).count() >= 40
             }));
+    let searchable =
+        |name: &str| rustix::fs::access(g.join(name), rustix::fs::Access::EXEC_OK).is_ok();
     valid
-        && ((g.join("objects").is_dir() && g.join("refs").is_dir())
-            || g.join("commondir").is_file())
+        && ((searchable("objects") && searchable("refs"))
+            || g.join("commondir").symlink_metadata().is_ok())
 }
 
 /// The repositories of submodules kept under `g` (`modules/…`), at most 256 folders looked at.
@@ -530,16 +722,67 @@ fn submodules(g: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Where a `.git` file (`gitdir: …`) or symlink points, resolved.
+/// Where a `.git` file or link points, resolved, as git reads it: a link to a folder is that
+/// folder; a file, or a link to one, is a gitfile, read as git's `read_gitfile_gently` reads
+/// it ([`git_path`]: `gitdir: ` then the path, relative to the folder holding the `.git`).
 fn link_target(l: &Path) -> Option<PathBuf> {
-    let meta = l.symlink_metadata().ok()?;
     let parent = l.parent()?;
-    if meta.file_type().is_symlink() {
-        return Some(path::resolve(l));
+    // Followed, as git's `stat` follows it; not blocking on a FIFO.
+    let fd = rustix::fs::open(
+        l,
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .ok()?;
+    let stat = rustix::fs::fstat(&fd).ok()?;
+    match rustix::fs::FileType::from_raw_mode(stat.st_mode) {
+        rustix::fs::FileType::Directory => return Some(path::resolve(l)),
+        rustix::fs::FileType::RegularFile => {}
+        _ => return None,
     }
-    let text = read_start(l)?;
-    let dir = text.lines().next()?.strip_prefix("gitdir:")?.trim();
-    Some(path::resolve_in(parent, Path::new(dir)))
+    let bytes = read_fd(fd, GITFILE_CAP)?;
+    let dir = git_path(bytes.strip_prefix(b"gitdir: ")?)?;
+    Some(path::resolve_in(parent, &dir))
+}
+
+/// A path git reads from a file (a gitfile after its `gitdir: `, a `commondir`): everything,
+/// newlines and spaces within included, but the trailing `\n` and `\r`, up to a NUL (where
+/// git's C string ends). `None` when empty.
+fn git_path(bytes: &[u8]) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let end = bytes
+        .iter()
+        .rposition(|b| !matches!(b, b'\n' | b'\r'))
+        .map_or(0, |i| i + 1);
+    let path = bytes[..end].split(|b| *b == 0).next().unwrap_or_default();
+    (!path.is_empty()).then(|| PathBuf::from(std::ffi::OsStr::from_bytes(path)))
+}
+
+/// A file of at most `cap` bytes read whole (git refuses a larger gitfile); opened following
+/// links, without blocking, and read only when a plain file.
+fn read_bytes(p: &Path, cap: u64) -> Option<Vec<u8>> {
+    let fd = rustix::fs::open(
+        p,
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .ok()?;
+    let stat = rustix::fs::fstat(&fd).ok()?;
+    if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
+        return None;
+    }
+    read_fd(fd, cap)
+}
+
+/// What `fd` holds, when at most `cap` bytes.
+fn read_fd(fd: OwnedFd, cap: u64) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::from(fd)
+        .take(cap + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    (bytes.len() as u64 <= cap).then_some(bytes)
 }
 
 /// The first 4 KiB of a file, as text.
@@ -945,5 +1188,182 @@ mod tests {
         assert!(!std::fs::read_to_string(tmp.join("evil.git/config"))
             .expect("config")
             .contains("fsmonitor"));
+    }
+
+    #[test]
+    fn git_takes_links_to_an_executable_for_objects_and_refs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path().canonicalize().expect("canonical");
+        std::fs::write(d.join("HEAD"), "ref: refs/heads/main\n").expect("w");
+        std::os::unix::fs::symlink("/bin/sh", d.join("objects")).expect("ln");
+        std::os::unix::fs::symlink("/bin/sh", d.join("refs")).expect("ln");
+        assert!(is_repository(&d));
+        // A plain file that is not executable does not pass `access(X_OK)`: git says no too.
+        std::fs::remove_file(d.join("refs")).expect("rm");
+        std::fs::write(d.join("refs"), "").expect("w");
+        assert!(!is_repository(&d));
+        // Nor does a `HEAD` that is no ref and no object name.
+        std::fs::remove_file(d.join("refs")).expect("rm");
+        std::fs::create_dir(d.join("refs")).expect("mkdir");
+        assert!(is_repository(&d));
+        std::fs::write(d.join("HEAD"), "main\n").expect("w");
+        assert!(!is_repository(&d));
+        std::fs::write(d.join("HEAD"), format!("{}\n", "ab".repeat(20))).expect("w");
+        assert!(is_repository(&d));
+    }
+
+    #[test]
+    fn a_gitfile_is_read_as_git_reads_it() {
+        let p = |b: &[u8]| git_path(b).map(|p| p.into_os_string().into_encoded_bytes());
+        assert_eq!(p(b"../.git/y\nz\n").as_deref(), Some(&b"../.git/y\nz"[..]));
+        assert_eq!(p(b" a b \r\n\n").as_deref(), Some(&b" a b "[..]));
+        assert_eq!(p(b"x\0y\n").as_deref(), Some(&b"x"[..]));
+        assert_eq!(p(b"\r\n"), None);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path().canonicalize().expect("canonical");
+        std::fs::create_dir_all(d.join("v")).expect("mkdir");
+        // A `.git` link to a file is a gitfile, read relative to the `.git`'s folder.
+        std::fs::write(d.join("v/.gitfile"), "gitdir: ../r\ns\n").expect("w");
+        std::os::unix::fs::symlink(".gitfile", d.join("v/.git")).expect("ln");
+        assert_eq!(link_target(&d.join("v/.git")), Some(d.join("r\ns")));
+        // Without the space git reads no path; past 1 MiB git refuses the file.
+        std::fs::write(d.join("v/.gitfile"), "gitdir:../r\n").expect("w");
+        assert_eq!(link_target(&d.join("v/.git")), None);
+        let big = format!("gitdir: ../r{}\n", "\n".repeat(1 << 20));
+        std::fs::write(d.join("v/.gitfile"), big).expect("w");
+        assert_eq!(link_target(&d.join("v/.git")), None);
+        // A link to a folder is that folder.
+        std::fs::remove_file(d.join("v/.git")).expect("rm");
+        std::os::unix::fs::symlink("..", d.join("v/.git")).expect("ln");
+        assert_eq!(link_target(&d.join("v/.git")), Some(d.clone()));
+    }
+
+    #[test]
+    fn a_repository_made_inside_git_is_the_models_however_it_is_reached() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ws = dir.path().canonicalize().expect("canonical");
+        let other = tempfile::tempdir().expect("other");
+        let other = other.path().canonicalize().expect("canonical");
+        git(&ws, &["init", "-q"]);
+        git(&ws, &["commit", "-q", "--allow-empty", "-m", "x"]);
+        // The user's own: a repository in another writable folder a workspace link leads to,
+        // with a setting of theirs; a gitfile pointing where nothing is yet.
+        git(&other, &["init", "-q", "--bare", "mine.git"]);
+        std::fs::write(other.join("mine.git/config"), "[alias]\n\tx = !true\n").expect("w");
+        std::os::unix::fs::symlink(other.join("mine.git"), ws.join("mine")).expect("ln");
+        std::fs::create_dir_all(ws.join("later")).expect("mkdir");
+        std::fs::create_dir_all(ws.join("sub")).expect("mkdir");
+        // Links within what the walk lists: nothing to look at.
+        std::os::unix::fs::symlink("../sub/.", ws.join("later/up")).expect("ln");
+        std::os::unix::fs::symlink(ws.join("sub"), ws.join("abs")).expect("ln");
+        std::fs::write(ws.join("later/.git"), "gitdir: ../.git/later\n").expect("w");
+        let writable = [ws.clone(), other.clone()];
+        let repos = Repos::open(&ws, &writable, None, &[ws.join(".git")]);
+        assert!(repos.check().is_empty());
+        let planted = |g: &str| {
+            git(&ws, &["init", "-q", "--bare", g]);
+            git(&ws, &["-C", g, "config", "core.fsmonitor", "touch ran"]);
+        };
+        // `src` swapped for a link into one; another reached through a `.git` link to a
+        // gitfile; the one the unchanged gitfile names.
+        planted(".git/w");
+        std::fs::create_dir_all(ws.join(".git/w/deep")).expect("mkdir");
+        std::os::unix::fs::symlink("sub/../.git/w/deep", ws.join("src")).expect("ln");
+        planted(".git/x");
+        std::fs::create_dir_all(ws.join("vendor")).expect("mkdir");
+        std::fs::write(ws.join("vendor/.gitfile"), "gitdir: ../.git/x\n").expect("w");
+        std::os::unix::fs::symlink(".gitfile", ws.join("vendor/.git")).expect("ln");
+        planted(".git/later");
+        let planted = repos.check();
+        let paths: Vec<_> = planted.iter().map(|p| p.path.clone()).collect();
+        for g in [".git/w", ".git/x", ".git/later"] {
+            assert!(
+                paths.contains(&ws.join(g).join("config")),
+                "{g}: {planted:#?}"
+            );
+        }
+        assert_eq!(planted.len(), 3, "{planted:#?}");
+        assert!(repos.check().is_empty());
+        // Only the links that leave what the walk lists are resolved.
+        let mut tree = repos.tree.lock().unwrap_or_else(|e| e.into_inner());
+        let inventory = tree.walk(repos.roots());
+        assert_eq!(inventory.symlinks.len(), 4, "{inventory:?}");
+        let mut leads: Vec<_> = repos.leads(&inventory, &tree).into_iter().collect();
+        leads.sort();
+        assert_eq!(
+            leads,
+            [
+                (ws.join("mine"), other.join("mine.git")),
+                (ws.join("src"), ws.join(".git/w/deep"))
+            ]
+        );
+        drop(tree);
+        assert!(std::fs::read_to_string(other.join("mine.git/config"))
+            .expect("mine")
+            .contains("alias"));
+    }
+
+    #[test]
+    fn todos_of_worktrees_and_submodules_are_checked_and_times_put_back_do_not_hide_one() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ws = dir.path().canonicalize().expect("canonical");
+        git(&ws, &["init", "-q"]);
+        git(&ws, &["commit", "-q", "--allow-empty", "-m", "x"]);
+        git(&ws, &["worktree", "add", "-q", "wt"]);
+        git(&ws, &["init", "-q", "--bare", ".git/modules/sub"]);
+        // The user's own rebase, stopped, with no command.
+        std::fs::create_dir_all(ws.join(".git/rebase-merge")).expect("mkdir");
+        let mine = ws.join(".git/rebase-merge/git-rebase-todo");
+        std::fs::write(&mine, "pick 0123456789 a commit of mine\n").expect("w");
+        let repos = Repos::open(&ws, std::slice::from_ref(&ws), None, &[ws.join(".git")]);
+        assert!(repos.check().is_empty());
+        let mut lists = Vec::new();
+        for admin in [".git/worktrees/wt", ".git/modules/sub"] {
+            let todo = ws.join(admin).join("rebase-merge/git-rebase-todo");
+            std::fs::create_dir_all(todo.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&todo, "break\nexec touch ran\n").expect("w");
+            lists.push(todo);
+        }
+        // The user's list rewritten in place, same size, its modification time put back.
+        let modified = std::fs::metadata(&mine)
+            .expect("meta")
+            .modified()
+            .expect("mtime");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let size = std::fs::metadata(&mine).expect("meta").len() as usize;
+        let rewritten = format!("{:#<1$}\n", "exec touch ran #", size - 1);
+        std::fs::write(&mine, &rewritten).expect("w");
+        assert_eq!(std::fs::metadata(&mine).expect("meta").len() as usize, size);
+        std::fs::File::options()
+            .write(true)
+            .open(&mine)
+            .and_then(|f| f.set_modified(modified))
+            .expect("touch");
+        lists.push(mine);
+        let planted = repos.check();
+        let paths: Vec<_> = planted.iter().map(|p| p.path.clone()).collect();
+        for l in &lists {
+            assert!(paths.contains(l), "{}: {planted:#?}", l.display());
+            assert!(!l.exists());
+        }
+        assert_eq!(planted.len(), 3, "{planted:#?}");
+    }
+
+    #[test]
+    fn a_todo_behind_a_link_is_set_aside_with_the_link() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ws = dir.path().canonicalize().expect("canonical");
+        git(&ws, &["init", "-q"]);
+        let repos = Repos::open(&ws, std::slice::from_ref(&ws), None, &[ws.join(".git")]);
+        std::fs::create_dir_all(ws.join("stash/rm")).expect("mkdir");
+        std::fs::write(ws.join("stash/rm/git-rebase-todo"), "exec touch ran\n").expect("w");
+        std::os::unix::fs::symlink("../stash/rm", ws.join(".git/rebase-merge")).expect("ln");
+        let planted = repos.check();
+        assert_eq!(planted.len(), 1, "{planted:#?}");
+        assert_eq!(planted[0].path, ws.join(".git/rebase-merge"));
+        assert!(ws.join(".git/rebase-merge").symlink_metadata().is_err());
+        assert!(std::fs::read_link(ws.join(".git/rebase-merge.pod-planted")).is_ok());
+        // Nothing where it pointed is moved.
+        assert!(ws.join("stash/rm/git-rebase-todo").is_file());
     }
 }

@@ -3,9 +3,10 @@
 //!
 //! One breadth-first walk of each root (shallow folders first, so what lies near a root is seen
 //! whatever the budget), at most [`super::WALK_BUDGET`] entries each, no symlink followed, no
-//! `.git` entered, finds every `.git` (folder, file or link) and every folder that holds what
-//! git's test for a repository folder looks at (`HEAD` with `objects` and `refs`, or with
-//! `commondir`). A folder listed once is listed again only when it may have changed:
+//! `.git` entered, finds every `.git` (folder, file or link), every folder that holds what
+//! git's test for a repository folder looks at (`HEAD` with `objects` and `refs`, whatever
+//! they are, or with `commondir`), and every other symlink (where it leads is for the check to
+//! follow). A folder listed once is listed again only when it may have changed:
 //!
 //! - **watched** (inotify, added before the folder is listed): no event since, and its parent's
 //!   listing still names the same inode at its path. Nothing is asked of the kernel for it;
@@ -60,6 +61,9 @@ struct Folder {
     entries: usize,
     /// Its folders (not `.git`, not symlinks), with their inodes as the listing gave them.
     subdirs: Vec<(OsString, u64)>,
+    /// Its symlinks other than `.git` (the user may `cd` through one), with what they hold
+    /// (a symlink cannot be changed, only replaced, which changes its folder).
+    links: Vec<(OsString, Option<PathBuf>)>,
     /// A `.git` in it: a folder (`true`), or a file or link.
     dot_git: Option<bool>,
     /// It holds `HEAD` and `objects` and `refs`, or `HEAD` and `commondir`.
@@ -75,6 +79,9 @@ pub struct Inventory {
     pub links: Vec<PathBuf>,
     /// Other folders holding what git's test for a repository folder looks at (to be tested).
     pub candidates: Vec<PathBuf>,
+    /// Symlinks other than `.git`, with what they hold: where they lead may lie where the walk
+    /// does not go.
+    pub symlinks: Vec<(PathBuf, Option<PathBuf>)>,
     /// The budget ran out in at least one root.
     pub truncated: bool,
     /// Folders looked at.
@@ -125,6 +132,11 @@ impl Tree {
             folders: HashMap::new(),
             watcher: None,
         }
+    }
+
+    /// Whether `p` is a folder the last walk listed (a real folder, reached with no symlink).
+    pub fn walked(&self, p: &Path) -> bool {
+        self.folders.contains_key(p)
     }
 
     /// Walks `roots` (module header).
@@ -244,6 +256,9 @@ impl Tree {
                 if folder.candidate {
                     found.candidates.push(dir.clone());
                 }
+                found
+                    .symlinks
+                    .extend(folder.links.iter().map(|(n, t)| (dir.join(n), t.clone())));
                 queue.extend(
                     folder
                         .subdirs
@@ -305,6 +320,9 @@ fn list(dir: &Path) -> Folder {
         }
         if kind.is_dir() {
             folder.subdirs.push((name, entry.ino()));
+        } else if kind.is_symlink() {
+            let text = std::fs::read_link(dir.join(&name)).ok();
+            folder.links.push((name, text));
         }
     }
     folder.candidate = head && ((objects && refs) || commondir);
@@ -373,8 +391,16 @@ mod tests {
         std::fs::rename(ws.join("c"), ws.join("a/c-old")).expect("mv");
         std::fs::create_dir_all(ws.join("c")).expect("mkdir");
         std::fs::write(ws.join("c/.git"), "gitdir: ../x\n").expect("w");
+        std::os::unix::fs::symlink("../a", ws.join("c/up")).expect("ln");
         let swapped = tree.walk_settled(&roots, i64::MAX);
         assert!(swapped.links.contains(&ws.join("c/.git")), "{swapped:?}");
+        // Its symlinks are found, and not followed.
+        assert_eq!(
+            swapped.symlinks,
+            [(ws.join("c/up"), Some(PathBuf::from("../a")))],
+            "{swapped:?}"
+        );
+        assert!(tree.walked(&ws.join("a/b")) && !tree.walked(&ws.join("c/up")));
         let quiet = tree.walk_settled(&roots, i64::MAX);
         assert_eq!((quiet.listed, quiet.stated), (0, 1), "{quiet:?}");
         // Gone: its watches go too.

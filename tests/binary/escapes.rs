@@ -1189,6 +1189,247 @@ fn a_worktree_config_is_held_like_config() {
     );
 }
 
+/// The fourth attack's repositories, each planted by a call and then reached by the user's
+/// plain git after it: a repository made of `objects` and `refs` symlinks to an executable
+/// (git tests them with `access(X_OK)` only), `src` in the workspace and a registered `lib`.
+/// When the call ends each is held like any repository a call makes, and the user's `git
+/// status` at the root and in `src` runs no fsmonitor.
+#[test]
+fn a_repository_of_links_to_executables_runs_nothing_at_the_users_git() {
+    let (_keep, out_dir) = outside();
+    let ws = Workspace::with_manifest(&manifest("", ""));
+    let root = ws.dir.path().canonicalize().expect("canonical");
+    users_git(&root, &["init", "-q", "-b", "main"]);
+    std::fs::create_dir_all(root.join("src")).expect("mkdir");
+    std::fs::write(root.join("src/lib.rs"), "fn main() {}\n").expect("write");
+    users_git(&root, &["add", "."]);
+    users_git(&root, &["commit", "-q", "-m", "first"]);
+    let mut pod = start(&ws);
+    let body = format!(
+        "plant() {{\n\
+         \x20 mkdir -p \"$1\" && echo 'ref: refs/heads/main' > \"$1/HEAD\"\n\
+         \x20 ln -s /bin/sh \"$1/objects\" && ln -s /bin/sh \"$1/refs\"\n\
+         \x20 printf '[core]\\n\\trepositoryformatversion = 0\\n\\tbare = false\\n%b\
+         \\tfsmonitor = \"touch %s; false\"\\n' \"$2\" \"$3\" > \"$1/config\"\n\
+         }}\n\
+         plant src '\\tworktree = ..\\n' {out}/src-ran && echo src-planted\n\
+         plant lib/.git '' {out}/lib-ran && git update-index --add --cacheinfo \
+         160000,$(git rev-parse HEAD),lib && echo lib-registered\n",
+        out = out_dir.display()
+    );
+    let out = run_script(&mut pod, "e1.sh", "bash", &body, "");
+    assert!(
+        out.contains("src-planted") && out.contains("lib-registered"),
+        "{out}"
+    );
+    let status = users_git(&root, &["status"]);
+    let in_src = users_git(&root.join("src"), &["status"]);
+    let ran = names_in(&out_dir);
+    assert!(
+        ran.is_empty(),
+        "{ran:?} ran: {status}\n{in_src}\n---\n{out}"
+    );
+    assert!(root.join("src/HEAD.pod-planted").is_file(), "{out}");
+    assert!(root.join("lib/.git/config.pod-planted").is_file(), "{out}");
+}
+
+/// A repository a call makes inside `.git` (`git init --bare .git/x`, made a work tree's with
+/// `core.bare false`, `core.fsmonitor` set), reached by the user's git through a `.git`
+/// symlink to a gitfile (`vendor`), a gitfile whose path runs past its first line (`third`,
+/// the repository `.git/y<newline>z`), and a workspace folder swapped for a symlink to it
+/// (`src`). When the call ends each repository's config is sifted, and the user's `git
+/// status` at the root, in `vendor`, `third` and `src` runs no fsmonitor.
+#[test]
+fn a_repository_made_inside_git_runs_nothing_however_it_is_reached() {
+    let (_keep, out_dir) = outside();
+    let ws = Workspace::with_manifest(&manifest("", ""));
+    let root = ws.dir.path().canonicalize().expect("canonical");
+    users_git(&root, &["init", "-q", "-b", "main"]);
+    std::fs::create_dir_all(root.join("src")).expect("mkdir");
+    std::fs::write(root.join("src/lib.rs"), "fn main() {}\n").expect("write");
+    users_git(&root, &["add", "."]);
+    users_git(&root, &["commit", "-q", "-m", "first"]);
+    let mut pod = start(&ws);
+    let body = format!(
+        "bare() {{\n\
+         \x20 git init -q --bare \"$1\" && git -C \"$1\" config core.bare false\n\
+         \x20 git -C \"$1\" config core.fsmonitor \"touch {out}/$2-ran; false\"\n\
+         }}\n\
+         link() {{ git update-index --add --cacheinfo 160000,$(git rev-parse HEAD),$1; }}\n\
+         bare .git/x vendor && mkdir vendor && printf 'gitdir: ../.git/x\\n' > vendor/.gitfile \
+         && ln -s .gitfile vendor/.git && link vendor && echo vendor-planted\n\
+         bare \"$(printf '.git/y\\nz')\" third && mkdir third \
+         && printf 'gitdir: ../.git/y\\nz\\n' > third/.git && link third && echo third-planted\n\
+         bare .git/w src && git -C .git/w config core.worktree ../.. && cp -r src/. .git/w/ \
+         && rm -rf src && ln -s .git/w src && echo src-planted\n",
+        out = out_dir.display()
+    );
+    let out = run_script(&mut pod, "e2.sh", "bash", &body, "");
+    for p in ["vendor", "third", "src"] {
+        assert!(out.contains(&format!("{p}-planted")), "{out}");
+    }
+    let mut said = users_git(&root, &["status"]);
+    for dir in ["vendor", "third", "src"] {
+        said.push_str(&users_git(&root.join(dir), &["status"]));
+    }
+    let ran = names_in(&out_dir);
+    assert!(ran.is_empty(), "{ran:?} ran: {said}\n---\n{out}");
+    for g in [".git/x", ".git/y\nz", ".git/w"] {
+        assert!(
+            root.join(g).join("config.pod-planted").is_file(),
+            "{g:?}: {out}"
+        );
+    }
+}
+
+/// Rebases a call leaves pending with an `exec` line next where the check did not look: in a
+/// linked worktree inside the workspace (its state in `.git/worktrees/wt`), one outside it
+/// (`.git/worktrees/owt`, written by the call), and a submodule (`.git/modules/sub`). When
+/// the call ends each to-do list is set aside, and the user's `git rebase --continue` in each
+/// runs nothing of it.
+#[test]
+fn a_rebase_a_call_leaves_in_a_worktree_or_submodule_runs_nothing() {
+    let (_keep, out_dir) = outside();
+    let (_keep_owt, owt_dir) = outside();
+    let ws = Workspace::with_manifest(&manifest("", ""));
+    let root = ws.dir.path().canonicalize().expect("canonical");
+    let upstream = owt_dir.join("upstream");
+    std::fs::create_dir_all(&upstream).expect("mkdir");
+    for dir in [&root, &upstream] {
+        users_git(dir, &["init", "-q", "-b", "main"]);
+        users_git(dir, &["commit", "-q", "--allow-empty", "-m", "first"]);
+        users_git(dir, &["commit", "-q", "--allow-empty", "-m", "second"]);
+    }
+    let said = users_git(
+        &root,
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "-q",
+            "add",
+            &upstream.to_string_lossy(),
+            "sub",
+        ],
+    );
+    users_git(&root, &["commit", "-q", "-m", "sub"]);
+    assert!(root.join(".git/modules/sub/HEAD").is_file(), "{said}");
+    users_git(&root, &["worktree", "add", "-q", "wt"]);
+    let owt = owt_dir.join("owt");
+    users_git(&root, &["worktree", "add", "-q", &owt.to_string_lossy()]);
+    let mut pod = start(&ws);
+    let body = format!(
+        "g='git -c user.name=m -c user.email=m@example.com'; top=$PWD\n\
+         stop() {{\n\
+         \x20 printf 'break\\nexec touch {out}/%s-ran\\n' \"$2\" > \"$top/todo-$2\"\n\
+         \x20 (cd \"$1\" && GIT_SEQUENCE_EDITOR=\"cp $top/todo-$2\" $g rebase -q -i HEAD~1) \
+         && echo \"$2-stopped\"\n\
+         }}\n\
+         stop wt owt && cp -r .git/worktrees/wt/rebase-merge .git/worktrees/owt/ \
+         && (cd wt && git rebase --abort) && echo owt-copied\n\
+         stop wt wt; stop sub sub\n",
+        out = out_dir.display()
+    );
+    let out = run_script(&mut pod, "e6.sh", "bash", &body, "");
+    for p in ["wt-stopped", "sub-stopped", "owt-copied"] {
+        assert!(out.lines().any(|l| l.trim() == p), "{p}: {out}");
+    }
+    let mut said = String::new();
+    for dir in [root.join("wt"), root.join("sub"), owt.clone()] {
+        said.push_str(&users_git(&dir, &["rebase", "--continue"]));
+    }
+    let ran = names_in(&out_dir);
+    assert!(ran.is_empty(), "{ran:?} ran: {said}\n---\n{out}");
+    for admin in [
+        ".git/worktrees/wt",
+        ".git/worktrees/owt",
+        ".git/modules/sub",
+    ] {
+        let aside = root
+            .join(admin)
+            .join("rebase-merge/git-rebase-todo.pod-planted");
+        assert!(aside.is_file(), "{admin}: {out}");
+    }
+}
+
+/// The user stopped their own rebase at an `edit` before the session: its to-do list is theirs
+/// and left alone. A call rewrites it in place with an `exec` line, padded to the same size,
+/// and puts its modification time back (`touch -d`). Its change time cannot be put back: the
+/// list is set aside when the call ends, and the user's `git rebase --continue` runs nothing.
+#[test]
+fn the_users_rebase_rewritten_with_its_times_put_back_is_set_aside() {
+    let (_keep, out_dir) = outside();
+    let ws = Workspace::with_manifest(&manifest("", ""));
+    let root = ws.dir.path().canonicalize().expect("canonical");
+    users_git(&root, &["init", "-q", "-b", "main"]);
+    for m in ["first", "second", "third"] {
+        users_git(&root, &["commit", "-q", "--allow-empty", "-m", m]);
+    }
+    let out = Command::new("git")
+        .args(["rebase", "-q", "-i", "HEAD~2"])
+        .current_dir(&root)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_SEQUENCE_EDITOR", "sed -i 1s/^pick/edit/")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .expect("git");
+    let todo = root.join(".git/rebase-merge/git-rebase-todo");
+    let before = std::fs::read_to_string(&todo).expect("the user's rebase stopped");
+    assert!(before.starts_with("pick "), "{before} {out:?}");
+    let mut pod = start(&ws);
+    let body = format!(
+        "f=.git/rebase-merge/git-rebase-todo; m=$(stat -c %y $f); s=$(stat -c %s $f)\n\
+         {{ printf 'exec touch {out}/ran\\n#'; head -c 4096 /dev/zero | tr '\\0' '#'; }} \
+         | head -c $((s - 1)) > new && echo >> new && cat new > $f && touch -d \"$m\" $f\n\
+         [ $(stat -c %s $f) = $s ] && [ \"$(stat -c %y $f)\" = \"$m\" ] && echo put-back\n",
+        out = out_dir.display()
+    );
+    let out = run_script(&mut pod, "e24.sh", "bash", &body, "");
+    assert!(out.contains("put-back"), "{out}");
+    let said = users_git(&root, &["rebase", "--continue"]);
+    assert!(!out_dir.join("ran").exists(), "{said}\n---\n{out}");
+    assert!(
+        root.join(".git/rebase-merge/git-rebase-todo.pod-planted")
+            .is_file(),
+        "{out}"
+    );
+}
+
+/// A call's rebase stops at a `break` with an `exec` line next, and the call moves
+/// `.git/rebase-merge` away and leaves a symlink to it in its place: the to-do list cannot be
+/// reached without following a link, so the link itself is set aside when the call ends, and
+/// the user's `git rebase --continue` runs nothing.
+#[test]
+fn a_rebase_state_behind_a_link_is_set_aside_with_the_link() {
+    let (_keep, out_dir) = outside();
+    let ws = Workspace::with_manifest(&manifest("", ""));
+    let root = ws.dir.path().canonicalize().expect("canonical");
+    users_git(&root, &["init", "-q", "-b", "main"]);
+    users_git(&root, &["commit", "-q", "--allow-empty", "-m", "first"]);
+    users_git(&root, &["commit", "-q", "--allow-empty", "-m", "second"]);
+    let mut pod = start(&ws);
+    let body = format!(
+        "printf 'break\\nexec touch {out}/ran\\n' > todo\n\
+         GIT_SEQUENCE_EDITOR=\"cp $PWD/todo\" git -c user.name=m -c user.email=m@example.com \
+         rebase -q -i HEAD~1 && mkdir stash && mv .git/rebase-merge stash/rm \
+         && ln -s ../stash/rm .git/rebase-merge && echo linked\n",
+        out = out_dir.display()
+    );
+    let out = run_script(&mut pod, "e14.sh", "bash", &body, "");
+    assert!(out.contains("linked"), "{out}");
+    let said = users_git(&root, &["rebase", "--continue"]);
+    assert!(!out_dir.join("ran").exists(), "{said}\n---\n{out}");
+    let aside = root.join(".git/rebase-merge.pod-planted");
+    assert!(
+        aside
+            .symlink_metadata()
+            .is_ok_and(|m| m.file_type().is_symlink()),
+        "{out}"
+    );
+}
+
 /// Names that tools outside the sandbox read as configuration or code to run (`.envrc`,
 /// `.vscode`, `.mcp.json`) cannot be masked while missing without creating them in the
 /// workspace: one a call makes is set aside when the call ends (renamed beside itself, so
