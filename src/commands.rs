@@ -538,10 +538,11 @@ pub fn check_findings(manifest: &Manifest) -> Vec<lint::Finding> {
             let Some(folder) = script.parent().filter(|_| script.is_file()) else {
                 continue;
             };
+            // Not protected whole: the manifest's folder, or one that is or holds a writable
+            // folder (`Manifest::protected_paths`).
+            let exposed = folder == hook.dir || manifest.holds_a_writable_folder(folder);
             let folder = crate::permission::path::resolve(folder);
-            if folder.starts_with(&workspace)
-                && (folder == crate::permission::path::resolve(&hook.dir) || folder == workspace)
-            {
+            if exposed && folder.starts_with(&workspace) {
                 findings.push(lint::Finding {
                     file: None,
                     severity: Severity::Warning,

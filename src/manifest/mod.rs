@@ -868,10 +868,10 @@ impl Manifest {
         }
         // A hook's or a server's folder too: what the program imports or sources from beside
         // itself (Python's modules, a shell's `.`) is part of it. Not the manifest's folder or
-        // one holding the workspace (a script there: `pod check` warns).
+        // one that is or holds a writable folder (a script there: `pod check` warns).
         let own_folder = |file: &Path, base: &Path| -> Option<PathBuf> {
             let folder = file.parent()?;
-            (folder != base && !self.workspace.starts_with(folder)).then(|| folder.to_path_buf())
+            (folder != base && !self.holds_a_writable_folder(folder)).then(|| folder.to_path_buf())
         };
         for hook in &self.hooks {
             for (i, word) in hook.command.iter().enumerate() {
@@ -928,6 +928,14 @@ impl Manifest {
         }
         out.extend(self.extra_protected.iter().cloned());
         out
+    }
+
+    /// Whether `folder` is, or holds, the workspace or another folder calls may write.
+    pub fn holds_a_writable_folder(&self, folder: &Path) -> bool {
+        std::iter::once(&self.workspace)
+            .chain(&self.scope.writable)
+            .chain(&self.sandbox.writable)
+            .any(|w| w.starts_with(folder))
     }
 
     /// The lint findings about the rules (`pod check` prints them; `pod serve` logs them at
