@@ -20,11 +20,13 @@
 #[path = "../../fuzz/oracle.rs"]
 mod oracle;
 
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use oracle::grammar::{Choices, Gen};
 use oracle::{
-    allow_list_finding, check, deny_list_finding, run_traced, scratch, setup, Stats, ALLOW_LIST,
+    allow_list_finding, check, deny_list_finding, line_of, run_traced, scratch, setup, Stats,
+    ALLOW_LIST, MAX_INPUT,
 };
 use pod::protocol::Action;
 use rand::rngs::StdRng;
@@ -286,4 +288,157 @@ fn the_checks_report_what_bash_did() {
     let trace = run_traced(command, &root);
     assert_eq!(allow_list_finding(&decision, &trace, &root), None);
     assert!(root.join("out1").exists());
+}
+
+/// The `oracle` fuzz target's seeds and every reproducer it found (`fuzz/seeds/oracle/`), and
+/// inputs of its two structure-aware modes, through the fuzz target's own decoding
+/// ([`line_of`]) and the same check.
+#[test]
+fn fuzz_seeds_and_reproducers() {
+    let started = Instant::now();
+    let mut inputs: Vec<Vec<u8>> = seed_files()
+        .iter()
+        .map(|p| std::fs::read(p).expect("seed"))
+        .collect();
+    assert!(
+        inputs.len() >= KNOWN.len(),
+        "fuzz/seeds/oracle/ is missing its seeds"
+    );
+    let seeds = inputs.len();
+    let mut rng = StdRng::seed_from_u64(0x0f22_0026);
+    for i in 0..150 {
+        inputs.push(random_input(&mut rng, if i % 3 == 0 { b'm' } else { b'g' }));
+    }
+    let mut stats = Stats::default();
+    for (i, data) in inputs.iter().enumerate() {
+        let line = line_of(data);
+        assert!(
+            line.is_some() || i >= seeds,
+            "a seed that is no line: {:?}",
+            String::from_utf8_lossy(data)
+        );
+        if let Some(line) = line {
+            check(&line, &mut stats);
+        }
+    }
+    report(&stats, started);
+    assert!(
+        stats.allowed[0] > 0 && stats.allowed[1] > 0,
+        "nothing was allowed: the replay checked nothing"
+    );
+    assert!(stats.findings.is_empty(), "{:#?}", stats.findings);
+}
+
+/// What each mode of a fuzz input stands for.
+#[test]
+fn fuzz_inputs_become_lines() {
+    assert_eq!(line_of(b"recho hi").as_deref(), Some("echo hi"));
+    assert_eq!(line_of(b"").as_deref(), None);
+    assert_eq!(line_of(b"r\xff").as_deref(), None, "not UTF-8");
+    assert_eq!(
+        line_of(b"recho \0").as_deref(),
+        None,
+        "bash never gets a NUL"
+    );
+    let long = [b'r']
+        .into_iter()
+        .chain([b'a'; MAX_INPUT])
+        .collect::<Vec<_>>();
+    assert_eq!(line_of(&long), None, "over the input bound");
+    // Past its bytes every choice is the first: one command, the first payload.
+    assert_eq!(line_of(b"g").as_deref(), Some("rm -rf victim"));
+    // The same choices as a seeded generator's make the same line.
+    let mut rng = StdRng::seed_from_u64(1);
+    let bytes: Vec<u8> = (0..400).map(|_| rng.gen()).collect();
+    let line = line_of(&[&b"g"[..], &bytes].concat()).expect("a line");
+    let mut gen = Gen {
+        choices: oracle::grammar::Bytes::new(&bytes),
+    };
+    assert_eq!(line, gen.script(0));
+    // Splice: no choice bytes, so the line is the first payload, the text goes in at 0 and
+    // replaces nothing.
+    assert_eq!(
+        line_of(b"m\0echo; ").as_deref(),
+        Some("echo; rm -rf victim")
+    );
+    // Five choice bytes: one command, a payload, the first payload; then the text goes in at
+    // byte 3 and replaces 3 bytes.
+    assert_eq!(
+        line_of(b"m\x05\x00\x00\x00\x03\x03X").as_deref(),
+        Some("rm X victim")
+    );
+}
+
+/// A fuzz input of the given structure-aware mode with random choice bytes.
+fn random_input(rng: &mut StdRng, mode: u8) -> Vec<u8> {
+    let mut data = vec![mode];
+    if mode == b'm' {
+        data.push(rng.gen_range(0..64));
+        let n = usize::from(data[1]);
+        data.extend((0..n).map(|_| rng.gen::<u8>()));
+        let text = *[
+            "; echo hi",
+            " $(rm -rf victim)",
+            " > out1",
+            "\n",
+            " | tee x.env",
+            "",
+        ]
+        .get(rng.gen_range(0..6))
+        .expect("a text");
+        data.extend(text.as_bytes());
+    } else {
+        let n = rng.gen_range(1..200);
+        data.extend((0..n).map(|_| rng.gen::<u8>()));
+    }
+    data
+}
+
+fn seed_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/oracle")
+}
+
+fn seed_files() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(seed_dir())
+        .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+/// Writes the `oracle` fuzz target's generated seeds (`fuzz/seeds/oracle/`): every
+/// `known_classes` line and 60 generated lines as raw lines (`r`), 30 inputs of the generator
+/// mode (`g`) and 10 of the splice mode (`m`). Reproducers (`regression-*`) are kept.
+/// `cargo test --test engine shell_oracle::write_fuzz_seeds -- --ignored`.
+#[test]
+#[ignore = "writes fuzz/seeds/oracle/"]
+fn write_fuzz_seeds() {
+    let dir = seed_dir();
+    std::fs::create_dir_all(&dir).expect("seed folder");
+    for path in seed_files() {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if !name.starts_with("regression-") {
+            std::fs::remove_file(&path).expect("old seed");
+        }
+    }
+    let write = |name: String, data: &[u8]| std::fs::write(dir.join(name), data).expect("seed");
+    for (i, line) in KNOWN.iter().enumerate() {
+        write(format!("known-{i:03}"), format!("r{line}").as_bytes());
+    }
+    let mut gen = Gen {
+        choices: StdRng::seed_from_u64(0x5eed_5eed),
+    };
+    for i in 0..60 {
+        write(
+            format!("gen-{i:03}"),
+            format!("r{}", gen.script(0)).as_bytes(),
+        );
+    }
+    let mut rng = StdRng::seed_from_u64(0x5eed_0027);
+    for i in 0..30 {
+        write(format!("g-{i:03}"), &random_input(&mut rng, b'g'));
+    }
+    for i in 0..10 {
+        write(format!("m-{i:03}"), &random_input(&mut rng, b'm'));
+    }
 }
