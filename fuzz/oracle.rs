@@ -127,13 +127,31 @@ pub fn setup(rules: &'static str, workspace: &Path) -> Setup {
 pub struct Trace {
     /// Successful execve: (path, argv).
     pub execs: Vec<(String, Vec<String>)>,
-    /// Paths opened for writing, created, removed, renamed or linked (as bash gave them).
-    pub writes: Vec<String>,
-    /// Paths removed or renamed away (unlink, rmdir, rename), each with the program (the base
-    /// name of the last image exec'd, inherited across fork; empty when unknown) of the process
-    /// that did it.
-    pub removals: Vec<(String, String)>,
+    /// What changed in the file system.
+    pub changes: Vec<Change>,
+    /// Whether strace saw every traced process end (a line may kill strace, `kill -9 $PPID`,
+    /// and run on untraced).
+    pub complete: bool,
     pub timed_out: bool,
+}
+
+/// A path opened for writing, created, linked, removed or renamed, as the process gave it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    pub kind: ChangeKind,
+    pub path: String,
+    /// The program of the process that made the change: the base name of the last image it
+    /// exec'd, inherited across fork; empty when unknown.
+    pub program: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ChangeKind {
+    /// Opened for writing, created, truncated, or the new name of a link or rename.
+    Write,
+    Mkdir,
+    /// Unlinked, a removed folder, or the old name of a rename.
+    Remove,
 }
 
 fn tool(name: &str) -> PathBuf {
@@ -204,7 +222,9 @@ pub fn run_traced(command: &str, dir: &Path) -> Trace {
         .arg(tool("strace"))
         .args([
             "-f",
-            "-qq",
+            // Process exits stay in the trace (whether it is complete). `-e signal=none` would
+            // also hide `+++ killed by SIGPIPE +++`.
+            "-q",
             "-s",
             "256",
             "-e",
@@ -290,10 +310,17 @@ struct Event {
 pub fn parse_trace(text: &str) -> Trace {
     let mut pending: HashMap<String, String> = Default::default();
     let mut events = Vec::new();
+    let (mut seen, mut ended) = (BTreeSet::new(), BTreeSet::new());
     for line in text.lines() {
         // strace pads the pid column: `812  execve(...)`.
         let (pid, rest) = line.split_once(' ').unwrap_or(("", line));
         let rest = rest.trim_start();
+        seen.insert(pid.to_string());
+        // `+++ exited with 0 +++`, `+++ killed by SIGKILL +++`, `+++ superseded by execve ...`.
+        if rest.starts_with("+++ ") {
+            ended.insert(pid.to_string());
+            continue;
+        }
         let full = if let Some(head) = rest.strip_suffix(" <unfinished ...>") {
             pending.insert(pid.to_string(), head.to_string());
             continue;
@@ -309,8 +336,10 @@ pub fn parse_trace(text: &str) -> Trace {
         let Some((call, args)) = full.split_once('(') else {
             continue;
         };
+        // strace pads short calls' results to a column: `mkdir("x", 0777)        = 0`.
         let result = full
-            .rsplit_once(") = ")
+            .rsplit_once(" = ")
+            .filter(|(call, _)| call.trim_end().ends_with(')'))
             .map(|(_, r)| r.trim())
             .unwrap_or("");
         if !result.starts_with(|c: char| c.is_ascii_digit()) {
@@ -362,10 +391,21 @@ pub fn parse_trace(text: &str) -> Trace {
         }
         String::new()
     };
-    let mut trace = Trace::default();
+    let mut trace = Trace {
+        complete: !seen.is_empty() && seen.is_subset(&ended),
+        ..Trace::default()
+    };
     for (i, e) in events.iter().enumerate() {
         let (call, args) = (e.call.as_str(), e.args.as_str());
         let strings = quoted_strings(args);
+        let program = image_at(i);
+        let mut change = |kind, path: &String| {
+            trace.changes.push(Change {
+                kind,
+                path: path.clone(),
+                program: program.clone(),
+            })
+        };
         match call {
             "execve" | "execveat" => {
                 let path = strings.first().cloned().unwrap_or_default();
@@ -378,23 +418,25 @@ pub fn parse_trace(text: &str) -> Trace {
                     || args.contains("O_RDWR")
                     || args.contains("O_CREAT")
                     || args.contains("O_TRUNC");
-                if writes {
-                    trace.writes.extend(strings.first().cloned());
+                if let Some(path) = strings.first().filter(|_| writes) {
+                    change(ChangeKind::Write, path);
                 }
             }
             // A link's target is not written; the new name is.
-            "symlink" | "symlinkat" | "link" | "linkat" => {
-                trace.writes.extend(strings.last().cloned())
-            }
-            "unlink" | "unlinkat" | "rmdir" | "rename" | "renameat" | "renameat2" | "mkdir"
-            | "mkdirat" | "truncate" => {
-                if !matches!(call, "mkdir" | "mkdirat" | "truncate") {
-                    let program = image_at(i);
-                    trace
-                        .removals
-                        .extend(strings.iter().map(|s| (program.clone(), s.clone())));
+            "symlink" | "symlinkat" | "link" | "linkat" | "truncate" => {
+                if let Some(path) = strings.last() {
+                    change(ChangeKind::Write, path);
                 }
-                trace.writes.extend(strings)
+            }
+            "mkdir" | "mkdirat" => strings.iter().for_each(|p| change(ChangeKind::Mkdir, p)),
+            "unlink" | "unlinkat" | "rmdir" => {
+                strings.iter().for_each(|p| change(ChangeKind::Remove, p))
+            }
+            "rename" | "renameat" | "renameat2" => {
+                if let [from, to, ..] = &strings[..] {
+                    change(ChangeKind::Remove, from);
+                    change(ChangeKind::Write, to);
+                }
             }
             _ => {}
         }
@@ -456,9 +498,9 @@ pub fn allow_list_finding(decision: &Decision, trace: &Trace, dir: &Path) -> Opt
         .collect();
     let ignored = |p: &Path| p.starts_with("/dev") || p.starts_with(dir.join(".tmp"));
     let stray: Vec<_> = trace
-        .writes
+        .changes
         .iter()
-        .map(|w| normalize(dir, w))
+        .map(|c| normalize(dir, &c.path))
         .filter(|w| !ignored(w) && !allowed.contains(w))
         .collect();
     if !stray.is_empty() {
@@ -482,12 +524,37 @@ fn may_remove(program: &str) -> bool {
         || DENIED_PROGRAMS.contains(&program))
 }
 
+/// Whether the engine predicts the files a process running `program` writes, so that a
+/// `file_write` deny rule holds for them in the analysis: the shell's redirections, the data
+/// programs whose written files are subjects (`written_files` in
+/// `crates/pod-permission/src/shell/programs/mod.rs`: `tee`, `touch`, `truncate`,
+/// `cp`/`mv`/`ln`/`install`, `dd`, `sort`, `shuf`, `uniq`), the programs whose writing forms
+/// are opaque (`sed`, `awk`s, `find`, `git --output`), busybox (its applets are those
+/// programs) and an unknown image. Any other program's writes are held by the sandbox, not by
+/// the analysis (docs/permissions.md, "The exec gate": "what must not be written is a
+/// `file_write` deny rule, which the sandbox holds for every program"): `tar cf x.env`,
+/// `curl -o x.env` under a default allow are not findings, nor is a removal or a new folder.
+fn writes_modelled(program: &str) -> bool {
+    const MODELLED: &[&str] = &[
+        "bash", "sh", "dash", "rbash", "tee", "touch", "truncate", "cp", "mv", "ln", "install",
+        "dd", "sort", "shuf", "uniq", "sed", "awk", "mawk", "gawk", "nawk", "find", "git",
+        "busybox",
+    ];
+    program.is_empty()
+        || (program.starts_with("ld-") && program.contains(".so"))
+        || MODELLED.contains(&program)
+}
+
 /// A finding of the deny-list check, if any: a denied program in the trace, a `*.env` file
-/// written, or (in `dir`, when given) the victim removed other than by a program the deny-list
-/// allows (see [`may_remove`]).
+/// written by the shell or a program whose writes the engine predicts (see
+/// [`writes_modelled`]), or (in `dir`, when given, and when the trace is whole) the victim
+/// removed other than by a program the deny-list allows (see [`may_remove`]).
 pub fn deny_list_finding(trace: &Trace, dir: Option<&Path>) -> Option<String> {
-    if let Some(w) = trace.writes.iter().find(|w| w.ends_with(".env")) {
-        return Some(format!("allowed, but wrote {w}"));
+    let env = trace.changes.iter().find(|c| {
+        c.kind == ChangeKind::Write && c.path.ends_with(".env") && writes_modelled(&c.program)
+    });
+    if let Some(c) = env {
+        return Some(format!("allowed, but {} wrote {}", c.program, c.path));
     }
     let denied: Vec<_> = trace
         .execs
@@ -509,16 +576,21 @@ pub fn deny_list_finding(trace: &Trace, dir: Option<&Path>) -> Option<String> {
         return Some(format!("allowed, but ran a denied program: {denied:?}"));
     }
     let dir = dir?;
-    if !dir.join("victim/f").exists() {
+    // After a line killed strace, what ran next is not in the trace: nothing to excuse with.
+    if !dir.join("victim/f").exists() && (trace.complete || trace.timed_out) {
         let names_victim = |p: &str| p.contains("victim") || p == "f" || p.ends_with("/f");
-        let explained = trace
-            .removals
-            .iter()
-            .any(|(program, path)| may_remove(program) && names_victim(path));
+        let explained = trace.changes.iter().any(|c| {
+            c.kind == ChangeKind::Remove && may_remove(&c.program) && names_victim(&c.path)
+        });
         if !explained {
+            let removals: Vec<_> = trace
+                .changes
+                .iter()
+                .filter(|c| c.kind == ChangeKind::Remove)
+                .collect();
             return Some(format!(
-                "allowed, but victim/f is gone (ran {:?}, removals {:?})",
-                trace.execs, trace.removals
+                "allowed, but victim/f is gone (ran {:?}, removals {removals:?})",
+                trace.execs
             ));
         }
     }
@@ -529,6 +601,8 @@ pub fn deny_list_finding(trace: &Trace, dir: Option<&Path>) -> Option<String> {
 pub struct Stats {
     pub generated: usize,
     pub allowed: [usize; 2],
+    /// Lines whose trace is not whole: the line killed strace (and ran on untraced).
+    pub untraced: Vec<String>,
     pub findings: Vec<String>,
 }
 
@@ -565,6 +639,13 @@ pub fn check(command: &str, stats: &mut Stats) {
             continue;
         }
         let trace = run_traced(command, &run_root);
+        assert!(
+            !trace.execs.is_empty() || trace.timed_out,
+            "no trace of {command:?}: bwrap or strace did not run it"
+        );
+        if !trace.complete && !trace.timed_out {
+            stats.untraced.push(format!("[{name}] {command:?}"));
+        }
         let finding = if k == 0 {
             allow_list_finding(&decision, &trace, &run_root)
         } else {

@@ -65,15 +65,19 @@ fn run_generated(seed: u64, cases: usize) -> Stats {
 fn report(stats: &Stats, started: Instant) {
     eprintln!(
         "shell oracle: {} generated lines, {} allowed under the allow-list and {} under the \
-         deny-list were run under strace in {:.1} s; {} findings",
+         deny-list were run under strace in {:.1} s ({} killed strace); {} findings",
         stats.generated,
         stats.allowed[0],
         stats.allowed[1],
         started.elapsed().as_secs_f64(),
+        stats.untraced.len(),
         stats.findings.len()
     );
     for f in &stats.findings {
         eprintln!("  {f}");
+    }
+    for line in &stats.untraced {
+        eprintln!("  killed strace: {line}");
     }
 }
 
@@ -290,6 +294,90 @@ fn the_checks_report_what_bash_did() {
     assert!(root.join("out1").exists());
 }
 
+/// What the checks read from a trace: short calls (strace pads their result: `mkdir("d",
+/// 0777)        = 0`), the program that made each change, and whether the trace is whole.
+#[test]
+fn the_trace_reads_what_the_checks_need() {
+    use oracle::{parse_trace, ChangeKind};
+    let dir = scratch();
+    let root = dir.path().canonicalize().expect("canonical");
+    let trace = run_traced("mkdir d; link notes l; mv victim v", &root);
+    let has = |kind, path: &str, program: &str| {
+        trace
+            .changes
+            .iter()
+            .any(|c| c.kind == kind && c.path == path && c.program == program)
+    };
+    assert!(has(ChangeKind::Mkdir, "d", "mkdir"), "{trace:#?}");
+    assert!(has(ChangeKind::Write, "l", "link"), "{trace:#?}");
+    assert!(has(ChangeKind::Remove, "victim", "mv"), "{trace:#?}");
+    assert!(trace.complete, "{trace:#?}");
+    // mv may remove the victim under the deny-list.
+    assert_eq!(deny_list_finding(&trace, Some(&root)), None);
+    // A line that kills strace runs on untraced: the trace says it is not whole.
+    let trace = run_traced("kill -9 $PPID; echo x > out1", &root);
+    assert!(!trace.complete, "{trace:#?}");
+    assert!(root.join("out1").exists(), "the line ran on");
+
+    // The victim removed by the shell itself (a loadable builtin `rm`; none is installed
+    // here, so the trace is written out) is a finding, however it was named; by a program
+    // the deny-list allows, it is not.
+    let dir = scratch();
+    let root = dir.path().canonicalize().expect("canonical");
+    std::fs::remove_dir_all(root.join("victim")).expect("remove the victim");
+    let shell =
+        "10 execve(\"/usr/bin/bash\", [\"bash\", \"-c\", \"enable -f rm rm; rm -rf victim\"], \
+                 0x0 /* 4 vars */) = 0\n\
+                 10 openat(AT_FDCWD, \"victim\", O_RDONLY|O_DIRECTORY) = 3\n\
+                 10 unlinkat(3, \"f\", 0)           = 0\n\
+                 10 +++ exited with 0 +++\n";
+    let trace = parse_trace(shell);
+    assert!(has_removal(&trace, "f", "bash"), "{trace:#?}");
+    let finding = deny_list_finding(&trace, Some(&root)).expect("a finding");
+    assert!(finding.contains("victim/f is gone"), "{finding}");
+    // A forked subshell of bash is bash; the child of an exec'd `find` is find.
+    let forked = "10 execve(\"/usr/bin/bash\", [\"bash\"], 0x0 /* 4 vars */) = 0\n\
+                  10 clone(child_stack=NULL, flags=SIGCHLD) = 11\n\
+                  11 unlink(\"victim/f\")                  = 0\n\
+                  11 +++ exited with 0 +++\n\
+                  10 +++ exited with 0 +++\n";
+    let trace = parse_trace(forked);
+    assert!(has_removal(&trace, "victim/f", "bash"), "{trace:#?}");
+    assert!(deny_list_finding(&trace, Some(&root)).is_some());
+    let find = forked.replace(
+        "10 clone(",
+        "10 execve(\"/usr/bin/find\", [\"find\"], 0x0) = 0\n10 clone(",
+    );
+    let trace = parse_trace(&find);
+    assert!(has_removal(&trace, "victim/f", "find"), "{trace:#?}");
+    assert_eq!(deny_list_finding(&trace, Some(&root)), None);
+    // A trace cut short (strace killed) excuses nothing and accuses nothing.
+    let cut = forked.replace("10 +++ exited with 0 +++\n", "");
+    let trace = parse_trace(&cut);
+    assert!(!trace.complete);
+    assert_eq!(deny_list_finding(&trace, Some(&root)), None);
+    // Under the deny-list a `*.env` file written by the shell is a finding; by a program
+    // whose writes the engine does not model (`tar cf x.env`), the sandbox's business.
+    let write = |program: &str| {
+        format!(
+            "10 execve(\"/usr/bin/{program}\", [\"{program}\"], 0x0) = 0\n\
+             10 openat(AT_FDCWD, \"x.env\", O_WRONLY|O_CREAT|O_TRUNC, 0666) = 3\n\
+             10 +++ exited with 0 +++\n"
+        )
+    };
+    let finding = deny_list_finding(&parse_trace(&write("bash")), None).expect("a finding");
+    assert!(finding.contains("x.env"), "{finding}");
+    assert!(deny_list_finding(&parse_trace(&write("cp")), None).is_some());
+    assert_eq!(deny_list_finding(&parse_trace(&write("tar")), None), None);
+}
+
+fn has_removal(trace: &oracle::Trace, path: &str, program: &str) -> bool {
+    trace
+        .changes
+        .iter()
+        .any(|c| c.kind == oracle::ChangeKind::Remove && c.path == path && c.program == program)
+}
+
 /// The `oracle` fuzz target's seeds and every reproducer it found (`fuzz/seeds/oracle/`), and
 /// inputs of its two structure-aware modes, through the fuzz target's own decoding
 /// ([`line_of`]) and the same check.
@@ -440,5 +528,43 @@ fn write_fuzz_seeds() {
     }
     for i in 0..10 {
         write(format!("m-{i:03}"), &random_input(&mut rng, b'm'));
+    }
+}
+
+/// Triage: checks the fuzz inputs named in `POD_ORACLE_INPUTS` (files, `:`-separated; a
+/// reproducer libFuzzer saved, say) or the lines of `POD_ORACLE_LINES` (separated by a `␞`
+/// line), printing each line's decisions, trace and findings.
+/// `POD_ORACLE_INPUTS=fuzz/artifacts/oracle/crash-… cargo test --test engine
+/// shell_oracle::triage -- --ignored --nocapture`.
+#[test]
+#[ignore = "triage of chosen inputs"]
+fn triage() {
+    let mut lines: Vec<String> = std::env::var("POD_ORACLE_INPUTS")
+        .unwrap_or_default()
+        .split(':')
+        .filter(|p| !p.is_empty())
+        .filter_map(|p| line_of(&std::fs::read(p).expect("input")))
+        .collect();
+    if let Ok(text) = std::env::var("POD_ORACLE_LINES") {
+        lines.extend(text.split("\n␞\n").map(String::from));
+    }
+    for line in lines {
+        eprintln!("== {line:?}");
+        for (name, rules) in [("allow-list", ALLOW_LIST), ("deny-list", oracle::DENY_LIST)] {
+            let run = oracle::scratch_for(&line);
+            let root = run.path().canonicalize().expect("canonical");
+            let decision = setup(rules, &root)
+                .policy
+                .decide("bash", &serde_json::json!({ "command": line }));
+            eprintln!("  [{name}] {:?}", decision.decision);
+            if decision.decision != Action::Allow {
+                continue;
+            }
+            let trace = run_traced(&line, &root);
+            eprintln!("    {trace:#?}");
+        }
+        let mut stats = Stats::default();
+        check(&line, &mut stats);
+        eprintln!("  findings: {:#?}", stats.findings);
     }
 }
