@@ -15,7 +15,8 @@
 //! choose). `known_classes` runs the examples and every earlier finding through the
 //! same checks; `fuzz_seeds_and_reproducers` replays the fuzz target's seeds and reproducers
 //! (`fuzz/seeds/oracle/`, which `write_fuzz_seeds` writes) and a few hundred inputs of its
-//! structure-aware modes. strace and bubblewrap are required: `.ci/run` installs them.
+//! structure-aware modes; `replay_corpus` replays a whole fuzz corpus and counts what ran.
+//! strace and bubblewrap are required: `.ci/run` installs them.
 
 #[path = "../../fuzz/oracle.rs"]
 mod oracle;
@@ -110,11 +111,12 @@ fn oracle_long() {
 /// effect the rules forbid.
 #[test]
 fn known_classes() {
+    let started = Instant::now();
     let mut stats = Stats::default();
     for command in KNOWN {
         check(command, &mut stats);
     }
-    report(&stats, Instant::now());
+    report(&stats, started);
     assert!(stats.findings.is_empty(), "{:#?}", stats.findings);
 }
 
@@ -538,6 +540,32 @@ fn write_fuzz_seeds() {
     for i in 0..10 {
         write(format!("m-{i:03}"), &random_input(&mut rng, b'm'));
     }
+}
+
+/// Replays a fuzz corpus (every file of the folder `POD_ORACLE_CORPUS`) through the same
+/// decoding and check, and reports how many of its lines each rule set allowed and ran: what a
+/// fuzz run's execs amounted to. `POD_ORACLE_CORPUS=fuzz/corpus/oracle cargo test --test engine
+/// shell_oracle::replay_corpus -- --ignored --nocapture`.
+#[test]
+#[ignore = "replays a fuzz corpus"]
+fn replay_corpus() {
+    let dir = PathBuf::from(std::env::var("POD_ORACLE_CORPUS").unwrap_or_default());
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("POD_ORACLE_CORPUS={dir:?}: {e}"))
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    let started = Instant::now();
+    let mut stats = Stats::default();
+    for path in &files {
+        if let Some(line) = line_of(&std::fs::read(path).expect("input")) {
+            check(&line, &mut stats);
+        }
+    }
+    eprintln!("{} inputs in {dir:?}", files.len());
+    report(&stats, started);
+    assert!(stats.findings.is_empty(), "{:#?}", stats.findings);
 }
 
 /// Triage: checks the fuzz inputs named in `POD_ORACLE_INPUTS` (files, `:`-separated; a
