@@ -574,3 +574,19 @@ fn a_line_bash_rejects_is_never_read_as_valid() {
     holds("oracle", "allow-list", ALLOW_LIST, &cases);
     holds("oracle", "deny-list", DENY_LIST, &cases);
 }
+
+/// Found by the oracle fuzz target: the kernel reads `//dev/stdin` as `/dev/stdin`, and so are
+/// `/./dev/stdin`, `../../dev/stdin` and, after `cd /dev`, `stdin`; a script path is judged by
+/// its components, so each of these reads its script from stdin and is never allowed.
+#[test]
+fn a_script_read_from_stdin_under_another_spelling() {
+    let cases = [
+        "bash //dev/stdin <<< 'rm -rf VICTIM'",
+        "bash /./dev/stdin <<< 'rm -rf VICTIM'",
+        "sh ../../../../../../../../../../dev/stdin <<< 'rm -rf VICTIM'",
+        "source //dev/stdin <<< 'rm -rf VICTIM'",
+        "cd /dev && bash stdin <<< \"rm -rf $OLDPWD/VICTIM\"",
+        "cd /proc/self/fd && bash 0 <<< \"rm -rf $OLDPWD/VICTIM\"",
+    ];
+    holds("oracle", "deny-list", DENY_LIST, &cases);
+}

@@ -1,1063 +1,46 @@
-//! The soundness oracle for the shell analysis (docs/hardening.md, "The shell oracle").
+//! The soundness oracle for the shell analysis (docs/hardening.md, "The shell oracle"), in CI.
 //!
-//! Command lines from a grammar-based generator (mixing every construct of the soundness
-//! issue: substitutions, arithmetic, parameter operators, name-taking builtins, wrappers known and
-//! unknown, interpreters, code-running arguments, redirections, here-documents; and bash's
-//! constructs behind issue 26's classes: here-documents after `;` and `&`, process substitution
-//! in every word position, every parameter-expansion operator with literal text, brace expansion
-//! and splitting in option values, repeated options, interpreter option tables, awk's readings
-//! of `/`, keywords such as `time`, programs that run programs, files programs write, `xargs`)
-//! are decided by the engine under two rule sets. Whatever the engine allows is then run by real
-//! bash in a scratch folder under `strace -f`, and the trace is checked:
-//!
-//! - allow-list (`echo *`, `printf *`, `true`, `:` and writes to `out*`): an allowed command
-//!   must exec nothing and write nothing but its redirection subjects;
-//! - deny-list (default allow, `rm *` and `touch *` denied, writes to `*.env` denied): no `rm` or
-//!   `touch` may appear in the trace of an allowed command (as the program, a busybox applet or
-//!   the program the dynamic loader runs), no `*.env` file may be written, and the scratch
-//!   folder's `victim/f` must survive.
+//! Command lines from the grammar-based generator (`fuzz/oracle_gen.rs`: every construct of the
+//! soundness issue and bash's constructs behind issue 26's classes), driven here by a seeded
+//! random generator, go through the oracle's check (`fuzz/oracle.rs`, shared with the `oracle`
+//! fuzz target so that both check the same properties): the engine decides each under an
+//! allow-list and a deny-list, whatever it allows is run by real bash in a scratch folder under
+//! `strace -f` (contained by bubblewrap), and the trace is checked (the allow-list's command
+//! execs nothing and writes only its redirection subjects; the deny-list's runs no `rm` or
+//! `touch`, writes no `*.env`, and leaves `victim/f`).
 //!
 //! `oracle_smoke` runs a bounded number of cases in CI (`POD_ORACLE_CASES`, default 4000
 //! generated lines); `oracle_long` is the long run (`cargo test --release --test engine
-//! shell_oracle::oracle_long -- --ignored`, `POD_ORACLE_CASES` and `POD_ORACLE_SEED` to choose). `known_classes` runs the
-//! issue's examples and every earlier finding through the same checks. strace is required:
-//! `.ci/run` installs it.
+//! shell_oracle::oracle_long -- --ignored`, `POD_ORACLE_CASES` and `POD_ORACLE_SEED` to
+//! choose). `known_classes` runs the issue's examples and every earlier finding through the
+//! same checks; `fuzz_seeds_and_reproducers` replays the fuzz target's seeds and reproducers
+//! (`fuzz/seeds/oracle/`, which `write_fuzz_seeds` writes) and a few hundred inputs of its
+//! structure-aware modes; `replay_corpus` replays a whole fuzz corpus and counts what ran.
+//! strace and bubblewrap are required: `.ci/run` installs them.
 
-use std::collections::BTreeSet;
-use std::os::unix::process::CommandExt;
-use std::path::{Component, Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+#[path = "../../fuzz/oracle.rs"]
+mod oracle;
 
-use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
 
-use pod::manifest::Manifest;
-use pod::permission::{Policy, Rules};
-use pod::protocol::{Action, Decision};
+use oracle::grammar::{Choices, Gen};
+use oracle::{
+    allow_list_finding, check, deny_list_finding, line_of, run_traced, scratch, setup, Stats,
+    ALLOW_LIST, MAX_INPUT,
+};
+use pod::protocol::Action;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-const ALLOW_LIST: &str = r#"
-[permissions]
-default_action = "deny"
-[[permissions.rule]]
-tool = "bash"
-pattern = "echo *"
-action = "allow"
-[[permissions.rule]]
-tool = "bash"
-pattern = "printf *"
-action = "allow"
-[[permissions.rule]]
-tool = "bash"
-pattern = "true"
-action = "allow"
-[[permissions.rule]]
-tool = "bash"
-pattern = ":"
-action = "allow"
-[[permissions.rule]]
-tool = "file_write"
-pattern = "out*"
-action = "allow"
-"#;
-
-const DENY_LIST: &str = r#"
-[permissions]
-default_action = "allow"
-[[permissions.rule]]
-tool = "bash"
-pattern = "rm *"
-action = "deny"
-[[permissions.rule]]
-tool = "bash"
-pattern = "touch *"
-action = "deny"
-[[permissions.rule]]
-tool = "file_write"
-pattern = "*.env"
-action = "deny"
-"#;
-
-/// The programs the deny list names.
-const DENIED_PROGRAMS: &[&str] = &["rm", "touch"];
-
-struct Setup {
-    policy: Policy,
-}
-
-/// The compiled rules of `rules`, read once per rule set.
-fn compiled(rules: &'static str) -> Option<Rules> {
-    static CACHE: OnceLock<Mutex<HashMap<usize, Option<Rules>>>> = OnceLock::new();
-    let cache = CACHE.get_or_init(Default::default);
-    let key = rules.as_ptr() as usize;
-    let mut cache = cache.lock().expect("rules cache");
-    cache
-        .entry(key)
-        .or_insert_with(|| {
-            let dir = tempfile::tempdir().expect("tempdir");
-            let path = dir.path().join("pod.toml");
-            std::fs::write(&path, rules).expect("write manifest");
-            let manifest = Manifest::load(&path).expect("manifest");
-            manifest.policy().rules().cloned()
-        })
-        .clone()
-}
-
-fn setup(rules: &'static str, workspace: &Path) -> Setup {
-    Setup {
-        policy: Policy::new(compiled(rules), workspace.to_path_buf()),
-    }
-}
-
-/// What bash did.
-#[derive(Debug, Default)]
-struct Trace {
-    /// Successful execve: (path, argv).
-    execs: Vec<(String, Vec<String>)>,
-    /// Paths opened for writing, created, removed, renamed or linked (as bash gave them).
-    writes: Vec<String>,
-    timed_out: bool,
-}
-
-fn strace() -> PathBuf {
-    for dir in ["/usr/bin", "/bin", "/usr/local/bin"] {
-        let p = Path::new(dir).join("strace");
-        if p.exists() {
-            return p;
-        }
-    }
-    panic!("strace is not installed: the shell oracle needs it (.ci/run installs it with apt-get)");
-}
-
-/// A fresh scratch folder for `command`: `victim/f`, `notes`, `.env`, `secrets/key`, and an
-/// empty git repository when the command uses git.
-fn scratch_for(command: &str) -> tempfile::TempDir {
-    let dir = scratch();
-    if command.contains("git") {
-        let ok = Command::new("git")
-            .args(["init", "-q", "--template=", "."])
-            .current_dir(dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok, "git init in the scratch folder");
-    }
-    dir
-}
-
-/// A fresh scratch folder: `victim/f`, `notes`, `.env`, `secrets/key`.
-fn scratch() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("scratch");
-    let p = dir.path();
-    std::fs::create_dir_all(p.join("victim")).expect("victim");
-    std::fs::write(p.join("victim/f"), "x").expect("victim/f");
-    std::fs::write(p.join("notes"), "n").expect("notes");
-    std::fs::write(p.join(".env"), "SECRET=1").expect(".env");
-    std::fs::create_dir_all(p.join("secrets")).expect("secrets");
-    std::fs::write(p.join("secrets/key"), "k").expect("key");
-    std::fs::create_dir_all(p.join(".tmp")).expect(".tmp");
-    dir
-}
-
-fn run_traced(command: &str, dir: &Path) -> Trace {
-    let out = dir.join(".trace");
-    let mut child = Command::new(strace())
-        .args([
-            "-f",
-            "-qq",
-            "-s",
-            "256",
-            "-e",
-            "trace=execve,execveat,open,openat,creat,unlink,unlinkat,rename,renameat,renameat2,\
-             mkdir,mkdirat,symlink,symlinkat,link,linkat,truncate",
-            "-o",
-        ])
-        .arg(&out)
-        .args(["bash", "-c", command])
-        .current_dir(dir)
-        .env_clear()
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .env("HOME", dir)
-        .env("TMPDIR", dir.join(".tmp"))
-        .env("LANG", "C")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .expect("spawn strace");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let mut timed_out = false;
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            // Paces the poll for the exit; the deadline decides.
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(2)),
-            _ => {
-                timed_out = true;
-                // SAFETY: kill(2) on the child's own process group.
-                unsafe {
-                    libc::kill(-(child.id() as i32), libc::SIGKILL);
-                }
-                let _ = child.wait();
-                break;
-            }
-        }
-    }
-    // Background jobs of the command may still run: end the group.
-    // SAFETY: as above.
-    unsafe {
-        libc::kill(-(child.id() as i32), libc::SIGKILL);
-    }
-    let text = std::fs::read_to_string(&out).unwrap_or_default();
-    let mut trace = parse_trace(&text);
-    trace.timed_out = timed_out;
-    trace
-}
-
-/// Joins `<unfinished ...>` / `<... resumed>` halves and reads the calls that matter.
-fn parse_trace(text: &str) -> Trace {
-    let mut pending: std::collections::HashMap<String, String> = Default::default();
-    let mut trace = Trace::default();
-    for line in text.lines() {
-        // strace pads the pid column: `812  execve(...)`.
-        let (pid, rest) = line.split_once(' ').unwrap_or(("", line));
-        let rest = rest.trim_start();
-        let full = if let Some(head) = rest.strip_suffix(" <unfinished ...>") {
-            pending.insert(pid.to_string(), head.to_string());
-            continue;
-        } else if let Some(tail) = rest.strip_prefix("<... ") {
-            let tail = tail.split_once("resumed>").map(|(_, t)| t).unwrap_or("");
-            match pending.remove(pid) {
-                Some(head) => format!("{head}{tail}"),
-                None => continue,
-            }
-        } else {
-            rest.to_string()
-        };
-        let Some((call, args)) = full.split_once('(') else {
-            continue;
-        };
-        let result = full
-            .rsplit_once(") = ")
-            .map(|(_, r)| r.trim())
-            .unwrap_or("");
-        let ok = result.starts_with(|c: char| c.is_ascii_digit());
-        if !ok {
-            continue;
-        }
-        let strings = quoted_strings(args);
-        match call {
-            "execve" | "execveat" => {
-                let path = strings.first().cloned().unwrap_or_default();
-                let argv = strings.iter().skip(1).cloned().collect();
-                trace.execs.push((path, argv));
-            }
-            "open" | "openat" | "creat" => {
-                let writes = call == "creat"
-                    || args.contains("O_WRONLY")
-                    || args.contains("O_RDWR")
-                    || args.contains("O_CREAT")
-                    || args.contains("O_TRUNC");
-                if writes {
-                    trace.writes.extend(strings.first().cloned());
-                }
-            }
-            // A link's target is not written; the new name is.
-            "symlink" | "symlinkat" | "link" | "linkat" => {
-                trace.writes.extend(strings.last().cloned())
-            }
-            "unlink" | "unlinkat" | "rename" | "renameat" | "renameat2" | "mkdir" | "mkdirat"
-            | "truncate" => trace.writes.extend(strings),
-            _ => {}
-        }
-    }
-    trace
-}
-
-/// The double-quoted strings of an strace argument list, unescaped enough for paths.
-fn quoted_strings(args: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut chars = args.chars();
-    while let Some(c) = chars.next() {
-        if c != '"' {
-            continue;
-        }
-        let mut s = String::new();
-        while let Some(c) = chars.next() {
-            match c {
-                '\\' => {
-                    if let Some(n) = chars.next() {
-                        s.push(n);
-                    }
-                }
-                '"' => break,
-                c => s.push(c),
-            }
-        }
-        out.push(s);
-    }
-    out
-}
-
-fn normalize(dir: &Path, p: &str) -> PathBuf {
-    let joined = dir.join(p);
-    let mut out = PathBuf::new();
-    for c in joined.components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
-}
-
-/// A finding of the allow-list check, if any.
-fn allow_list_finding(decision: &Decision, trace: &Trace, dir: &Path) -> Option<String> {
-    let execs: Vec<_> = trace.execs.iter().skip(1).collect();
-    if !execs.is_empty() {
-        return Some(format!("allowed, but ran {execs:?}"));
-    }
-    let allowed: BTreeSet<PathBuf> = decision
-        .subjects
-        .iter()
-        .filter(|s| s.tool == "file_write")
-        .map(|s| normalize(dir, &s.subject))
-        .collect();
-    let ignored = |p: &Path| {
-        p.starts_with("/dev") || p.starts_with(dir.join(".tmp")) || p == dir.join(".trace")
-    };
-    let stray: Vec<_> = trace
-        .writes
-        .iter()
-        .map(|w| normalize(dir, w))
-        .filter(|w| !ignored(w) && !allowed.contains(w))
-        .collect();
-    if !stray.is_empty() {
-        return Some(format!(
-            "allowed, but wrote {stray:?} (subjects {allowed:?})"
-        ));
-    }
-    None
-}
-
-/// A finding of the deny-list check, if any: a denied program in the trace, a `*.env` file
-/// written, or (in `dir`, when given) the victim deleted (which no command the deny-list
-/// allows here does: only `rm` would).
-fn deny_list_finding(trace: &Trace, dir: Option<&Path>) -> Option<String> {
-    if let Some(w) = trace.writes.iter().find(|w| w.ends_with(".env")) {
-        return Some(format!("allowed, but wrote {w}"));
-    }
-    let base = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
-    let denied: Vec<_> = trace
-        .execs
-        .iter()
-        .filter(|(path, argv)| {
-            let program = base(path);
-            let arg0 = argv.first().map(|a| base(a));
-            // A busybox applet, or the program the dynamic loader runs, is argv[1].
-            let runs_argv1 =
-                program == "busybox" || (program.starts_with("ld-") && program.contains(".so"));
-            let arg1 = argv.get(1).filter(|_| runs_argv1).map(|a| base(a));
-            [Some(program), arg0, arg1]
-                .iter()
-                .flatten()
-                .any(|p| DENIED_PROGRAMS.contains(&p.as_str()))
-        })
-        .collect();
-    if !denied.is_empty() {
-        return Some(format!("allowed, but ran a denied program: {denied:?}"));
-    }
-    let dir = dir?;
-    if !dir.join("victim/f").exists() {
-        return Some(format!(
-            "allowed, but victim/f is gone (ran {:?})",
-            trace.execs
-        ));
-    }
-    None
-}
-
-#[derive(Debug, Default)]
-struct Stats {
-    generated: usize,
-    allowed: [usize; 2],
-    findings: Vec<String>,
-}
-
-/// A scratch folder nothing runs in, where lines are first decided.
-fn pristine() -> &'static Path {
-    static DIR: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
-    let (_, root) = DIR.get_or_init(|| {
-        let dir = scratch_for("git");
-        let root = dir.path().canonicalize().expect("canonical scratch");
-        (dir, root)
-    });
-    root
-}
-
-/// Decides `command` under both rule sets and runs what is allowed under strace.
-fn check(command: &str, stats: &mut Stats) {
-    let input = serde_json::json!({ "command": command });
-    stats.generated += 1;
-    for (k, (name, rules)) in [("allow-list", ALLOW_LIST), ("deny-list", DENY_LIST)]
-        .into_iter()
-        .enumerate()
-    {
-        let decision = setup(rules, pristine()).policy.decide("bash", &input);
-        if decision.decision != Action::Allow {
-            continue;
-        }
-        stats.allowed[k] += 1;
-        let run = scratch_for(command);
-        let run_root = run.path().canonicalize().expect("canonical");
-        // Decide again against the folder bash runs in, so path subjects compare.
-        let decision = setup(rules, &run_root).policy.decide("bash", &input);
-        if decision.decision != Action::Allow {
-            continue;
-        }
-        let trace = run_traced(command, &run_root);
-        let finding = if k == 0 {
-            allow_list_finding(&decision, &trace, &run_root)
-        } else {
-            deny_list_finding(&trace, Some(&run_root))
-        };
-        if let Some(f) = finding {
-            stats.findings.push(format!("[{name}] {command:?}: {f}"));
-        }
-    }
-}
-
-/// The grammar-based generator.
-struct Gen {
-    rng: StdRng,
-}
-
-impl Gen {
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.rng.gen_range(0..items.len())]
+/// The CI generator's choices: a seeded random generator.
+impl Choices for StdRng {
+    fn below(&mut self, n: u32) -> u32 {
+        self.gen_range(0..n)
     }
 
-    fn chance(&mut self, percent: u32) -> bool {
-        self.rng.gen_range(0..100) < percent
-    }
-
-    fn payload(&mut self) -> String {
-        self.pick(&["rm -rf victim", "touch pwned", "rm victim/f", "touch out9"])
-            .to_string()
-    }
-
-    fn script(&mut self, depth: usize) -> String {
-        let n = self.rng.gen_range(1..=3);
-        let mut s = String::new();
-        for i in 0..n {
-            if i > 0 {
-                s.push_str(self.pick(&["; ", " && ", " || ", " | ", "\n", " & ", " |& "]));
-            }
-            s.push_str(&self.command(depth));
-        }
-        s
-    }
-
-    fn command(&mut self, depth: usize) -> String {
-        let roll = self.rng.gen_range(0..100);
-        if roll < 8 {
-            return self.payload();
-        }
-        if roll < 20 && depth < 3 {
-            return self.compound(depth + 1);
-        }
-        if roll < 44 && depth < 3 {
-            return self.construct(depth + 1);
-        }
-        if roll < 50 {
-            let a = self.assignment(depth);
-            return if self.chance(50) {
-                a
-            } else {
-                format!("{a} {}", self.simple(depth))
-            };
-        }
-        self.simple(depth)
-    }
-
-    fn compound(&mut self, depth: usize) -> String {
-        let s = self.script(depth);
-        let w = self.word(depth);
-        let p = self.payload();
-        match self.rng.gen_range(0..18) {
-            14 => format!("cat <<EOF\nE\\\nOF\n{p}\nEOF"),
-            15 => format!("sh -c '{}'", s.replace('\'', "")),
-            16 => format!("bash -c '{}' '{p}' x", s.replace('\'', "")),
-            17 => format!("set -H; set -o history\n: {p}\n!:1-$"),
-            0 => format!("{{ {s}; }}"),
-            1 => format!("( {s} )"),
-            2 => format!("if {s}; then {}; fi", self.script(depth)),
-            3 => format!("for i in {w}; do {s}; done"),
-            4 => format!("case {w} in *) {s};; esac"),
-            5 => format!("f() {{ {s}; }}; f"),
-            6 => format!("(( {w} ))"),
-            7 => format!("[[ {w} -eq 0 ]]"),
-            8 => format!("[[ -v {w} ]]"),
-            9 => format!("(({s}) )"),
-            10 => format!("while false; do {s}; done"),
-            11 => format!("[[ {w} == x ]] && {s}"),
-            12 => format!("echo $( ({s}) )"),
-            _ => format!("{s} &"),
-        }
-    }
-
-    /// The constructs of issue 26's classes, each with a payload where bash would run it.
-    fn construct(&mut self, depth: usize) -> String {
-        let p = self.payload();
-        match self.rng.gen_range(0..13) {
-            0 => self.heredoc_after_separator(&p, depth),
-            1 => self.process_substitution_anywhere(&p),
-            2 => self.parameter_with_text(),
-            3 => self.option_value_that_splits(&p),
-            4 => self.repeated_option(&p),
-            5 => self.interpreter(&p),
-            6 => {
-                let keyword = self.pick(&[
-                    "time",
-                    "time -p",
-                    "time --",
-                    "time -p --",
-                    "!",
-                    "time !",
-                    "time -- !",
-                    "! time",
-                ]);
-                format!("{keyword} {}", self.command(depth))
-            }
-            7 => self.awk_reading(&p),
-            8 => self.program_running_a_program(&p),
-            9 => self.file_a_program_writes(),
-            10 => self.xargs(&p),
-            11 => self.computed_operand(&p),
-            _ => {
-                // An option or operand in a word that expands: what a program sees.
-                let head = self.pick(&[
-                    "find . -maxdepth 0",
-                    "sort notes",
-                    "git diff --no-index notes",
-                    "timeout 1",
-                    "env",
-                    "nice",
-                    "sed -n p",
-                    "git -C",
-                ]);
-                format!("{head} {} {}", self.word(depth), self.word(depth))
-            }
-        }
-    }
-
-    /// A here-document whose command ends at `;` or `&`: its body follows the next newline.
-    fn heredoc_after_separator(&mut self, p: &str, depth: usize) -> String {
-        let head = self.pick(&["echo", "cat", ":", "true", "printf %s", "echo hi"]);
-        let sep = self.pick(&[";", " ;", "&", " &", " && true;", " | cat;", "; echo a &"]);
-        let next = if self.chance(50) {
-            self.simple(depth)
-        } else {
-            self.pick(&["echo b", "true", ":", "wait"]).to_string()
-        };
-        let body = match self.rng.gen_range(0..6) {
-            0 => format!("$({p})"),
-            1 => format!("`{p}`"),
-            2 => format!("${{x:-$({p})}}"),
-            3 => format!("a $({p}) b"),
-            4 => format!("$(({p}) )"),
-            _ => "plain text".to_string(),
-        };
-        match self.rng.gen_range(0..4) {
-            0 => format!("{head} <<E{sep} {next}\n{body}\nE"),
-            1 => format!("{head} <<'E'{sep} {next}\n{body}\nE"),
-            2 => format!("{head} <<-E{sep} {next}\n\t{body}\n\tE"),
-            _ => format!("{head} <<A{sep} {head} <<B{sep}\n{body}\nA\n{body}\nB"),
-        }
-    }
-
-    /// `<(...)` and `>(...)` in every word position bash reads them in (and some it does not).
-    fn process_substitution_anywhere(&mut self, p: &str) -> String {
-        let ps = format!("{}({p})", self.pick(&["<", ">"]));
-        let set = if self.chance(30) { "x=a; " } else { "" };
-        let line = match self.rng.gen_range(0..18) {
-            0 => format!("[[ -n {ps} ]]"),
-            1 => format!("[[ x < {ps} ]]"),
-            2 => format!("[[ {ps} == x ]]"),
-            3 => format!("echo ${{x:-{ps}}}"),
-            4 => format!("echo ${{x:+{ps}}}"),
-            5 => format!("echo ${{x/a/{ps}}}"),
-            6 => format!("echo ${{x#{ps}}}"),
-            7 => format!("y={ps}"),
-            8 => format!("a=({ps})"),
-            9 => format!("case {ps} in *) :;; esac"),
-            10 => format!("for i in {ps}; do :; done"),
-            11 => format!("cat <<< {ps}"),
-            12 => format!("echo > {ps}"),
-            13 => format!("echo ${{x:-a{ps}}}"),
-            14 => format!("declare y={ps}"),
-            15 => format!("echo \"${{x:-{ps}}}\""),
-            16 => format!("echo a{ps}"),
-            _ => format!("y={ps} true"),
-        };
-        format!("{set}{line}")
-    }
-
-    /// Every parameter-expansion operator with literal text, given to programs that read
-    /// options.
-    fn parameter_with_text(&mut self) -> String {
-        let var = self.pick(&["x", "HOME", "PWD", "1", "y", "@"]);
-        let op = self.pick(&[
-            ":-", "-", ":=", "=", ":+", "+", ":?", "?", "#", "##", "%", "%%", "/a/", "//a/", "/#/",
-            "/%/", "/*/", "^", "^^", ",", ",,", ":0:1",
-        ]);
-        let text = self.pick(&[
-            "-exec rm -rf victim ;",
-            "-exec touch pwned ;",
-            "-delete",
-            "-c",
-            "-c 'rm -rf victim'",
-            "--output=x.env",
-            "-ox.env",
-            "rm -rf victim",
-            "-e 1e\\ touch\\ pwned",
-            "-fprint x.env",
-            "d",
-            "",
-        ]);
-        let op = if op == ":0:1" {
-            op.to_string()
-        } else {
-            format!("{op}{text}")
-        };
-        let head = self.pick(&[
-            "find victim -maxdepth 0",
-            "echo",
-            "sort notes",
-            "git diff --no-index notes .env",
-            "env",
-            "timeout 1",
-            "bash",
-            "sh",
-            "printf",
-            "xargs",
-            "sed -n p notes",
-            "nice",
-        ]);
-        let set = self.pick(&["", "", "x=a; ", "y=-; ", "set -- -c; "]);
-        let quote = if self.chance(20) { "\"" } else { "" };
-        format!("{set}{head} {quote}${{{var}{op}}}{quote}")
-    }
-
-    /// An option value that brace expansion, splitting or a glob makes several words.
-    fn option_value_that_splits(&mut self, p: &str) -> String {
-        let (prog, rest) = p.split_once(' ').unwrap_or((p, ""));
-        match self.rng.gen_range(0..12) {
-            0 => "find victim -maxdepth 0 -name {x,-delete}".into(),
-            1 => "sort -o {out1,x.env} notes".into(),
-            2 => "git -C {.,-c,core.fsmonitor=touch\\ pwned} status".into(),
-            3 => "git -C {.,diff,--output=x.env} --no-index notes .env".into(),
-            4 => format!("timeout {{1,{prog}}} {rest}"),
-            5 => format!("d='1 {p}'; timeout $d"),
-            6 => format!("env -u {{x,{prog}}} {rest}"),
-            7 => format!("nice -n {{1,{prog}}} {rest}"),
-            8 => format!("python3 -W {{ignore,-c}} 'import os; os.system(\"{p}\")'"),
-            9 => "git -C * status".into(),
-            10 => format!("stdbuf -o {{L,{prog}}} {rest}"),
-            _ => format!("sqlite3 -separator {{x,-cmd,'.shell {p}'}} x.db 'select 1'"),
-        }
-    }
-
-    /// An option given twice, where programs differ on which one counts.
-    fn repeated_option(&mut self, p: &str) -> String {
-        match self.rng.gen_range(0..8) {
-            0 => format!("script -q -c true -c '{p}' /dev/null"),
-            1 => format!("script -q -c '{p}' -c true /dev/null"),
-            2 => "sort -o out1 -o x.env notes".into(),
-            3 => "env -C secrets -C . tee x.env < notes".into(),
-            4 => format!("echo '{p}' | xargs -I A -I B sh -c B"),
-            5 => format!("sed -e p -e '1e {p}' notes"),
-            6 => format!("timeout -s KILL -s TERM 1 {p}"),
-            _ => format!("cp -t secrets -t . notes x.env; {p}"),
-        }
-    }
-
-    /// An interpreter given options around its code: known, unknown, taking values.
-    fn interpreter(&mut self, p: &str) -> String {
-        match self.rng.gen_range(0..4) {
-            0 => {
-                let opts = self.pick(&[
-                    "",
-                    "-u",
-                    "-X dev",
-                    "-W ignore",
-                    "--check-hash-based-pycs never",
-                    "-Wignore",
-                    "-bB",
-                    "-I",
-                    "-q",
-                    "-E -s",
-                    "-J x",
-                ]);
-                let code = format!("import os; os.system('{p}')");
-                match self.rng.gen_range(0..3) {
-                    0 => format!("python3 {opts} -c \"{code}\""),
-                    1 => format!("python3 {opts} notes"),
-                    _ => format!("python3 {opts} -m timeit -n 1 \"{code}\""),
-                }
-            }
-            1 => {
-                let opts = self.pick(&[
-                    "",
-                    "-C x",
-                    "--title x",
-                    "--no-warnings",
-                    "--stack-size=100",
-                    "--conditions x",
-                    "--inspect-port 0",
-                    "--frobnicate x",
-                ]);
-                let code = format!("require('child_process').execSync('{p}')");
-                match self.rng.gen_range(0..3) {
-                    0 => format!("node {opts} -e \"{code}\""),
-                    1 => format!("node {opts} -pe \"{code}\""),
-                    _ => format!("node {opts} notes"),
-                }
-            }
-            2 => {
-                let opts =
-                    self.pick(&["", "-I x", "-Ix", "-l", "-w", "-ln", "-0777", "-Z", "-i.x"]);
-                let code = format!("system('{p}')");
-                match self.rng.gen_range(0..2) {
-                    0 => format!("perl {opts} -e \"{code}\""),
-                    _ => format!("perl {opts} notes"),
-                }
-            }
-            _ => {
-                let prog = self.pick(&["bash", "sh"]);
-                let opts = self.pick(&["", "-e", "-o pipefail", "-x", "--norc", "-O extglob"]);
-                format!("{prog} {opts} -c '{p}'")
-            }
-        }
-    }
-
-    /// awk programs where awks read `/` differently.
-    fn awk_reading(&mut self, p: &str) -> String {
-        let sys = format!("system(\"{p}\")");
-        let awk = self.pick(&["awk", "mawk", "busybox awk"]);
-        let program = match self.rng.gen_range(0..11) {
-            0 => format!("BEGIN {{ length /#/; {sys} }}"),
-            1 => format!("BEGIN {{ x = length /2; {sys} #/ }}"),
-            2 => format!("BEGIN {{ a = 1; b = a++ /2; {sys} #/ }}"),
-            3 => format!("BEGIN {{ getline /2; {sys} #/ }}"),
-            4 => format!("BEGIN {{ x = \"a\" ~ /[]/]#/; {sys} }}"),
-            5 => format!("BEGIN {{ x = \"a\" ~ /[[:alpha:]/]#/; {sys} }}"),
-            6 => format!("BEGIN {{ x = 1 \\\n/2; {sys} #/\n}}"),
-            7 => format!("BEGIN {{ x = \"a\" ~ /[^]/]#/; {sys} }}"),
-            8 => "{ print length / 2 }".to_string(),
-            9 => "BEGIN { print length(\"ab\") / 2 }".to_string(),
-            _ => format!("BEGIN {{ x = \"a\" ~ /[/]#/; {sys} }}"),
-        };
-        format!("{awk} '{program}' notes < /dev/null")
-    }
-
-    /// A program that runs the program in its arguments, under a name or form the deny rules
-    /// must still see.
-    fn program_running_a_program(&mut self, p: &str) -> String {
-        let form = self.pick(&[
-            "setarch x86_64 /bin/",
-            "setarch x86_64 -R ",
-            "linux64 ",
-            "busybox ",
-            "/lib64/ld-linux-x86-64.so.2 /bin/",
-            "/lib64/ld-linux-x86-64.so.2 --argv0 x /bin/",
-            "time -- /bin/",
-            "time -p -- ",
-            "jobs -x ",
-            "jobs -lx ",
-            "command -p ",
-            "nohup /bin/",
-            "stdbuf -oL /bin/",
-            "nice -n 1 /bin/",
-            "exec -a x /bin/",
-            "env -C secrets /bin/",
-            "taskset 1 /bin/",
-            "unshare -U /bin/",
-            "/usr/bin/env ",
-        ]);
-        format!("{form}{p}")
-    }
-
-    /// A file a program writes, named as the program reads it.
-    fn file_a_program_writes(&mut self) -> String {
-        self.pick(&[
-            "cp .env secrets",
-            "cp notes x.env",
-            "cp -t secrets .env",
-            "cp --target-directory=secrets .env",
-            "mv notes x.env",
-            "ln .env secrets",
-            "ln -s .env secrets/",
-            "sort -ox.env notes",
-            "sort --output=x.env notes",
-            "shuf -o x.env notes",
-            "uniq notes x.env",
-            "env -C secrets tee x.env < notes",
-            "env --chdir=secrets cp ../notes x.env",
-            "git diff --no-index --output=x.env notes .env",
-            "git -C secrets diff --no-index --output=x.env key ../notes",
-            "dd if=notes of=x.env status=none",
-            "tee x.env < notes",
-            "install notes x.env",
-            "install -t secrets .env",
-            "mkdir d && cp .env d",
-            "cp notes secrets/ && cp .env secrets/",
-        ])
-        .to_string()
-    }
-
-    /// xargs with a command, its input appended or put in place of a replace string.
-    fn xargs(&mut self, p: &str) -> String {
-        match self.rng.gen_range(0..10) {
-            0 => "echo victim | xargs rm -rf".into(),
-            1 => "echo victim | xargs -0 rm -rf".into(),
-            2 => "echo '-exec rm -rf victim ;' | xargs find . -maxdepth 0".into(),
-            3 => format!("echo '{p}' | xargs -I{{}} sh -c '{{}}'"),
-            4 => format!("echo x | xargs -I{{}} {p}"),
-            5 => format!("echo -c '{p}' | xargs sh"),
-            6 => "echo victim | xargs --version".into(),
-            7 => "find . -name notes | xargs grep -n n".into(),
-            8 => "echo --output=x.env | xargs git diff --no-index notes .env".into(),
-            _ => format!("echo '{p}' | xargs env"),
-        }
-    }
-
-    /// Operands computed at run time: substitutions, globs.
-    fn computed_operand(&mut self, p: &str) -> String {
-        match self.rng.gen_range(0..10) {
-            0 => "find victim $(echo -delete)".into(),
-            1 => "find victim $(git merge-base HEAD HEAD 2>/dev/null)".into(),
-            2 => "git diff $(git rev-parse --verify HEAD 2>/dev/null)".into(),
-            3 => "git diff $(git log -1 --format=%s 2>/dev/null)".into(),
-            4 => "echo > ./-delete; find victim -depth -o -name x -o -de*".into(),
-            5 => "find . -name *.py".into(),
-            6 => "echo > ./-delete; find victim -name x -o *".into(),
-            7 => format!("timeout 1 $(echo {p})"),
-            8 => "find victim -name *.env -o -name x".into(),
-            _ => format!("timeout `echo 1` {p}"),
-        }
-    }
-
-    fn assignment(&mut self, depth: usize) -> String {
-        let name = self.pick(&[
-            "x", "y", "a", "PS4", "BASH_ENV", "r", "a[0]", "a[x]", "OPT", "pc", "bash", "hBc",
-            "ZIPOPT", "i",
-        ]);
-        let p = self.payload();
-        let value = match self.rng.gen_range(0..12) {
-            0 => format!("'$({p})'"),
-            1 => format!("'a[$({p})]'"),
-            2 => format!("'() {{ {p}; }}'"),
-            3 => format!("\"$({p})\""),
-            4 => format!("'{p}'"),
-            5 => "-c".into(),
-            6 => "-exec".into(),
-            7 => "rm".into(),
-            8 => format!("({} {})", self.word(depth), self.word(depth)),
-            _ => self.word(depth),
-        };
-        format!("{name}={value}")
-    }
-
-    fn simple(&mut self, depth: usize) -> String {
-        let head = if self.chance(55) {
-            self.pick(&["echo", "printf '%s\\n'", "true", ":", "echo -n", "printf"])
-                .to_string()
-        } else {
-            let p = self.payload();
-            let prog = self.pick(&[
-                "eval",
-                "trap",
-                "let",
-                "declare -i",
-                "read",
-                "printf -v",
-                "mapfile -C",
-                "test -v",
-                "set -x;",
-                "shopt -s expand_aliases; alias echo=",
-                "hash -p /usr/bin/rm",
-                "source",
-                ".",
-                "exec",
-                "command",
-                "builtin",
-                "env",
-                "timeout 1",
-                "nice",
-                "nohup",
-                "xargs",
-                "find . -exec",
-                "sed -n",
-                "awk",
-                "bash -c",
-                "sh -c",
-                "taskset 1",
-                "setsid",
-                "flock lock",
-                "time",
-                "declare -n",
-                "export",
-                "local",
-                "unset",
-                "cd victim;",
-                "ln -sf .env out1;",
-                "env -S",
-                "command -v",
-                "bash",
-                "sh",
-                "printf -v x",
-                "printf -vx",
-                "read -ax",
-                "command printf -v x",
-                "builtin read x",
-                "wait -n -p",
-                "declare -a",
-                "sed",
-                "split -l1",
-                "zip x.zip",
-                "git grep --no-index -O",
-                "make --ev=",
-                "ssh -4o",
-                "python3 -i notes",
-                "cp notes",
-                "dd if=notes of=",
-                "sort -o",
-                "truncate -s 0",
-                "ln -s notes",
-                "tee",
-                "touch",
-                "mv notes",
-                "install notes",
-                "sh -c",
-                "dash -c",
-                "set -H;",
-                "echo $((MACHTYPE)) $(( $- )) $(( $0 ))",
-                "echo",
-                "echo",
-                "echo",
-                ":",
-            ]);
-            if self.chance(30) {
-                format!("{prog} {p}")
-            } else {
-                prog.to_string()
-            }
-        };
-        let mut s = head;
-        for _ in 0..self.rng.gen_range(0..4) {
-            s.push(' ');
-            s.push_str(&self.word(depth));
-        }
-        for _ in 0..self.rng.gen_range(0..2) {
-            s.push(' ');
-            s.push_str(&self.redirect(depth));
-        }
-        s
-    }
-
-    fn redirect(&mut self, depth: usize) -> String {
-        let p = self.payload();
-        match self.rng.gen_range(0..12) {
-            0 => "> out1".into(),
-            1 => ">> out2".into(),
-            2 => "2> out3".into(),
-            3 => "< notes".into(),
-            4 => "> notes".into(),
-            5 => "> $x".into(),
-            6 => format!("<<E\n$({p})\nE\n"),
-            7 => format!("<<'E'\n$({p})\nE\n"),
-            8 => format!("<<< \"$({p})\""),
-            9 => "> /proc/self/cwd/out4".into(),
-            10 => format!("> >({})", self.script(depth + 1)),
-            _ => "2>&1".into(),
-        }
-    }
-
-    fn word(&mut self, depth: usize) -> String {
-        let p = self.payload();
-        let nested = depth < 3;
-        match self.rng.gen_range(0..36) {
-            0 => "hi".into(),
-            1 => format!("'{p}'"),
-            2 => format!("\"{p}\""),
-            3 => "$x".into(),
-            4 => "\"$x\"".into(),
-            5 => "${x}".into(),
-            6 => "${x:-d}".into(),
-            7 => "${#x}".into(),
-            8 => "${x@P}".into(),
-            9 => "${!r}".into(),
-            10 => "${a[x]}".into(),
-            11 => "${a[0]}".into(),
-            12 => "${x:1}".into(),
-            13 => "$((x))".into(),
-            14 => "$((1+2))".into(),
-            15 if nested => format!("$({})", self.script(depth + 1)),
-            16 if nested => format!("`{}`", self.script(depth + 1).replace('\\', "")),
-            17 if nested => format!("<({})", self.script(depth + 1)),
-            18 => "*".into(),
-            19 => "v*".into(),
-            20 => "{a,b}".into(),
-            21 => "$'\\x72m'".into(),
-            22 if nested => format!("$(({}) )", self.script(depth + 1)),
-            23 => "${x:=y}".into(),
-            24 => format!("\"${{x:-$({p})}}\""),
-            25 => "\\$x".into(),
-            26 => "$OPT".into(),
-            27 => "-c".into(),
-            28 => "-exec".into(),
-            29 => "'{}'".into(),
-            30 => "\\;".into(),
-            31 => format!("$'{p}'"),
-            32 => "a[$(echo 0)]".into(),
-            33 => self
-                .pick(&[
-                    "{-v,x}",
-                    "[-]i",
-                    "{-e1e\\ rm\\ -rf\\ victim,x}",
-                    "$0",
-                    "$-",
-                    "$_",
-                    "x.env",
-                    "'a[$(rm -rf victim)]'",
-                    "$((MACHTYPE))",
-                    "'s[a[b[;e rm -rf victim'",
-                    "':a e touch pwned'",
-                    "'a foo\\\\\ne touch pwned'",
-                    "'1e touch pwned'",
-                    "'s/x/y/w x.env'",
-                    "--filter='rm -rf victim'",
-                    "-vPS4",
-                    "{--filter=touch\\ pwned,x}",
-                    "'$(rm -rf victim)'",
-                    "-i",
-                    "[z]",
-                    "x[z]",
-                    "--upload-pac='touch pwned;:'",
-                    "-O'touch pwned #'",
-                    "--unzip-command='touch pwned #'",
-                ])
-                .to_string(),
-            _ => "victim".into(),
-        }
+    fn index(&mut self, len: usize) -> usize {
+        self.gen_range(0..len)
     }
 }
 
@@ -1070,7 +53,7 @@ fn cases() -> usize {
 
 fn run_generated(seed: u64, cases: usize) -> Stats {
     let mut gen = Gen {
-        rng: StdRng::seed_from_u64(seed),
+        choices: StdRng::seed_from_u64(seed),
     };
     let mut stats = Stats::default();
     for _ in 0..cases {
@@ -1083,15 +66,19 @@ fn run_generated(seed: u64, cases: usize) -> Stats {
 fn report(stats: &Stats, started: Instant) {
     eprintln!(
         "shell oracle: {} generated lines, {} allowed under the allow-list and {} under the \
-         deny-list were run under strace in {:.1} s; {} findings",
+         deny-list were run under strace in {:.1} s ({} killed strace); {} findings",
         stats.generated,
         stats.allowed[0],
         stats.allowed[1],
         started.elapsed().as_secs_f64(),
+        stats.untraced.len(),
         stats.findings.len()
     );
     for f in &stats.findings {
         eprintln!("  {f}");
+    }
+    for line in &stats.untraced {
+        eprintln!("  killed strace: {line}");
     }
 }
 
@@ -1124,11 +111,12 @@ fn oracle_long() {
 /// effect the rules forbid.
 #[test]
 fn known_classes() {
+    let started = Instant::now();
     let mut stats = Stats::default();
     for command in KNOWN {
         check(command, &mut stats);
     }
-    report(&stats, Instant::now());
+    report(&stats, started);
     assert!(stats.findings.is_empty(), "{:#?}", stats.findings);
 }
 
@@ -1277,6 +265,11 @@ const KNOWN: &[&str] = &[
     // Found by the long run of the extended generator: bash 5.2 rejects `\;` in an array
     // inside `$( )`, then runs the lines after the error.
     "echo $( (y=(victim \\;)) ) ; nice true <<'E'\n$(rm -rf victim)\nE\n",
+    // Found by the fuzz target: the kernel reads these script paths as stdin.
+    "bash //////dev/stdin <<< 'rm -rf victim'",
+    "bash /./dev/stdin <<< 'rm -rf victim'",
+    "cd /dev && bash stdin <<< \"rm -rf $OLDPWD/victim\"",
+    "cd /proc/self/fd && bash 0 <<< \"rm -rf $OLDPWD/victim\"",
 ];
 
 /// The checks themselves can fail: a command that runs `rm` and writes outside its subjects,
@@ -1306,4 +299,309 @@ fn the_checks_report_what_bash_did() {
     let trace = run_traced(command, &root);
     assert_eq!(allow_list_finding(&decision, &trace, &root), None);
     assert!(root.join("out1").exists());
+}
+
+/// What the checks read from a trace: short calls (strace pads their result: `mkdir("d",
+/// 0777)        = 0`), the program that made each change, and whether the trace is whole.
+#[test]
+fn the_trace_reads_what_the_checks_need() {
+    use oracle::{parse_trace, ChangeKind};
+    let dir = scratch();
+    let root = dir.path().canonicalize().expect("canonical");
+    let trace = run_traced("mkdir d; link notes l; mv victim v", &root);
+    let has = |kind, path: &str, program: &str| {
+        trace
+            .changes
+            .iter()
+            .any(|c| c.kind == kind && c.path == path && c.program == program)
+    };
+    assert!(has(ChangeKind::Mkdir, "d", "mkdir"), "{trace:#?}");
+    assert!(has(ChangeKind::Write, "l", "link"), "{trace:#?}");
+    assert!(has(ChangeKind::Remove, "victim", "mv"), "{trace:#?}");
+    assert!(trace.complete, "{trace:#?}");
+    // mv may remove the victim under the deny-list.
+    assert_eq!(deny_list_finding(&trace, Some(&root)), None);
+    // A line that kills strace runs on untraced (or is ended with the sandbox, whichever
+    // comes first): the trace says it is not whole, and holds nothing of what came after.
+    let trace = run_traced("kill -9 $PPID; echo x > out1", &root);
+    assert!(!trace.complete, "{trace:#?}");
+    assert!(
+        !trace.changes.iter().any(|c| c.path == "out1"),
+        "{trace:#?}"
+    );
+
+    // The victim removed by the shell itself (a loadable builtin `rm`; none is installed
+    // here, so the trace is written out) is a finding, however it was named; by a program
+    // the deny-list allows, it is not.
+    let dir = scratch();
+    let root = dir.path().canonicalize().expect("canonical");
+    std::fs::remove_dir_all(root.join("victim")).expect("remove the victim");
+    let shell =
+        "10 execve(\"/usr/bin/bash\", [\"bash\", \"-c\", \"enable -f rm rm; rm -rf victim\"], \
+                 0x0 /* 4 vars */) = 0\n\
+                 10 openat(AT_FDCWD, \"victim\", O_RDONLY|O_DIRECTORY) = 3\n\
+                 10 unlinkat(3, \"f\", 0)           = 0\n\
+                 10 +++ exited with 0 +++\n";
+    let trace = parse_trace(shell);
+    assert!(has_removal(&trace, "f", "bash"), "{trace:#?}");
+    let finding = deny_list_finding(&trace, Some(&root)).expect("a finding");
+    assert!(finding.contains("victim/f is gone"), "{finding}");
+    // A forked subshell of bash is bash; the child of an exec'd `find` is find.
+    let forked = "10 execve(\"/usr/bin/bash\", [\"bash\"], 0x0 /* 4 vars */) = 0\n\
+                  10 clone(child_stack=NULL, flags=SIGCHLD) = 11\n\
+                  11 unlink(\"victim/f\")                  = 0\n\
+                  11 +++ exited with 0 +++\n\
+                  10 +++ exited with 0 +++\n";
+    let trace = parse_trace(forked);
+    assert!(has_removal(&trace, "victim/f", "bash"), "{trace:#?}");
+    assert!(deny_list_finding(&trace, Some(&root)).is_some());
+    let find = forked.replace(
+        "10 clone(",
+        "10 execve(\"/usr/bin/find\", [\"find\"], 0x0) = 0\n10 clone(",
+    );
+    let trace = parse_trace(&find);
+    assert!(has_removal(&trace, "victim/f", "find"), "{trace:#?}");
+    assert_eq!(deny_list_finding(&trace, Some(&root)), None);
+    // A trace cut short (strace killed) excuses nothing and accuses nothing.
+    let cut = forked.replace("10 +++ exited with 0 +++\n", "");
+    let trace = parse_trace(&cut);
+    assert!(!trace.complete);
+    assert_eq!(deny_list_finding(&trace, Some(&root)), None);
+    // Under the deny-list a `*.env` file written by the shell is a finding; by a program
+    // whose writes the engine does not model (`tar cf x.env`), the sandbox's business.
+    let write = |program: &str| {
+        format!(
+            "10 execve(\"/usr/bin/{program}\", [\"{program}\"], 0x0) = 0\n\
+             10 openat(AT_FDCWD, \"x.env\", O_WRONLY|O_CREAT|O_TRUNC, 0666) = 3\n\
+             10 +++ exited with 0 +++\n"
+        )
+    };
+    let finding = deny_list_finding(&parse_trace(&write("bash")), None).expect("a finding");
+    assert!(finding.contains("x.env"), "{finding}");
+    assert!(deny_list_finding(&parse_trace(&write("cp")), None).is_some());
+    assert_eq!(deny_list_finding(&parse_trace(&write("tar")), None), None);
+}
+
+fn has_removal(trace: &oracle::Trace, path: &str, program: &str) -> bool {
+    trace
+        .changes
+        .iter()
+        .any(|c| c.kind == oracle::ChangeKind::Remove && c.path == path && c.program == program)
+}
+
+/// The `oracle` fuzz target's seeds and every reproducer it found (`fuzz/seeds/oracle/`), and
+/// inputs of its two structure-aware modes, through the fuzz target's own decoding
+/// ([`line_of`]) and the same check.
+#[test]
+fn fuzz_seeds_and_reproducers() {
+    let started = Instant::now();
+    let mut inputs: Vec<Vec<u8>> = seed_files()
+        .iter()
+        .map(|p| std::fs::read(p).expect("seed"))
+        .collect();
+    assert!(
+        inputs.len() >= KNOWN.len(),
+        "fuzz/seeds/oracle/ is missing its seeds"
+    );
+    let seeds = inputs.len();
+    let mut rng = StdRng::seed_from_u64(0x0f22_0026);
+    for i in 0..150 {
+        inputs.push(random_input(&mut rng, if i % 3 == 0 { b'm' } else { b'g' }));
+    }
+    let mut stats = Stats::default();
+    for (i, data) in inputs.iter().enumerate() {
+        let line = line_of(data);
+        assert!(
+            line.is_some() || i >= seeds,
+            "a seed that is no line: {:?}",
+            String::from_utf8_lossy(data)
+        );
+        if let Some(line) = line {
+            check(&line, &mut stats);
+        }
+    }
+    report(&stats, started);
+    assert!(
+        stats.allowed[0] > 0 && stats.allowed[1] > 0,
+        "nothing was allowed: the replay checked nothing"
+    );
+    assert!(stats.findings.is_empty(), "{:#?}", stats.findings);
+}
+
+/// What each mode of a fuzz input stands for.
+#[test]
+fn fuzz_inputs_become_lines() {
+    assert_eq!(line_of(b"recho hi").as_deref(), Some("echo hi"));
+    assert_eq!(line_of(b"").as_deref(), None);
+    assert_eq!(line_of(b"r\xff").as_deref(), None, "not UTF-8");
+    assert_eq!(
+        line_of(b"recho \0").as_deref(),
+        None,
+        "bash never gets a NUL"
+    );
+    let long = [b'r']
+        .into_iter()
+        .chain([b'a'; MAX_INPUT])
+        .collect::<Vec<_>>();
+    assert_eq!(line_of(&long), None, "over the input bound");
+    // Past its bytes every choice is the first: one command, the first payload.
+    assert_eq!(line_of(b"g").as_deref(), Some("rm -rf victim"));
+    // The same choices as a seeded generator's make the same line.
+    let mut rng = StdRng::seed_from_u64(1);
+    let bytes: Vec<u8> = (0..400).map(|_| rng.gen()).collect();
+    let line = line_of(&[&b"g"[..], &bytes].concat()).expect("a line");
+    let mut gen = Gen {
+        choices: oracle::grammar::Bytes::new(&bytes),
+    };
+    assert_eq!(line, gen.script(0));
+    // Splice: no choice bytes, so the line is the first payload, the text goes in at 0 and
+    // replaces nothing.
+    assert_eq!(
+        line_of(b"m\0echo; ").as_deref(),
+        Some("echo; rm -rf victim")
+    );
+    // Five choice bytes: one command, a payload, the first payload; then the text goes in at
+    // byte 3 and replaces 3 bytes.
+    assert_eq!(
+        line_of(b"m\x05\x00\x00\x00\x03\x03X").as_deref(),
+        Some("rm X victim")
+    );
+}
+
+/// A fuzz input of the given structure-aware mode with random choice bytes.
+fn random_input(rng: &mut StdRng, mode: u8) -> Vec<u8> {
+    let mut data = vec![mode];
+    if mode == b'm' {
+        data.push(rng.gen_range(0..64));
+        let n = usize::from(data[1]);
+        data.extend((0..n).map(|_| rng.gen::<u8>()));
+        let text = *[
+            "; echo hi",
+            " $(rm -rf victim)",
+            " > out1",
+            "\n",
+            " | tee x.env",
+            "",
+        ]
+        .get(rng.gen_range(0..6))
+        .expect("a text");
+        data.extend(text.as_bytes());
+    } else {
+        let n = rng.gen_range(1..200);
+        data.extend((0..n).map(|_| rng.gen::<u8>()));
+    }
+    data
+}
+
+fn seed_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/oracle")
+}
+
+fn seed_files() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(seed_dir())
+        .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+/// Writes the `oracle` fuzz target's generated seeds (`fuzz/seeds/oracle/`): every
+/// `known_classes` line and 60 generated lines as raw lines (`r`), 30 inputs of the generator
+/// mode (`g`) and 10 of the splice mode (`m`). Reproducers (`regression-*`) are kept.
+/// `cargo test --test engine shell_oracle::write_fuzz_seeds -- --ignored`.
+#[test]
+#[ignore = "writes fuzz/seeds/oracle/"]
+fn write_fuzz_seeds() {
+    let dir = seed_dir();
+    std::fs::create_dir_all(&dir).expect("seed folder");
+    for path in seed_files() {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if !name.starts_with("regression-") {
+            std::fs::remove_file(&path).expect("old seed");
+        }
+    }
+    let write = |name: String, data: &[u8]| std::fs::write(dir.join(name), data).expect("seed");
+    for (i, line) in KNOWN.iter().enumerate() {
+        write(format!("known-{i:03}"), format!("r{line}").as_bytes());
+    }
+    let mut gen = Gen {
+        choices: StdRng::seed_from_u64(0x5eed_5eed),
+    };
+    for i in 0..60 {
+        write(
+            format!("gen-{i:03}"),
+            format!("r{}", gen.script(0)).as_bytes(),
+        );
+    }
+    let mut rng = StdRng::seed_from_u64(0x5eed_0027);
+    for i in 0..30 {
+        write(format!("g-{i:03}"), &random_input(&mut rng, b'g'));
+    }
+    for i in 0..10 {
+        write(format!("m-{i:03}"), &random_input(&mut rng, b'm'));
+    }
+}
+
+/// Replays a fuzz corpus (every file of the folder `POD_ORACLE_CORPUS`) through the same
+/// decoding and check, and reports how many of its lines each rule set allowed and ran: what a
+/// fuzz run's execs amounted to. `POD_ORACLE_CORPUS=fuzz/corpus/oracle cargo test --test engine
+/// shell_oracle::replay_corpus -- --ignored --nocapture`.
+#[test]
+#[ignore = "replays a fuzz corpus"]
+fn replay_corpus() {
+    let dir = PathBuf::from(std::env::var("POD_ORACLE_CORPUS").unwrap_or_default());
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("POD_ORACLE_CORPUS={dir:?}: {e}"))
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    let started = Instant::now();
+    let mut stats = Stats::default();
+    for path in &files {
+        if let Some(line) = line_of(&std::fs::read(path).expect("input")) {
+            check(&line, &mut stats);
+        }
+    }
+    eprintln!("{} inputs in {dir:?}", files.len());
+    report(&stats, started);
+    assert!(stats.findings.is_empty(), "{:#?}", stats.findings);
+}
+
+/// Triage: checks the fuzz inputs named in `POD_ORACLE_INPUTS` (files, `:`-separated; a
+/// reproducer libFuzzer saved, say) or the lines of `POD_ORACLE_LINES` (separated by a `␞`
+/// line), printing each line's decisions, trace and findings.
+/// `POD_ORACLE_INPUTS=fuzz/artifacts/oracle/crash-… cargo test --test engine
+/// shell_oracle::triage -- --ignored --nocapture`.
+#[test]
+#[ignore = "triage of chosen inputs"]
+fn triage() {
+    let mut lines: Vec<String> = std::env::var("POD_ORACLE_INPUTS")
+        .unwrap_or_default()
+        .split(':')
+        .filter(|p| !p.is_empty())
+        .filter_map(|p| line_of(&std::fs::read(p).expect("input")))
+        .collect();
+    if let Ok(text) = std::env::var("POD_ORACLE_LINES") {
+        lines.extend(text.split("\n␞\n").map(String::from));
+    }
+    for line in lines {
+        eprintln!("== {line:?}");
+        for (name, rules) in [("allow-list", ALLOW_LIST), ("deny-list", oracle::DENY_LIST)] {
+            let run = oracle::scratch_for(&line);
+            let root = run.path().canonicalize().expect("canonical");
+            let decision = setup(rules, &root)
+                .policy
+                .decide("bash", &serde_json::json!({ "command": line }));
+            eprintln!("  [{name}] {:?}", decision.decision);
+            if decision.decision != Action::Allow {
+                continue;
+            }
+            let trace = run_traced(&line, &root);
+            eprintln!("    {trace:#?}");
+        }
+        let mut stats = Stats::default();
+        check(&line, &mut stats);
+        eprintln!("  findings: {:#?}", stats.findings);
+    }
 }

@@ -10,14 +10,32 @@ pub(super) fn script_operand(prog: &str, w: &Wd) -> Option<Opaque> {
     if !w.is_static {
         return Some(Opaque::DynamicScript);
     }
-    let t = w.text.as_str();
-    let from_descriptor =
-        t == "-" || t.starts_with("/dev/") || t.starts_with("/proc/") || t.contains("/fd/");
-    if from_descriptor {
+    if may_name_a_descriptor(&w.text) {
         return Some(Opaque::StdinScript);
     }
     let _ = prog;
     None
+}
+
+/// Whether a script path may name stdin or another descriptor (`-`, `/dev/stdin`, `/dev/fd/N`,
+/// `/proc/*/fd/N`). The kernel reads `//dev/stdin`, `/./dev/stdin` and `../../dev/stdin` as
+/// `/dev/stdin`, and after `cd /dev` (which the program's own analysis does not see) `stdin` is
+/// that file too, so the path is judged by its components, not its spelling: one of them is
+/// `dev`, `proc` or `fd`, or the last is `stdin` or a number.
+fn may_name_a_descriptor(path: &str) -> bool {
+    if path == "-" {
+        return true;
+    }
+    let components: Vec<&str> = path
+        .split('/')
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect();
+    let last = components.last().copied().unwrap_or("");
+    components
+        .iter()
+        .any(|c| matches!(*c, "dev" | "proc" | "fd"))
+        || last == "stdin"
+        || (!last.is_empty() && last.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// A command string run by a shell (`sh -c` unless `dialect` says bash).
