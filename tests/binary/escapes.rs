@@ -1605,10 +1605,27 @@ fn a_read_only_folder_does_not_keep_a_planted_file_in_place() {
     } else {
         &[]
     };
-    let ws = Workspace::with_manifest(&manifest("", ""));
+    // `$TMPDIR` may be a folder only root can enter (CI's is `mktemp -d`): as root, the test's
+    // folders and the pod's `$TMPDIR` go in a folder of /tmp that `nobody` can enter.
+    let base = tempfile::Builder::new()
+        .prefix("pod-nobody-")
+        .tempdir_in(if root_user {
+            PathBuf::from("/tmp")
+        } else {
+            std::env::temp_dir()
+        })
+        .expect("tempdir");
+    std::fs::set_permissions(
+        base.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    let tmp = base.path().join("tmp");
+    std::fs::create_dir(&tmp).expect("mkdir");
+    let ws = Workspace::with_manifest_in(&manifest("", ""), base.path());
     let root = ws.dir.path().canonicalize().expect("canonical");
     if root_user {
-        for dir in [ws.dir.path(), ws.state_home()] {
+        for dir in [ws.dir.path(), ws.state_home(), &tmp] {
             let out = Command::new("chown")
                 .args(["-R", "nobody:", &dir.display().to_string()])
                 .output()
@@ -1617,7 +1634,8 @@ fn a_read_only_folder_does_not_keep_a_planted_file_in_place() {
         }
     }
     repository_with_a_planted_copy(&root, runner);
-    let mut pod = PodProcess::spawn_run_by(&ws, runner, &[]);
+    let tmp_text = tmp.display().to_string();
+    let mut pod = PodProcess::spawn_run_by(&ws, runner, &[("TMPDIR", &tmp_text)]);
     let init = pod.initialize(false);
     assert_eq!(init["sandbox"]["kind"], "namespaces", "{}", init["sandbox"]);
     let out = run(

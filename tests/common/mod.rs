@@ -75,11 +75,17 @@ impl Workspace {
     }
 
     pub fn with_manifest(text: &str) -> Workspace {
-        let dir = tempfile::tempdir().expect("tempdir");
+        Workspace::with_manifest_in(text, &std::env::temp_dir())
+    }
+
+    /// [`Workspace::with_manifest`] with its folders in `parent` (for a pod run as another
+    /// user, which `$TMPDIR` may not let through).
+    pub fn with_manifest_in(text: &str, parent: &Path) -> Workspace {
+        let dir = tempfile::tempdir_in(parent).expect("tempdir");
         std::fs::write(dir.path().join("pod.toml"), text).expect("write manifest");
         Workspace {
             dir,
-            state: tempfile::tempdir().expect("tempdir"),
+            state: tempfile::tempdir_in(parent).expect("tempdir"),
         }
     }
 
