@@ -160,7 +160,7 @@ fn the_gate_alone_stops_rm_whoever_runs_it() {
                 .to_string(),
         );
         cases.push(
-            r#"python3 -c 'import os, threading, time; threading.Thread(target=lambda: os.execv("/bin/rm", ["rm", "-rf", "victim"])).start(); time.sleep(5)'; touch marker"#
+            r#"python3 -c 'import os, threading; t = threading.Thread(target=lambda: os.execv("/bin/rm", ["rm", "-rf", "victim"])); t.start(); t.join()'; touch marker"#
                 .to_string(),
         );
     }
